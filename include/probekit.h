@@ -1,0 +1,592 @@
+/* SPDX-License-Identifier: MIT */
+/* probekit.h - the one public header: live text patching, static keys, notifier chains. */
+#ifndef PROBEKIT_H
+#define PROBEKIT_H
+
+/*
+ * probekit brings the kernel's event-hook machinery into ordinary processes.
+ * A hook costs nothing until somebody listens, and next to nothing when
+ * somebody does.
+ *
+ * Layers (each uses only those above it in this file):
+ *
+ *   text   - live patching of running, multi-threaded code in batches
+ *            (pk_batch_*), following the kernel's int3 protocol.
+ *   key    - static keys: a branch site is a 5-byte NOP or JMP that is
+ *            patched when the key changes (pk_branch_unlikely/likely).
+ *   chain  - notifier chains with the kernel's semantics; an empty chain's
+ *            pk_notify() site is a NOP.
+ *
+ * Conventions:
+ *   - every int function returns 0 (or a count) on success and -errno on
+ *     failure, and never writes errno;
+ *   - details of a failure go to the log hook (pk_set_log(), or the
+ *     PROBEKIT_LOG environment variable), never to stdout or stderr directly;
+ *   - each declaration ends with a Context: line saying from where it may be
+ *     called.
+ */
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PK_VERSION_MAJOR 0
+#define PK_VERSION_MINOR 1
+#define PK_VERSION_PATCH 0
+
+#ifndef PK_API
+#define PK_API __attribute__((visibility("default")))
+#endif
+
+/**
+ * pk_version() - the version of the library loaded at run time
+ *
+ * Context: any thread, async-signal-safe.
+ * Return: a static string "MAJOR.MINOR.PATCH".
+ */
+PK_API const char *pk_version(void);
+
+/* ------------------------------------------------------------------ log */
+
+enum pk_log_level {
+	PK_LOG_ERROR = 0,
+	PK_LOG_WARN = 1,
+	PK_LOG_INFO = 2,
+	PK_LOG_DEBUG = 3,
+};
+
+typedef void (*pk_log_fn)(enum pk_log_level level, const char *msg, void *ctx);
+
+/**
+ * pk_set_log() - route probekit's messages to @fn
+ * @fn: called with one formatted line (no trailing newline); NULL restores
+ *      the default, which writes to stderr only the levels enabled by
+ *      PROBEKIT_LOG=error|warn|info|debug (nothing when unset)
+ * @ctx: passed back to @fn
+ *
+ * Messages are never produced on a signal path.
+ *
+ * Context: any thread, may block.
+ */
+PK_API void pk_set_log(pk_log_fn fn, void *ctx);
+
+/* ----------------------------------------------------------------- text */
+
+/*
+ * Live code patching. A batch collects sites (address, new bytes); commit
+ * writes them all with three cross-core synchronisations, whatever the
+ * batch size:
+ *
+ *   1. int3 on the first byte of every site, sync;
+ *   2. every site's tail bytes, sync;
+ *   3. every site's first byte, sync.
+ *
+ * A thread that executes a site meanwhile traps and is sent on as if the
+ * new bytes were already in place (or the old ones, while a failed batch is
+ * rolled back). No thread is stopped; no mapping is ever writable and
+ * executable at once (code is written through /proc/self/mem).
+ *
+ * Validation happens before any byte is written: the site lies in an
+ * executable mapping, does not overlap another site of the batch, holds
+ * @expect if given, the old bytes decode into whole instructions covering
+ * exactly the site, the new bytes too, and every instruction boundary the
+ * old code has inside the site is also one in the new code (a thread may be
+ * stopped at such a boundary; PK_TEXT_F_MERGE waives this last check when the
+ * caller knows no thread can be there). A batch is all or nothing.
+ *
+ * A thread trapping on a site mid-commit continues by emulation when the
+ * new bytes are NOPs, a jmp or a call, or by executing the new bytes out of
+ * line otherwise; bytes that can do neither (relative branches other than
+ * jmp/call, RIP-relative operands) are refused with -ENOTSUP.
+ */
+
+#define PK_TEXT_MAX 15 /* bytes in one site: the longest x86-64 instruction */
+
+/* pk_batch_add() flags */
+#define PK_TEXT_F_MERGE 0x1u /* new bytes may span old instruction boundaries */
+
+struct pk_batch;
+
+/**
+ * pk_batch_create() - start an empty batch of code patches
+ * @out: receives the batch
+ *
+ * Context: any thread, may block; not from a signal handler.
+ * Return: 0, or -ENOMEM, -EINVAL (@out is NULL).
+ */
+PK_API int pk_batch_create(struct pk_batch **out);
+
+/**
+ * pk_batch_add() - queue one site of a batch
+ * @b: the batch
+ * @addr: first byte of the site
+ * @bytes: the new bytes
+ * @len: their count, 1..PK_TEXT_MAX
+ * @expect: the bytes that must be at @addr now, or NULL
+ * @flags: 0 or PK_TEXT_F_MERGE
+ *
+ * Nothing is validated against memory until pk_batch_commit().
+ *
+ * Context: any thread, may block; not from a signal handler.
+ * Return: 0, or -EINVAL (bad argument, batch already committed), -E2BIG
+ * (@len > PK_TEXT_MAX), -ENOMEM.
+ */
+PK_API int pk_batch_add(struct pk_batch *b, void *addr, const void *bytes,
+			size_t len, const void *expect, unsigned int flags);
+
+/**
+ * pk_batch_count() - number of sites queued in @b
+ * @b: the batch
+ *
+ * Context: any thread.
+ * Return: the count (0 for NULL).
+ */
+PK_API size_t pk_batch_count(const struct pk_batch *b);
+
+/**
+ * pk_batch_commit() - validate and write every site of @b
+ * @b: the batch; it cannot be committed twice
+ *
+ * Commits are serialised process-wide, and fork() waits for one in progress.
+ *
+ * Context: any thread, may block; not from a signal handler.
+ * Return: the number of sites written, or -EINVAL (a site outside executable
+ * memory, overlapping another, splitting an instruction), -EBUSY (@expect did
+ * not match), -ENOTSUP (bytes a trapping thread could not be sent through),
+ * -EPERM (writing code refused by the system, e.g. /proc/self/mem closed by
+ * policy). On failure nothing has changed.
+ */
+PK_API int pk_batch_commit(struct pk_batch *b);
+
+/**
+ * pk_batch_free() - release a batch (committed or not)
+ * @b: the batch, or NULL
+ *
+ * Context: any thread, may block; not from a signal handler.
+ */
+PK_API void pk_batch_free(struct pk_batch *b);
+
+/**
+ * pk_text_poke() - patch a single site: a batch of one
+ * @addr, @bytes, @len, @expect, @flags: as for pk_batch_add()
+ *
+ * Context: any thread, may block; not from a signal handler.
+ * Return: 1, or a negative error as for pk_batch_add() and pk_batch_commit().
+ */
+PK_API int pk_text_poke(void *addr, const void *bytes, size_t len,
+			const void *expect, unsigned int flags);
+
+/* Process-wide counters of the text layer (monotonic). */
+struct pk_text_stats {
+	size_t sz;		/* sizeof(struct pk_text_stats) */
+	uint64_t commits;	/* successful commits */
+	uint64_t sites;		/* sites written by them */
+	uint64_t syncs;		/* cross-core synchronisations issued */
+	uint64_t writes;	/* write system calls to code */
+	uint64_t traps;		/* threads sent on by the trap handler */
+	const char *sync_method; /* "membarrier-sync-core", "membarrier-expedited", "mprotect-ipi" or NULL before first use */
+};
+
+/**
+ * pk_text_stats() - read the text layer's counters
+ * @st: filled up to @st->sz bytes; set @st->sz first
+ *
+ * Context: any thread.
+ * Return: 0, or -EINVAL (NULL or @st->sz too small).
+ */
+PK_API int pk_text_stats(struct pk_text_stats *st);
+
+/* ------------------------------------------------------------------ key */
+
+/*
+ * Static keys. A site compiled by pk_branch_unlikely()/pk_branch_likely() is
+ * a 5-byte instruction recorded in the module's __pk_jump_table section:
+ *
+ *   as compiled          jmp to a load-and-branch on key->enabled (correct
+ *                        before probekit has seen the module, and forever in
+ *                        fallback mode);
+ *   once the module is   a 5-byte NOP or a jmp straight to the branch target:
+ *   registered           no load, no flag; patched whenever the key flips.
+ *
+ *                      key disabled     key enabled
+ *   pk_branch_unlikely   NOP (false)      JMP -> true block
+ *   pk_branch_likely     JMP -> false     NOP (true)
+ *
+ * Every module (executable, shared library, dlopen'ed library) registers its
+ * table from a constructor emitted by this header, so sites of a library
+ * loaded after a key was enabled come up in the key's state.
+ *
+ * Fallback mode (PROBEKIT_NOPATCH=1, or code patching refused by the system):
+ * sites stay load-and-branch; behaviour is identical, only slower.
+ */
+
+struct pk_key {
+	int enabled;			/* > 0: true. Read by fallback sites. */
+	unsigned int pk_private_flags;
+	void *pk_private[2];
+};
+
+#define PK_KEY_INIT_FALSE { 0, 0, { 0, 0 } }
+#define PK_KEY_INIT_TRUE { 1, 0, { 0, 0 } }
+#define PK_KEY_FALSE(name) struct pk_key name = PK_KEY_INIT_FALSE
+#define PK_KEY_TRUE(name) struct pk_key name = PK_KEY_INIT_TRUE
+
+/* One entry per branch site; layout shared with the asm below. */
+struct pk_jump_entry {
+	uintptr_t code;		/* the 5-byte site */
+	uintptr_t target;	/* where the JMP form goes */
+	uintptr_t check;	/* the load-and-branch block */
+	uintptr_t key;		/* address of a pointer to the key; bit 0: likely */
+};
+
+#ifdef __cplusplus
+#define PK__KEY_TYPECHECK(k)                                                   \
+	static_assert(__is_same(__typeof__(*(k)), struct pk_key),              \
+		      "pk_branch_*() takes a struct pk_key *")
+#else
+#define PK__KEY_TYPECHECK(k)                                                   \
+	_Static_assert(__builtin_types_compatible_p(__typeof__(*(k)),           \
+						    struct pk_key),            \
+		       "pk_branch_*() takes a struct pk_key *")
+#endif
+
+/*
+ * The key's address goes through a static pointer so that the asm operand is
+ * a local symbol, which position-independent code accepts as "i".
+ */
+#define PK__BRANCH(k, likely, l_jmp, l_check)                                  \
+	PK__KEY_TYPECHECK(k);                                                  \
+	static struct pk_key *const pk__kp __attribute__((used)) = (k);       \
+	__asm__ goto("1: .byte 0xe9\n\t"                                       \
+		     ".long %l[" #l_check "] - 2f\n"                           \
+		     "2:\n\t"                                                  \
+		     ".pushsection __pk_jump_table,\"aw\"\n\t"                 \
+		     ".balign 8\n\t"                                           \
+		     ".quad 1b, %l[" #l_jmp "], %l[" #l_check "], %c0 + %c1\n\t" \
+		     ".popsection"                                             \
+		     : : "i"(&pk__kp), "i"(likely) : : l_jmp, l_check)
+
+/**
+ * pk_branch_unlikely() - true while @k is enabled; the false path is inline
+ * @k: a struct pk_key * (anything else does not compile)
+ *
+ * Context: any thread, async-signal-safe.
+ */
+#define pk_branch_unlikely(k)                                                  \
+	(__extension__({                                                       \
+		__label__ pk__jmp, pk__check, pk__out;                         \
+		int pk__r = 0;                                                 \
+		PK__BRANCH(k, 0, pk__jmp, pk__check);                          \
+		goto pk__out;                                                  \
+	pk__check:                                                             \
+		if (__atomic_load_n(&(k)->enabled, __ATOMIC_RELAXED) <= 0)     \
+			goto pk__out;                                          \
+	pk__jmp:                                                               \
+		pk__r = 1;                                                     \
+	pk__out:                                                               \
+		pk__r != 0;                                                    \
+	}))
+
+/**
+ * pk_branch_likely() - true while @k is enabled; the true path is inline
+ * @k: a struct pk_key *
+ *
+ * Context: any thread, async-signal-safe.
+ */
+#define pk_branch_likely(k)                                                    \
+	(__extension__({                                                       \
+		__label__ pk__jmp, pk__check, pk__out;                         \
+		int pk__r = 1;                                                 \
+		PK__BRANCH(k, 1, pk__jmp, pk__check);                          \
+		goto pk__out;                                                  \
+	pk__check:                                                             \
+		if (__atomic_load_n(&(k)->enabled, __ATOMIC_RELAXED) > 0)      \
+			goto pk__out;                                          \
+	pk__jmp:                                                               \
+		pk__r = 0;                                                     \
+	pk__out:                                                               \
+		pk__r != 0;                                                    \
+	}))
+
+/**
+ * pk_key_enable() - make @k true (no-op if it already is)
+ * @k: the key
+ *
+ * Context: any thread, may block; not from a chain callback or signal handler.
+ * Return: 0, or -EINVAL (NULL), -EPERM/-ENOMEM (patching failed; @k unchanged).
+ */
+PK_API int pk_key_enable(struct pk_key *k);
+
+/**
+ * pk_key_disable() - make @k false, whatever its count
+ * @k: the key
+ *
+ * Context: any thread, may block; not from a chain callback or signal handler.
+ * Return: 0, or -EINVAL, -EPERM/-ENOMEM (@k unchanged).
+ */
+PK_API int pk_key_disable(struct pk_key *k);
+
+/**
+ * pk_key_inc() - take a reference on @k; the first makes it true
+ * @k: the key
+ *
+ * Context: any thread, may block; not from a chain callback or signal handler.
+ * Return: 0, or -EINVAL, -EOVERFLOW, -EPERM/-ENOMEM (@k unchanged).
+ */
+PK_API int pk_key_inc(struct pk_key *k);
+
+/**
+ * pk_key_dec() - drop a reference on @k; the last makes it false
+ * @k: the key
+ *
+ * Context: any thread, may block; not from a chain callback or signal handler.
+ * Return: 0, or -EINVAL (NULL, or count already 0), -EPERM/-ENOMEM.
+ */
+PK_API int pk_key_dec(struct pk_key *k);
+
+/**
+ * pk_key_set_many() - set several keys at once: one text batch for all sites
+ * @keys: the keys
+ * @values: true or false for each
+ * @n: how many
+ *
+ * Context: any thread, may block; not from a chain callback or signal handler.
+ * Return: 0, or -EINVAL, -EPERM/-ENOMEM (no key changed).
+ */
+PK_API int pk_key_set_many(struct pk_key *const *keys, const bool *values,
+			   size_t n);
+
+/**
+ * pk_key_enabled() - whether @k is true now
+ * @k: the key
+ *
+ * Context: any thread, async-signal-safe.
+ */
+PK_API bool pk_key_enabled(const struct pk_key *k);
+
+/**
+ * pk_key_patching() - whether branch sites are patched (false: fallback mode)
+ *
+ * Context: any thread, async-signal-safe.
+ */
+PK_API bool pk_key_patching(void);
+
+/**
+ * pk_jump_module_register() - register a module's branch sites
+ * @start, @stop: its __pk_jump_table section
+ *
+ * Called by the constructor this header emits in every translation unit;
+ * registering the same table again only counts a reference. Brings every
+ * site to its key's state.
+ *
+ * Context: any thread, may block; not from a chain callback or signal handler.
+ * Return: the number of sites, or -EINVAL, -ENOMEM.
+ */
+PK_API int pk_jump_module_register(struct pk_jump_entry *start,
+				   struct pk_jump_entry *stop);
+
+/**
+ * pk_jump_module_unregister() - forget a module's sites (its destructor)
+ * @start: as registered
+ *
+ * Context: any thread, may block; not from a chain callback or signal handler.
+ */
+PK_API void pk_jump_module_unregister(struct pk_jump_entry *start);
+
+#ifndef PK_NO_MODULE_CONSTRUCTOR
+extern struct pk_jump_entry __start___pk_jump_table[]
+	__attribute__((weak, visibility("hidden")));
+extern struct pk_jump_entry __stop___pk_jump_table[]
+	__attribute__((weak, visibility("hidden")));
+
+/* Runs before default-priority constructors, so no site runs unregistered. */
+__attribute__((constructor(101), used)) static void pk__module_init(void)
+{
+	if (__start___pk_jump_table != __stop___pk_jump_table)
+		pk_jump_module_register(__start___pk_jump_table,
+					__stop___pk_jump_table);
+}
+
+__attribute__((destructor(101), used)) static void pk__module_fini(void)
+{
+	if (__start___pk_jump_table != __stop___pk_jump_table)
+		pk_jump_module_unregister(__start___pk_jump_table);
+}
+#endif
+
+/*
+ * Debug checks: assertions that stay compiled in and cost a NOP until turned
+ * on at run time (by pk_key_enable(&pk_debug_key), or PROBEKIT_DEBUG=1).
+ */
+PK_API extern struct pk_key pk_debug_key;
+
+/**
+ * pk_debug_failed() - report a failed debug check and abort
+ * @expr: the check's text
+ * @file, @line: where it is
+ *
+ * Context: any thread.
+ */
+PK_API void pk_debug_failed(const char *expr, const char *file, int line)
+	__attribute__((noreturn));
+
+#define pk_debug_check(expr)                                                   \
+	do {                                                                   \
+		if (pk_branch_unlikely(&pk_debug_key) && !(expr))              \
+			pk_debug_failed(#expr, __FILE__, __LINE__);            \
+	} while (0)
+
+/* ---------------------------------------------------------------- chain */
+
+/*
+ * Notifier chains, with the kernel's semantics: handlers run by priority
+ * (higher first; equal priorities in registration order), each returns a
+ * PK_* result, and a result with PK_STOP_MASK stops the walk. The value of
+ * the last handler called is returned (PK_DONE if none).
+ *
+ *   atomic chain    readers take no lock; callable from signal handlers and
+ *                   from threads that never called probekit; handlers must
+ *                   not block.
+ *   blocking chain  handlers may sleep (which delays unregister, never a
+ *                   reader); not callable from signal handlers.
+ *
+ * Both read under RCU (user-space RCU read sides may sleep, unlike the
+ * kernel's, so one mechanism serves both; the types differ in contract).
+ *
+ * Register and unregister may run concurrently with calls. Unregister returns
+ * only when no thread can still be running the removed handler, so the
+ * caller may free it at once. Every chain owns a static key: pk_notify() on
+ * an empty chain is a NOP.
+ */
+
+#define PK_DONE 0x0000		/* don't care */
+#define PK_OK 0x0001		/* suits me */
+#define PK_STOP_MASK 0x8000	/* don't call further */
+#define PK_BAD (PK_STOP_MASK | 0x0002) /* bad/veto action */
+#define PK_STOP (PK_OK | PK_STOP_MASK) /* clean way to return from the chain */
+
+struct pk_notifier;
+typedef int (*pk_notifier_fn)(struct pk_notifier *nb, unsigned long action,
+			      void *data);
+
+/* Embed in your own object; recover it with container_of-style arithmetic. */
+struct pk_notifier {
+	pk_notifier_fn call;
+	int priority;
+	struct pk_notifier *pk_private_next;
+	void *pk_private[2];
+};
+
+enum pk_chain_type {
+	PK_CHAIN_ATOMIC = 1,
+	PK_CHAIN_BLOCKING = 2,
+};
+
+struct pk_chain {
+	struct pk_key key;		/* enabled while the chain is not empty */
+	int type;			/* enum pk_chain_type */
+	struct pk_notifier *pk_private_head;
+	pthread_mutex_t pk_private_lock;	/* serialises writers */
+	unsigned long pk_private_readers[2];	/* unregistered threads' readers */
+	unsigned int pk_private_phase;
+	void *pk_private_reserved[4];
+};
+
+#define PK_CHAIN_INIT(t)                                                       \
+	{ PK_KEY_INIT_FALSE, (t), 0, PTHREAD_MUTEX_INITIALIZER, { 0, 0 }, 0,   \
+	  { 0, 0, 0, 0 } }
+#define PK_CHAIN_ATOMIC_DEFINE(name)                                           \
+	struct pk_chain name = PK_CHAIN_INIT(PK_CHAIN_ATOMIC)
+#define PK_CHAIN_BLOCKING_DEFINE(name)                                         \
+	struct pk_chain name = PK_CHAIN_INIT(PK_CHAIN_BLOCKING)
+
+/**
+ * pk_chain_init() - initialise a chain at run time
+ * @c: the chain
+ * @type: PK_CHAIN_ATOMIC or PK_CHAIN_BLOCKING
+ *
+ * Context: any thread; not while @c is in use.
+ * Return: 0, or -EINVAL.
+ */
+PK_API int pk_chain_init(struct pk_chain *c, enum pk_chain_type type);
+
+/**
+ * pk_chain_register() - add @nb to @c by its priority
+ * @c: the chain
+ * @nb: the handler; @nb->call and @nb->priority set
+ *
+ * The first handler enables the chain's key.
+ *
+ * Context: any thread, may block; not from a chain callback or signal handler.
+ * Return: 0, or -EINVAL, -EEXIST (@nb already on @c), -EDEADLK (called from a
+ * handler this thread is running), -EPERM/-ENOMEM (the key could not be
+ * switched; @nb not added).
+ */
+PK_API int pk_chain_register(struct pk_chain *c, struct pk_notifier *nb);
+
+/**
+ * pk_chain_unregister() - remove @nb from @c and wait until no thread runs it
+ * @c: the chain
+ * @nb: the handler
+ *
+ * Context: any thread, may block; not from a chain callback or signal handler.
+ * Return: 0, or -EINVAL, -ENOENT (@nb not on @c), -EDEADLK (called from inside
+ * a chain call on this thread, where waiting would never end).
+ */
+PK_API int pk_chain_unregister(struct pk_chain *c, struct pk_notifier *nb);
+
+/**
+ * pk_chain_call() - call @c's handlers in order
+ * @c: the chain
+ * @action, @data: passed to each handler
+ * @nr_calls: if not NULL, receives the number of handlers called
+ *
+ * Context: atomic chains: any thread, async-signal-safe; blocking chains: any
+ * thread, may block; not from a signal handler.
+ * Return: the last handler's result without PK_STOP_MASK handling applied
+ * (PK_DONE if none ran).
+ */
+PK_API int pk_chain_call(struct pk_chain *c, unsigned long action, void *data,
+			 int *nr_calls);
+
+/* Call @c's handlers; a NOP while the chain is empty. */
+#define pk_notify(c, action, data)                                             \
+	(pk_branch_unlikely(&(c)->key)                                         \
+		 ? pk_chain_call((c), (action), (data), (int *)0)              \
+		 : PK_DONE)
+
+/**
+ * pk_thread_register() - give this thread the fastest atomic-chain readers
+ *
+ * Optional. A registered thread reads atomic chains under urcu-bp's read
+ * lock (no atomic instruction); an unregistered one, and a signal handler on
+ * it, under a per-chain reader count (two atomic operations). Registering
+ * inside a signal handler is never done implicitly: urcu-bp registers under
+ * a mutex.
+ *
+ * Context: any thread, may block; not from a signal handler.
+ * Return: 0.
+ */
+PK_API int pk_thread_register(void);
+
+static inline int pk_notifier_from_errno(int err)
+{
+	return err ? (PK_STOP_MASK | (PK_OK - err)) : PK_OK;
+}
+
+static inline int pk_notifier_to_errno(int ret)
+{
+	ret &= ~PK_STOP_MASK;
+	return ret > PK_OK ? PK_OK - ret : 0;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PROBEKIT_H */

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/* internal.h - helpers shared by every layer: logging, asserts, containers. */
+#ifndef PK_INTERNAL_H
+#define PK_INTERNAL_H
+
+#include <stddef.h>
+#include <pthread.h>
+
+#include "probekit.h"
+
+#define PK_HIDDEN __attribute__((visibility("hidden")))
+
+/*
+ * Code that runs on the trap path (signal handlers and what they call) lives
+ * in its own section, so that probes (a later layer) can refuse it, as the
+ * kernel's NOKPROBE_SYMBOL does.
+ */
+#define PK_NOPROBE __attribute__((section("pk_noprobe_text"), noinline))
+
+#define pk_container_of(ptr, type, member)                                     \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+#define PK_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Format one message and hand it to the log hook. Never on a signal path. */
+PK_HIDDEN void pk_log(enum pk_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#define pk_err(...) pk_log(PK_LOG_ERROR, __VA_ARGS__)
+#define pk_warn(...) pk_log(PK_LOG_WARN, __VA_ARGS__)
+#define pk_info(...) pk_log(PK_LOG_INFO, __VA_ARGS__)
+#define pk_dbg(...) pk_log(PK_LOG_DEBUG, __VA_ARGS__)
+
+/* True when the PROBEKIT_<name> environment variable is set to "1". */
+PK_HIDDEN int pk_env_flag(const char *name);
+
+/*
+ * pk_assert_held() - the mutex that guards some data is held by this thread.
+ * Checked in debug builds through an error-checking trylock probe: a mutex
+ * held by us makes pthread_mutex_trylock fail with EBUSY (held by someone)
+ * which is all a plain mutex can tell; the owner field says whether it's us.
+ */
+#ifndef NDEBUG
+#define pk_assert_held(m)                                                      \
+	do {                                                                   \
+		if ((m)->__data.__owner != pk_gettid())                        \
+			pk_assert_fail("lock not held: " #m, __FILE__,         \
+				       __LINE__);                              \
+	} while (0)
+#else
+#define pk_assert_held(m) do { } while (0)
+#endif
+
+PK_HIDDEN int pk_gettid(void);
+PK_HIDDEN void pk_assert_fail(const char *what, const char *file, int line)
+	__attribute__((noreturn));
+
+#endif /* PK_INTERNAL_H */

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: MIT
+/* util.c - version, logging and small process-wide helpers. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+const char *pk_version(void)
+{
+	return PK_VERSION_STRING;
+}
+
+/* Guards log_fn/log_ctx so a hook and its context change together. */
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static pk_log_fn log_fn;
+static void *log_ctx;
+
+void pk_set_log(pk_log_fn fn, void *ctx)
+{
+	pthread_mutex_lock(&log_lock);
+	log_fn = fn;
+	log_ctx = ctx;
+	pthread_mutex_unlock(&log_lock);
+}
+
+static int env_level(void)
+{
+	static const char *const names[] = { "error", "warn", "info", "debug" };
+	const char *v = getenv("PROBEKIT_LOG");
+
+	if (!v)
+		return -1;
+	for (size_t i = 0; i < PK_ARRAY_SIZE(names); i++)
+		if (!strcmp(v, names[i]))
+			return (int)i;
+	return PK_LOG_WARN;
+}
+
+void pk_log(enum pk_log_level level, const char *fmt, ...)
+{
+	int saved = errno; /* the public API never writes errno */
+	char buf[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+
+	pthread_mutex_lock(&log_lock);
+	if (log_fn)
+		log_fn(level, buf, log_ctx);
+	else if ((int)level <= env_level())
+		fprintf(stderr, "probekit: %s\n", buf);
+	pthread_mutex_unlock(&log_lock);
+	errno = saved;
+}
+
+int pk_env_flag(const char *name)
+{
+	char var[64];
+	const char *v;
+
+	snprintf(var, sizeof(var), "PROBEKIT_%s", name);
+	v = getenv(var);
+	return v && !strcmp(v, "1");
+}
+
+int pk_gettid(void)
+{
+	return (int)syscall(SYS_gettid);
+}
+
+void pk_assert_fail(const char *what, const char *file, int line)
+{
+	pk_err("%s:%d: assertion failed: %s", file, line, what);
+	abort();
+}

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/* harness.h - assertions for one-program-per-test tests: exit 0 pass, 1 fail, 77 skip. */
+#ifndef PK_TEST_HARNESS_H
+#define PK_TEST_HARNESS_H
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int t_passed, t_failed;
+
+static inline int t_check(int ok, const char *file, int line, const char *what,
+			  long long actual, long long expected, const char *op)
+{
+	if (ok) {
+		t_passed++;
+		return 1;
+	}
+	t_failed++;
+	fprintf(stderr, "%s:%d %s: actual %lld %s expected %lld\n", file, line,
+		what, actual, op, expected);
+	return 0;
+}
+
+#define ASSERT_EQ(a, e, what)                                                  \
+	t_check((long long)(a) == (long long)(e), __FILE__, __LINE__, (what),   \
+		(long long)(a), (long long)(e), "!=")
+#define ASSERT_NE(a, e, what)                                                  \
+	t_check((long long)(a) != (long long)(e), __FILE__, __LINE__, (what),   \
+		(long long)(a), (long long)(e), "==")
+#define ASSERT_GE(a, e, what)                                                  \
+	t_check((long long)(a) >= (long long)(e), __FILE__, __LINE__, (what),   \
+		(long long)(a), (long long)(e), "<")
+#define ASSERT_LE(a, e, what)                                                  \
+	t_check((long long)(a) <= (long long)(e), __FILE__, __LINE__, (what),   \
+		(long long)(a), (long long)(e), ">")
+#define ASSERT_OK(r, what) ASSERT_EQ((r), 0, (what))
+#define ASSERT_TRUE(c, what) ASSERT_NE(!!(c), 0, (what))
+#define ASSERT_FALSE(c, what) ASSERT_EQ(!!(c), 0, (what))
+#define ASSERT_MEM_EQ(a, e, n, what)                                           \
+	t_check(memcmp((a), (e), (n)) == 0, __FILE__, __LINE__, (what), 1, 0,   \
+		"(bytes differ)")
+
+/* Exit 77 with the reason; ctest counts it as skipped. */
+#define SKIP(...)                                                              \
+	do {                                                                   \
+		printf("SKIP: " __VA_ARGS__);                                  \
+		printf("\n");                                                  \
+		exit(77);                                                      \
+	} while (0)
+
+static inline int t_exit_named(const char *name)
+{
+	const char *base = strrchr(name, '/');
+
+	printf("%s: %d passed, %d failed\n", base ? base + 1 : name, t_passed,
+	       t_failed);
+	return t_failed ? 1 : 0;
+}
+#define t_exit() t_exit_named(__FILE__)
+
+/* Seconds a stress test runs: PK_STRESS_SECONDS, or @dflt. */
+static inline double t_stress_seconds(double dflt)
+{
+	const char *v = getenv("PK_STRESS_SECONDS");
+
+	return v ? atof(v) : dflt;
+}
+
+static inline double t_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+#endif /* PK_TEST_HARNESS_H */
