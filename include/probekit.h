@@ -399,23 +399,23 @@ PK_API int pk_jump_module_register(struct pk_jump_entry *start,
 PK_API void pk_jump_module_unregister(struct pk_jump_entry *start);
 
 #ifndef PK_NO_MODULE_CONSTRUCTOR
-extern struct pk_jump_entry __start___pk_jump_table[]
+extern struct pk_jump_entry __start___pk_jump_table
 	__attribute__((weak, visibility("hidden")));
-extern struct pk_jump_entry __stop___pk_jump_table[]
+extern struct pk_jump_entry __stop___pk_jump_table
 	__attribute__((weak, visibility("hidden")));
 
 /* Runs before default-priority constructors, so no site runs unregistered. */
 __attribute__((constructor(101), used)) static void pk__module_init(void)
 {
-	if (__start___pk_jump_table != __stop___pk_jump_table)
-		pk_jump_module_register(__start___pk_jump_table,
-					__stop___pk_jump_table);
+	if (&__start___pk_jump_table != &__stop___pk_jump_table)
+		pk_jump_module_register(&__start___pk_jump_table,
+					&__stop___pk_jump_table);
 }
 
 __attribute__((destructor(101), used)) static void pk__module_fini(void)
 {
-	if (__start___pk_jump_table != __stop___pk_jump_table)
-		pk_jump_module_unregister(__start___pk_jump_table);
+	if (&__start___pk_jump_table != &__stop___pk_jump_table)
+		pk_jump_module_unregister(&__start___pk_jump_table);
 }
 #endif
 
