@@ -1,0 +1,32 @@
+
+# ---- infra: ABI, header, install and bench-smoke tests (scripts/, tests/*.sh) ----
+# check-abi.sh: exported symbols == src/probekit.map == PK_API declarations.
+add_test(NAME abi_check
+  COMMAND ${PROJECT_SOURCE_DIR}/scripts/check-abi.sh $<TARGET_FILE:probekit>)
+# The header alone, as ISO C11 and C++17, pedantic; misuse must not compile.
+if(TARGET test_header_c11)
+  set_target_properties(test_header_c11 PROPERTIES C_EXTENSIONS OFF)
+  target_compile_options(test_header_c11 PRIVATE -pedantic-errors)
+endif()
+if(TARGET test_header_cxx)
+  set_target_properties(test_header_cxx PROPERTIES CXX_EXTENSIONS OFF)
+  target_compile_options(test_header_cxx PRIVATE -pedantic-errors)
+endif()
+add_test(NAME header_misuse
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/compile-fail.sh
+          ${CMAKE_C_COMPILER} ${CMAKE_CXX_COMPILER} ${PROJECT_SOURCE_DIR}/include)
+# cmake --install into a temporary prefix; C and C++ consumers via pkg-config.
+add_test(NAME install_consumer
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/install-consumer.sh ${PROJECT_SOURCE_DIR}
+          ${PROJECT_BINARY_DIR} ${CMAKE_C_COMPILER} ${CMAKE_CXX_COMPILER})
+set_tests_properties(abi_check header_misuse install_consumer PROPERTIES
+  LABELS quick TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+# scripts/bench --quick once; checks the JSON lines and tests/bench_required.txt.
+if(PK_BUILD_BENCH)
+  add_test(NAME bench_smoke
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/bench-smoke.sh ${PROJECT_SOURCE_DIR}
+            ${PROJECT_BINARY_DIR})
+  set_tests_properties(bench_smoke PROPERTIES
+    LABELS bench-smoke TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
+endif()
+# ---- end infra ----

@@ -1,0 +1,49 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# install-consumer.sh - cmake --install into a temporary prefix, then build and run C and C++ consumers through pkg-config.
+#
+# Usage: tests/install-consumer.sh SOURCE_DIR BUILD_DIR CC CXX
+set -u
+
+src=$1 build=$2 cc=$3 cxx=$4
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+prefix=$tmp/prefix
+
+cmake --install "$build" --prefix "$prefix" > "$tmp/install.log" 2>&1 || {
+	cat "$tmp/install.log"; echo "install-consumer: cmake --install failed"; exit 1; }
+
+pcdir=$(dirname "$(find "$prefix" -name probekit.pc | head -n 1)")
+[ -f "$pcdir/probekit.pc" ] || { echo "install-consumer: no probekit.pc installed"; exit 1; }
+for f in include/probekit.h; do
+	[ -f "$prefix/$f" ] || { echo "install-consumer: $f not installed"; exit 1; }
+done
+
+export PKG_CONFIG_PATH="$pcdir"
+flags=$(pkg-config --cflags --libs probekit) || {
+	echo "install-consumer: pkg-config probekit failed"; exit 1; }
+libdir=$(pkg-config --variable=libdir probekit)
+echo "pkg-config --cflags --libs probekit: $flags"
+case "$flags" in *"$prefix"*) ;; *)
+	echo "install-consumer: flags do not point into the install prefix $prefix"; exit 1 ;;
+esac
+
+fail=0
+build_run() { # $1: compiler, $2: std, $3: source
+	exe=$tmp/$(basename "$3")
+	# shellcheck disable=SC2086 # $flags is a list of flags
+	if ! "$1" "$2" -Wall -Wextra -Werror "$3" -o "$exe" $flags -Wl,-rpath,"$libdir"; then
+		echo "install-consumer: $3 does not build against the installed probekit"
+		fail=1
+		return
+	fi
+	if "$exe"; then
+		echo "install-consumer: $(basename "$3") ok"
+	else
+		echo "install-consumer: $(basename "$3") failed (exit $?)"
+		fail=1
+	fi
+}
+build_run "$cc" -std=c11 "$src/tests/consumer/consumer.c"
+build_run "$cxx" -std=c++17 "$src/tests/consumer/consumer.cc"
+exit $fail
