@@ -24,18 +24,17 @@ static inline int t_check(int ok, const char *file, int line, const char *what,
 	return 0;
 }
 
-#define ASSERT_EQ(a, e, what)                                                  \
-	t_check((long long)(a) == (long long)(e), __FILE__, __LINE__, (what),   \
-		(long long)(a), (long long)(e), "!=")
-#define ASSERT_NE(a, e, what)                                                  \
-	t_check((long long)(a) != (long long)(e), __FILE__, __LINE__, (what),   \
-		(long long)(a), (long long)(e), "==")
-#define ASSERT_GE(a, e, what)                                                  \
-	t_check((long long)(a) >= (long long)(e), __FILE__, __LINE__, (what),   \
-		(long long)(a), (long long)(e), "<")
-#define ASSERT_LE(a, e, what)                                                  \
-	t_check((long long)(a) <= (long long)(e), __FILE__, __LINE__, (what),   \
-		(long long)(a), (long long)(e), ">")
+/* Each argument is evaluated once. */
+#define T_CMP(a, e, what, cmp, op)                                             \
+	__extension__({                                                        \
+		long long t_a_ = (long long)(a), t_e_ = (long long)(e);        \
+		t_check(t_a_ cmp t_e_, __FILE__, __LINE__, (what), t_a_, t_e_, \
+			op);                                                   \
+	})
+#define ASSERT_EQ(a, e, what) T_CMP(a, e, what, ==, "!=")
+#define ASSERT_NE(a, e, what) T_CMP(a, e, what, !=, "==")
+#define ASSERT_GE(a, e, what) T_CMP(a, e, what, >=, "<")
+#define ASSERT_LE(a, e, what) T_CMP(a, e, what, <=, ">")
 #define ASSERT_OK(r, what) ASSERT_EQ((r), 0, (what))
 #define ASSERT_TRUE(c, what) ASSERT_NE(!!(c), 0, (what))
 #define ASSERT_FALSE(c, what) ASSERT_EQ(!!(c), 0, (what))

@@ -1,16 +1,980 @@
 // SPDX-License-Identifier: MIT
-/* text.c - TEMPORARY stub until the int3-protocol implementation lands. */
+/* text.c - live patching of running code: batches, the int3 protocol, the trap path. */
+
+/*
+ * How a batch is written (pk_batch_commit), for every site at once:
+ *
+ *   0. validate everything, precompute how a trapping thread continues, and
+ *      publish the in-flight table that the SIGTRAP handler reads;
+ *   1. write int3 on the first byte of every site;        sync
+ *   2. write the tail bytes of every site;                 sync
+ *   3. write the first byte of every site;                 sync
+ *   4. unpublish the table and wait for handlers still reading it.
+ *
+ * "sync" makes every core that runs this process serialise its instruction
+ * stream (membarrier SYNC_CORE), so no core executes bytes older than the
+ * last write. Between 1 and 3 a thread that reaches a site executes int3 and
+ * lands in pk_trap_handler(), which sends it on as if the new bytes were in
+ * place (emulating nop/jmp/call, or running the new bytes out of line from
+ * a slot). No thread is ever stopped; the only bytes a thread can execute
+ * at a site are the old ones, int3 followed by anything, or the new ones.
+ *
+ * Writes go through /proc/self/mem, which writes read-only text by breaking
+ * copy-on-write: no mapping is ever made writable, let alone writable and
+ * executable. Writes of one phase are coalesced into one pwrite per run of
+ * nearby sites in one mapping (gaps are rewritten with their current bytes,
+ * which is harmless: only this file changes code, under text_lock).
+ */
+
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/membarrier.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/ucontext.h>
+#include <unistd.h>
+
+#include "arch/arch.h"
 #include "internal.h"
 
-int pk_batch_create(struct pk_batch **out) { (void)out; return -ENOTSUP; }
+/* How a thread that traps on a site continues. */
+enum cont_kind {
+	CONT_NONE,	/* not possible: the site is refused */
+	CONT_SKIP,	/* only NOPs: resume after the site */
+	CONT_JMP,	/* NOPs then jmp: resume at target */
+	CONT_CALL,	/* NOPs then call: push the return address, go to target */
+	CONT_SLOT,	/* run a copy of the bytes out of line, then come back */
+	CONT_TRAP,	/* the new code is int3 itself: not ours to handle */
+};
+
+struct cont {
+	uint8_t kind;
+	uint64_t target;	/* CONT_JMP/CALL: destination; CONT_SLOT: slot */
+};
+
+struct site {
+	uintptr_t addr;
+	uint8_t len;
+	uint8_t flags;
+	uint8_t has_expect;
+	uint8_t changed;		/* new bytes differ from the old ones */
+	uint8_t bytes[PK_TEXT_MAX];	/* new */
+	uint8_t expect[PK_TEXT_MAX];
+	uint8_t old[PK_TEXT_MAX];	/* read at commit */
+	struct cont to_new, to_old;
+};
+
+struct pk_batch {
+	struct site *sites;
+	size_t n, cap;
+	int committed;
+};
+
+/*
+ * The table the trap handler reads: sites of the commit in progress, sorted
+ * by address. Published before phase 1, unpublished after phase 3; freed
+ * once trap_readers drops to zero (step 4). rolling_back sends trappers to
+ * the old bytes instead.
+ */
+struct inflight {
+	size_t n;
+	int rolling_back;
+	struct {
+		uintptr_t addr;
+		uintptr_t end;
+		struct cont to_new, to_old;
+	} s[];
+};
+
+static struct inflight *inflight;	/* atomic; see struct inflight */
+static unsigned long trap_readers;	/* atomic: handlers inside the table */
+
+/*
+ * text_lock serialises commits and guards everything below it, the slot pool
+ * and the /proc/self/mem descriptor. fork() takes it (pthread_atfork) so no
+ * commit is half done in a child.
+ */
+static pthread_mutex_t text_lock = PTHREAD_MUTEX_INITIALIZER;
+static int mem_fd = -1;
+static pid_t mem_pid;
+static int sync_kind;			/* enum sync_kind, 0 until chosen */
+static struct sigaction old_trap;	/* the SIGTRAP handler before ours */
+static int trap_installed;
+static struct pk_text_stats stats;	/* counters; .traps is atomic */
+static long fail_write_after = -1;	/* test hook: PROBEKIT_TEST_FAIL_WRITE */
+
+enum sync_kind {
+	SYNC_NONE = 0,
+	SYNC_CORE,		/* membarrier PRIVATE_EXPEDITED_SYNC_CORE */
+	SYNC_EXPEDITED,		/* membarrier PRIVATE_EXPEDITED: IPIs, iret */
+	SYNC_MPROTECT,		/* TLB shootdown IPIs from an mprotect */
+};
+
+static const char *const sync_names[] = {
+	[SYNC_CORE] = "membarrier-sync-core",
+	[SYNC_EXPEDITED] = "membarrier-expedited",
+	[SYNC_MPROTECT] = "mprotect-ipi",
+};
+
+/* ------------------------------------------------------------ trap path */
+
+/* Continue a trapped thread per @c; false if the trap is not ours to end. */
+PK_NOPROBE static int trap_continue(ucontext_t *uc, const struct cont *c,
+				    uintptr_t addr, uintptr_t end)
+{
+	greg_t *g = uc->uc_mcontext.gregs;
+
+	switch (c->kind) {
+	case CONT_SKIP:
+		g[REG_RIP] = (greg_t)end;
+		return 1;
+	case CONT_JMP:
+		g[REG_RIP] = (greg_t)c->target;
+		return 1;
+	case CONT_CALL:
+		g[REG_RSP] -= 8;
+		*(uint64_t *)g[REG_RSP] = end;
+		g[REG_RIP] = (greg_t)c->target;
+		return 1;
+	case CONT_SLOT:
+		g[REG_RIP] = (greg_t)c->target;
+		return 1;
+	default:
+		(void)addr;
+		return 0;
+	}
+}
+
+/* Hand a signal we do not claim to whoever had SIGTRAP before us. */
+PK_NOPROBE static void trap_pass_on(int sig, siginfo_t *si, void *ctx)
+{
+	ucontext_t *uc = ctx;
+
+	if (old_trap.sa_flags & SA_SIGINFO) {
+		if (old_trap.sa_sigaction) {
+			old_trap.sa_sigaction(sig, si, ctx);
+			return;
+		}
+	} else if (old_trap.sa_handler != SIG_DFL &&
+		   old_trap.sa_handler != SIG_IGN) {
+		old_trap.sa_handler(sig);
+		return;
+	}
+	if (old_trap.sa_handler == SIG_IGN && si->si_code != SI_KERNEL)
+		return;
+	/*
+	 * Default action: restore it and make the signal happen again, so the
+	 * process dies of SIGTRAP with a core, at the right instruction.
+	 */
+	signal(SIGTRAP, SIG_DFL);
+	if (si->si_code == SI_KERNEL)
+		uc->uc_mcontext.gregs[REG_RIP] -= PK_ARCH_TRAP_LEN;
+	else
+		raise(SIGTRAP);
+}
+
+PK_NOPROBE static void pk_trap_handler(int sig, siginfo_t *si, void *ctx)
+{
+	ucontext_t *uc = ctx;
+	uintptr_t addr = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP] -
+			 PK_ARCH_TRAP_LEN;
+	int saved_errno = errno;
+	const struct inflight *t;
+
+	if (si->si_code != SI_KERNEL) /* not an int3 */
+		goto pass_on;
+
+	/* Pairs with the seq_cst store/exchange of inflight in commit(). */
+	__atomic_add_fetch(&trap_readers, 1, __ATOMIC_SEQ_CST);
+	t = __atomic_load_n(&inflight, __ATOMIC_SEQ_CST);
+	if (t) {
+		size_t lo = 0, hi = t->n;
+
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (t->s[mid].addr < addr)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < t->n && t->s[lo].addr == addr) {
+			const struct cont *c = __atomic_load_n(&t->rolling_back,
+							       __ATOMIC_ACQUIRE)
+						       ? &t->s[lo].to_old
+						       : &t->s[lo].to_new;
+			int done = trap_continue(uc, c, addr, t->s[lo].end);
+
+			__atomic_sub_fetch(&trap_readers, 1, __ATOMIC_SEQ_CST);
+			if (done) {
+				__atomic_add_fetch(&stats.traps, 1,
+						   __ATOMIC_RELAXED);
+				errno = saved_errno;
+				return;
+			}
+			if (c->kind != CONT_TRAP) {
+				/*
+				 * A rollback whose old bytes cannot be
+				 * emulated: the int3 goes away within the
+				 * commit; try the instruction again.
+				 */
+				uc->uc_mcontext.gregs[REG_RIP] = (greg_t)addr;
+				errno = saved_errno;
+				return;
+			}
+			goto pass_on;
+		}
+	}
+	__atomic_sub_fetch(&trap_readers, 1, __ATOMIC_SEQ_CST);
+
+	/*
+	 * An int3 that is gone: a thread trapped at a site before phase 3 of
+	 * a commit and got here after step 4. Run what is there now.
+	 */
+	if (*(volatile uint8_t *)addr != PK_ARCH_TRAP_BYTE) {
+		uc->uc_mcontext.gregs[REG_RIP] = (greg_t)addr;
+		errno = saved_errno;
+		return;
+	}
+pass_on:
+	errno = saved_errno;
+	trap_pass_on(sig, si, ctx);
+}
+
+/* -------------------------------------------------------------- writing */
+
+static void atfork_prepare(void)
+{
+	pthread_mutex_lock(&text_lock);
+}
+
+static void atfork_parent(void)
+{
+	pthread_mutex_unlock(&text_lock);
+}
+
+static void atfork_child(void)
+{
+	/* The descriptor still names the parent's memory: never write it. */
+	if (mem_fd >= 0)
+		close(mem_fd);
+	mem_fd = -1;
+	sync_kind = SYNC_NONE;	/* membarrier registration is per process */
+	pthread_mutex_unlock(&text_lock);
+}
+
+static void text_once(void)
+{
+	const char *v = getenv("PROBEKIT_TEST_FAIL_WRITE");
+
+	if (v)
+		fail_write_after = atol(v);
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+static int open_mem(void)
+{
+	pid_t pid = getpid();
+
+	if (mem_fd >= 0 && mem_pid == pid)
+		return 0;
+	if (mem_fd >= 0)
+		close(mem_fd);
+	mem_fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	if (mem_fd < 0) {
+		int err = errno;
+
+		pk_err("text: cannot open /proc/self/mem: %s", strerror(err));
+		return err == EACCES ? -EPERM : -err;
+	}
+	mem_pid = pid;
+	return 0;
+}
+
+static int mem_write(uintptr_t addr, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	pk_assert_held(&text_lock);
+	while (len) {
+		ssize_t r;
+
+		if (fail_write_after == 0) {
+			pk_err("text: injected write failure at %#" PRIxPTR, addr);
+			return -EIO;
+		}
+		if (fail_write_after > 0)
+			fail_write_after--;
+		r = pwrite(mem_fd, p, len, (off_t)addr);
+		stats.writes++;
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			int err = r < 0 ? errno : EIO;
+
+			pk_err("text: writing %zu bytes of code at %#" PRIxPTR
+			       " through /proc/self/mem failed: %s (a W^X policy "
+			       "such as proc_mem.force_override=never?)",
+			       len, addr, strerror(err));
+			return err == EACCES || err == EPERM || err == EIO
+				       ? -EPERM
+				       : -err;
+		}
+		p += r;
+		addr += (uintptr_t)r;
+		len -= (size_t)r;
+	}
+	return 0;
+}
+
+static long sys_membarrier(int cmd, unsigned int flags)
+{
+	return syscall(SYS_membarrier, cmd, flags, 0);
+}
+
+static void choose_sync(void)
+{
+	const char *force = getenv("PROBEKIT_SYNC");
+	long have = sys_membarrier(MEMBARRIER_CMD_QUERY, 0);
+
+	if (have < 0)
+		have = 0;
+	if ((!force || !strcmp(force, "sync-core")) &&
+	    (have & MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) &&
+	    !sys_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0))
+		sync_kind = SYNC_CORE;
+	else if ((!force || strcmp(force, "mprotect")) &&
+		 (have & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+		 !sys_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0))
+		/*
+		 * Not architecturally a core sync, but on x86-64 the IPI
+		 * returns to user space through iret, which serialises.
+		 */
+		sync_kind = SYNC_EXPEDITED;
+	else
+		sync_kind = SYNC_MPROTECT;
+	pk_info("text: cross-core sync by %s", sync_names[sync_kind]);
+}
+
+/* A page that is touched and then write-protected: the TLB shootdown IPIs. */
+static void *ipi_page;
+
+static void core_sync(void)
+{
+	stats.syncs++;
+	switch (sync_kind) {
+	case SYNC_CORE:
+		if (!sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0))
+			return;
+		break;
+	case SYNC_EXPEDITED:
+		if (!sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0))
+			return;
+		break;
+	default:
+		break;
+	}
+	if (!ipi_page) {
+		ipi_page = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (ipi_page == MAP_FAILED) {
+			ipi_page = NULL;
+			return;
+		}
+	}
+	mprotect(ipi_page, 4096, PROT_READ | PROT_WRITE);
+	*(volatile char *)ipi_page = 1;
+	mprotect(ipi_page, 4096, PROT_READ);
+}
+
+static int install_trap_handler(void)
+{
+	struct sigaction sa;
+
+	if (trap_installed)
+		return 0;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = pk_trap_handler;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGTRAP, &sa, &old_trap)) {
+		int err = errno;
+
+		pk_err("text: cannot install the SIGTRAP handler: %s",
+		       strerror(err));
+		return -err;
+	}
+	trap_installed = 1;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- slots */
+
+/*
+ * Out-of-line slots: a copy of a site's bytes followed by an absolute jmp to
+ * the end of the site. A thread may still be running in one when its commit
+ * returns, and nothing tells when it has left without stopping it, so slots
+ * are never freed; they are reused when the same bytes are written at the
+ * same address again (a key or probe flipping back and forth).
+ */
+#define SLOT_SIZE 32
+#define SLOT_PAGE 4096
+
+struct slot {
+	uintptr_t site;
+	uint8_t len;
+	uint8_t bytes[PK_TEXT_MAX];
+	uintptr_t code;
+	struct slot *next;
+};
+
+static struct slot *slots;	/* guarded by text_lock */
+static uintptr_t slot_page, slot_used = SLOT_PAGE;
+
+static int slot_get(uintptr_t site, const uint8_t *bytes, size_t len,
+		    uintptr_t *code)
+{
+	uint8_t buf[SLOT_SIZE];
+	struct slot *s;
+	size_t n;
+	int err;
+
+	for (s = slots; s; s = s->next)
+		if (s->site == site && s->len == len &&
+		    !memcmp(s->bytes, bytes, len)) {
+			*code = s->code;
+			return 0;
+		}
+	if (slot_used + SLOT_SIZE > SLOT_PAGE) {
+		/* Executable, never writable: filled through /proc/self/mem. */
+		void *p = mmap(NULL, SLOT_PAGE, PROT_READ | PROT_EXEC,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (p == MAP_FAILED)
+			return -ENOMEM;
+		slot_page = (uintptr_t)p;
+		slot_used = 0;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	memset(buf, PK_ARCH_TRAP_BYTE, sizeof(buf));
+	memcpy(buf, bytes, len);
+	n = len + pk_arch_encode_abs_jmp(buf + len, site + len);
+	err = mem_write(slot_page + slot_used, buf, n);
+	if (err) {
+		free(s);
+		return err;
+	}
+	s->site = site;
+	s->len = (uint8_t)len;
+	memcpy(s->bytes, bytes, len);
+	s->code = slot_page + slot_used;
+	slot_used += SLOT_SIZE;
+	s->next = slots;
+	slots = s;
+	*code = s->code;
+	return 0;
+}
+
+/* ----------------------------------------------------------- validation */
+
+struct map {
+	uintptr_t start, end;
+	int exec, read;
+};
+
+struct maps {
+	struct map *m;
+	size_t n;
+};
+
+static int maps_read(struct maps *ms)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char *line = NULL;
+	size_t cap = 0, alloc = 0;
+
+	ms->m = NULL;
+	ms->n = 0;
+	if (!f)
+		return -errno;
+	while (getline(&line, &cap, f) > 0) {
+		uintptr_t s, e;
+		char perms[5];
+
+		if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %4s", &s, &e,
+			   perms) != 3)
+			continue;
+		if (ms->n == alloc) {
+			size_t na = alloc ? alloc * 2 : 64;
+			struct map *nm = realloc(ms->m, na * sizeof(*nm));
+
+			if (!nm) {
+				free(line);
+				fclose(f);
+				return -ENOMEM;
+			}
+			ms->m = nm;
+			alloc = na;
+		}
+		ms->m[ms->n++] = (struct map){ s, e, perms[2] == 'x',
+					       perms[0] == 'r' };
+	}
+	free(line);
+	fclose(f);
+	return 0;
+}
+
+/* The mapping holding @addr, or NULL. */
+static const struct map *maps_find(const struct maps *ms, uintptr_t addr)
+{
+	size_t lo = 0, hi = ms->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ms->m[mid].end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < ms->n && ms->m[lo].start <= addr ? &ms->m[lo] : NULL;
+}
+
+/* [addr, addr+len) lies in executable mappings; 1 if they are all readable. */
+static int range_exec(const struct maps *ms, uintptr_t addr, size_t len,
+		      int *readable)
+{
+	uintptr_t end = addr + len;
+
+	*readable = 1;
+	while (addr < end) {
+		const struct map *m = maps_find(ms, addr);
+
+		if (!m || !m->exec)
+			return 0;
+		*readable &= m->read;
+		addr = m->end;
+	}
+	return 1;
+}
+
+static int read_code(uintptr_t addr, void *buf, size_t len, int readable)
+{
+	if (readable) {
+		memcpy(buf, (const void *)addr, len);
+		return 0;
+	}
+	return pread(mem_fd, buf, len, (off_t)addr) == (ssize_t)len ? 0 : -EFAULT;
+}
+
+/*
+ * Decode @len bytes at @addr (running there) into whole instructions; mark
+ * the offsets where one begins in @starts. Return the continuation a
+ * trapping thread needs to run them, in @c (CONT_NONE if there is none).
+ */
+static int decode_site(const uint8_t *code, size_t len, uintptr_t addr,
+		       uint8_t starts[PK_TEXT_MAX], struct cont *c)
+{
+	int all_plain = 1, nops_so_far = 1;
+	size_t off = 0;
+
+	memset(starts, 0, PK_TEXT_MAX);
+	c->kind = CONT_SKIP;
+	c->target = 0;
+	while (off < len) {
+		struct pk_insn in;
+
+		if (pk_arch_decode(code + off, len - off, addr + off, &in))
+			return -EINVAL;
+		starts[off] = 1;
+		off += in.len;
+		if (in.kind == PK_INSN_NOP)
+			continue;
+		if (in.kind == PK_INSN_TRAP && off == PK_ARCH_TRAP_LEN) {
+			c->kind = CONT_TRAP;
+			nops_so_far = 0;
+			continue;
+		}
+		if (nops_so_far && off == len &&
+		    (in.kind == PK_INSN_JMP || in.kind == PK_INSN_CALL)) {
+			c->kind = in.kind == PK_INSN_JMP ? CONT_JMP : CONT_CALL;
+			c->target = in.target;
+			continue;
+		}
+		nops_so_far = 0;
+		if (in.kind != PK_INSN_PLAIN && in.kind != PK_INSN_NOP)
+			all_plain = 0;
+	}
+	if (c->kind == CONT_TRAP && off != PK_ARCH_TRAP_LEN)
+		c->kind = CONT_NONE;	/* int3 followed by more: no */
+	else if (!nops_so_far && c->kind != CONT_TRAP)
+		c->kind = all_plain ? CONT_SLOT : CONT_NONE;
+	return 0;
+}
+
+static int site_cmp(const void *a, const void *b)
+{
+	const struct site *x = a, *y = b;
+
+	return (x->addr > y->addr) - (x->addr < y->addr);
+}
+
+/* Check one site against memory and fill in its old bytes and continuations. */
+static int validate(struct site *s, const struct maps *ms)
+{
+	uint8_t old_starts[PK_TEXT_MAX], new_starts[PK_TEXT_MAX];
+	int readable, err;
+
+	if (!range_exec(ms, s->addr, s->len, &readable)) {
+		pk_err("text: site %#" PRIxPTR "+%u is not in executable memory",
+		       s->addr, s->len);
+		return -EINVAL;
+	}
+	err = read_code(s->addr, s->old, s->len, readable);
+	if (err) {
+		pk_err("text: cannot read the code at %#" PRIxPTR, s->addr);
+		return err;
+	}
+	if (s->has_expect && memcmp(s->old, s->expect, s->len)) {
+		pk_err("text: site %#" PRIxPTR ": the bytes there are not the "
+		       "expected ones", s->addr);
+		return -EBUSY;
+	}
+	if (decode_site(s->old, s->len, s->addr, old_starts, &s->to_old)) {
+		pk_err("text: site %#" PRIxPTR "+%u: the old code does not "
+		       "decode into whole instructions ending at the site's end",
+		       s->addr, s->len);
+		return -EINVAL;
+	}
+	if (decode_site(s->bytes, s->len, s->addr, new_starts, &s->to_new)) {
+		pk_err("text: site %#" PRIxPTR "+%u: the new bytes are not whole "
+		       "instructions", s->addr, s->len);
+		return -EINVAL;
+	}
+	if (!(s->flags & PK_TEXT_F_MERGE))
+		for (size_t i = 1; i < s->len; i++)
+			if (old_starts[i] && !new_starts[i]) {
+				pk_err("text: site %#" PRIxPTR ": the new bytes "
+				       "split the old instruction boundary at "
+				       "+%zu (a thread may be stopped there)",
+				       s->addr, i);
+				return -EINVAL;
+			}
+	s->changed = memcmp(s->old, s->bytes, s->len) != 0;
+	if (s->changed && s->to_new.kind == CONT_NONE) {
+		pk_err("text: site %#" PRIxPTR ": a thread trapping there could "
+		       "not be sent through the new bytes (PC-relative code other "
+		       "than jmp/call)", s->addr);
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+/* -------------------------------------------------------------- commit */
+
+/*
+ * One phase's writes: for each changed site, @len bytes from offset @off of
+ * @pick (new or old bytes, or int3). Nearby writes in one mapping become one
+ * pwrite; the gap between them is rewritten with what is there now.
+ */
+enum pick { PICK_TRAP, PICK_NEW, PICK_OLD };
+#define MERGE_GAP 512
+
+static int write_phase(struct site *s, size_t n, const struct maps *ms,
+		       size_t off, size_t len_max, enum pick pick)
+{
+	static uint8_t buf[MERGE_GAP * 8];	/* guarded by text_lock */
+	size_t i = 0;
+	int runs = 0;
+
+	while (i < n) {
+		uintptr_t start, end;
+		const struct map *m;
+		size_t j;
+		int readable, err;
+
+		for (; i < n && (!s[i].changed || s[i].len <= off); i++)
+			;
+		if (i == n)
+			break;
+		start = s[i].addr + off;
+		end = start + (len_max < s[i].len - off ? len_max : s[i].len - off);
+		m = maps_find(ms, start);
+		/* Extend the run over following sites close enough. */
+		for (j = i + 1; j < n; j++) {
+			uintptr_t ns, ne;
+
+			if (!s[j].changed || s[j].len <= off)
+				continue;
+			ns = s[j].addr + off;
+			ne = ns + (len_max < s[j].len - off ? len_max
+							    : s[j].len - off);
+			if (ns - end > MERGE_GAP || ne - start > sizeof(buf) ||
+			    ne > m->end)
+				break;
+			end = ne;
+		}
+		range_exec(ms, start, end - start, &readable);
+		err = read_code(start, buf, end - start, readable);
+		if (err)
+			return err;
+		for (size_t k = i; k < j; k++) {
+			size_t l;
+
+			if (!s[k].changed || s[k].len <= off)
+				continue;
+			l = len_max < s[k].len - off ? len_max : s[k].len - off;
+			if (pick == PICK_TRAP)
+				memset(buf + (s[k].addr + off - start),
+				       PK_ARCH_TRAP_BYTE, l);
+			else
+				memcpy(buf + (s[k].addr + off - start),
+				       (pick == PICK_NEW ? s[k].bytes : s[k].old) + off,
+				       l);
+		}
+		err = mem_write(start, buf, end - start);
+		if (err)
+			return err;
+		runs++;
+		i = j;
+	}
+	return runs;
+}
+
+static void unpublish(void)
+{
+	struct inflight *t = __atomic_exchange_n(&inflight, NULL,
+						 __ATOMIC_SEQ_CST);
+
+	/* Pairs with the increment in pk_trap_handler(). */
+	while (__atomic_load_n(&trap_readers, __ATOMIC_SEQ_CST))
+		sched_yield();
+	free(t);
+}
+
+/*
+ * Undo a partly written batch with the same protocol: int3 stays on every
+ * first byte while the old tails go back, then the old first bytes. Trappers
+ * meanwhile run the old bytes. If even that fails the table stays published
+ * forever, so a thread that meets a leftover int3 still gets through.
+ */
+static void rollback(struct site *s, size_t n, const struct maps *ms)
+{
+	int err;
+
+	__atomic_store_n(&inflight->rolling_back, 1, __ATOMIC_RELEASE);
+	err = write_phase(s, n, ms, 1, PK_TEXT_MAX, PICK_OLD);
+	core_sync();
+	if (err >= 0)
+		err = write_phase(s, n, ms, 0, 1, PICK_OLD);
+	core_sync();
+	if (err < 0) {
+		pk_err("text: rollback failed; leaving the trap table in place");
+		return;
+	}
+	unpublish();
+}
+
+static int commit_locked(struct pk_batch *b)
+{
+	struct site *s = b->sites;
+	size_t n = b->n, changed = 0;
+	struct inflight *t;
+	struct maps ms;
+	int err;
+
+	pk_assert_held(&text_lock);
+	err = open_mem();
+	if (err)
+		return err;
+	if (sync_kind == SYNC_NONE)
+		choose_sync();
+	err = install_trap_handler();
+	if (err)
+		return err;
+
+	qsort(s, n, sizeof(*s), site_cmp);
+	for (size_t i = 1; i < n; i++)
+		if (s[i - 1].addr + s[i - 1].len > s[i].addr) {
+			pk_err("text: sites %#" PRIxPTR " and %#" PRIxPTR
+			       " overlap", s[i - 1].addr, s[i].addr);
+			return -EINVAL;
+		}
+	err = maps_read(&ms);
+	if (err)
+		return err;
+	for (size_t i = 0; i < n && !err; i++) {
+		err = validate(&s[i], &ms);
+		changed += s[i].changed;
+	}
+	for (size_t i = 0; i < n && !err; i++)
+		if (s[i].changed && s[i].to_new.kind == CONT_SLOT)
+			err = slot_get(s[i].addr, s[i].bytes, s[i].len,
+				       &s[i].to_new.target);
+	for (size_t i = 0; i < n && !err; i++)
+		if (s[i].changed && s[i].to_old.kind == CONT_SLOT &&
+		    slot_get(s[i].addr, s[i].old, s[i].len, &s[i].to_old.target))
+			s[i].to_old.kind = CONT_NONE; /* rollback retries instead */
+	if (err || !changed)
+		goto out;
+
+	t = calloc(1, sizeof(*t) + changed * sizeof(t->s[0]));
+	if (!t) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!s[i].changed)
+			continue;
+		t->s[t->n].addr = s[i].addr;
+		t->s[t->n].end = s[i].addr + s[i].len;
+		t->s[t->n].to_new = s[i].to_new;
+		t->s[t->n].to_old = s[i].to_old;
+		t->n++;
+	}
+	/* Pairs with the seq_cst load in pk_trap_handler(): table before int3. */
+	__atomic_store_n(&inflight, t, __ATOMIC_SEQ_CST);
+
+	/*
+	 * The three phases; a phase that wrote nothing (no site has a tail)
+	 * needs no sync.
+	 */
+	for (int phase = 1; phase <= 3; phase++) {
+		int runs = phase == 2 ? write_phase(s, n, &ms, 1, PK_TEXT_MAX, PICK_NEW)
+				      : write_phase(s, n, &ms, 0, 1,
+						    phase == 1 ? PICK_TRAP : PICK_NEW);
+
+		if (runs < 0) {
+			err = runs;
+			rollback(s, n, &ms);
+			goto out;
+		}
+		if (runs)
+			core_sync();
+	}
+	unpublish();						/* 4 */
+out:
+	free(ms.m);
+	if (err)
+		return err;
+	stats.commits++;
+	stats.sites += changed;
+	return (int)n;
+}
+
+/* ------------------------------------------------------------ public API */
+
+static pthread_once_t text_once_ctl = PTHREAD_ONCE_INIT;
+
+int pk_batch_create(struct pk_batch **out)
+{
+	struct pk_batch *b;
+
+	if (!out)
+		return -EINVAL;
+	pthread_once(&text_once_ctl, text_once);
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	*out = b;
+	return 0;
+}
+
 int pk_batch_add(struct pk_batch *b, void *addr, const void *bytes, size_t len,
 		 const void *expect, unsigned int flags)
-{ (void)b; (void)addr; (void)bytes; (void)len; (void)expect; (void)flags; return -ENOTSUP; }
-size_t pk_batch_count(const struct pk_batch *b) { (void)b; return 0; }
-int pk_batch_commit(struct pk_batch *b) { (void)b; return -ENOTSUP; }
-void pk_batch_free(struct pk_batch *b) { (void)b; }
-int pk_text_poke(void *addr, const void *bytes, size_t len, const void *expect, unsigned int flags)
-{ (void)addr; (void)bytes; (void)len; (void)expect; (void)flags; return -ENOTSUP; }
-int pk_text_stats(struct pk_text_stats *st) { (void)st; return -ENOTSUP; }
+{
+	struct site *s;
+
+	if (!b || !addr || !bytes || !len || b->committed ||
+	    (flags & ~PK_TEXT_F_MERGE))
+		return -EINVAL;
+	if (len > PK_TEXT_MAX)
+		return -E2BIG;
+	if (b->n == b->cap) {
+		size_t nc = b->cap ? b->cap * 2 : 16;
+		struct site *ns = realloc(b->sites, nc * sizeof(*ns));
+
+		if (!ns)
+			return -ENOMEM;
+		b->sites = ns;
+		b->cap = nc;
+	}
+	s = &b->sites[b->n++];
+	memset(s, 0, sizeof(*s));
+	s->addr = (uintptr_t)addr;
+	s->len = (uint8_t)len;
+	s->flags = (uint8_t)flags;
+	memcpy(s->bytes, bytes, len);
+	if (expect) {
+		s->has_expect = 1;
+		memcpy(s->expect, expect, len);
+	}
+	return 0;
+}
+
+size_t pk_batch_count(const struct pk_batch *b)
+{
+	return b ? b->n : 0;
+}
+
+int pk_batch_commit(struct pk_batch *b)
+{
+	int ret;
+
+	if (!b || b->committed)
+		return -EINVAL;
+	b->committed = 1;
+	if (!b->n)
+		return 0;
+	pthread_once(&text_once_ctl, text_once);
+	pthread_mutex_lock(&text_lock);
+	ret = commit_locked(b);
+	pthread_mutex_unlock(&text_lock);
+	return ret;
+}
+
+void pk_batch_free(struct pk_batch *b)
+{
+	if (!b)
+		return;
+	free(b->sites);
+	free(b);
+}
+
+int pk_text_poke(void *addr, const void *bytes, size_t len, const void *expect,
+		 unsigned int flags)
+{
+	struct pk_batch *b;
+	int ret = pk_batch_create(&b);
+
+	if (ret)
+		return ret;
+	ret = pk_batch_add(b, addr, bytes, len, expect, flags);
+	if (!ret)
+		ret = pk_batch_commit(b);
+	pk_batch_free(b);
+	return ret;
+}
+
+int pk_text_stats(struct pk_text_stats *st)
+{
+	struct pk_text_stats cur;
+
+	if (!st || st->sz < offsetof(struct pk_text_stats, sites))
+		return -EINVAL;
+	pthread_mutex_lock(&text_lock);
+	cur = stats;
+	cur.traps = __atomic_load_n(&stats.traps, __ATOMIC_RELAXED);
+	cur.sync_method = sync_kind ? sync_names[sync_kind] : NULL;
+	pthread_mutex_unlock(&text_lock);
+	cur.sz = st->sz < sizeof(cur) ? st->sz : sizeof(cur);
+	memcpy(st, &cur, cur.sz);
+	return 0;
+}

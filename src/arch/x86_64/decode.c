@@ -1,1 +1,56 @@
-/* SPDX-License-Identifier: MIT */
+// SPDX-License-Identifier: MIT
+/* decode.c - x86-64 instruction decoding through Zydis, classified for patching. */
+#include <errno.h>
+#include <string.h>
+
+#include <Zydis/Zydis.h>
+
+#include "arch/arch.h"
+
+int pk_arch_decode(const void *code, size_t avail, uint64_t runtime,
+		   struct pk_insn *out)
+{
+	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+	ZydisDecodedInstruction insn;
+	ZydisDecoder dec;
+
+	if (ZYAN_FAILED(ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64,
+					 ZYDIS_STACK_WIDTH_64)))
+		return -EINVAL;
+	if (ZYAN_FAILED(ZydisDecoderDecodeFull(&dec, code, avail, &insn, ops)))
+		return -EINVAL;
+
+	memset(out, 0, sizeof(*out));
+	out->len = insn.length;
+	if (insn.meta.category == ZYDIS_CATEGORY_NOP) {
+		out->kind = PK_INSN_NOP;
+	} else if (insn.mnemonic == ZYDIS_MNEMONIC_INT3) {
+		out->kind = PK_INSN_TRAP;
+	} else if ((insn.mnemonic == ZYDIS_MNEMONIC_JMP ||
+		    insn.mnemonic == ZYDIS_MNEMONIC_CALL) &&
+		   (insn.attributes & ZYDIS_ATTRIB_IS_RELATIVE) &&
+		   ops[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE) {
+		ZyanU64 to;
+
+		if (ZYAN_FAILED(ZydisCalcAbsoluteAddress(&insn, &ops[0],
+							 runtime, &to)))
+			return -EINVAL;
+		out->kind = insn.mnemonic == ZYDIS_MNEMONIC_JMP ? PK_INSN_JMP
+								: PK_INSN_CALL;
+		out->target = to;
+	} else if (insn.attributes & ZYDIS_ATTRIB_IS_RELATIVE) {
+		out->kind = PK_INSN_RELATIVE;
+	} else {
+		out->kind = PK_INSN_PLAIN;
+	}
+	return 0;
+}
+
+size_t pk_arch_encode_abs_jmp(uint8_t *buf, uint64_t to)
+{
+	static const uint8_t op[6] = { 0xff, 0x25, 0, 0, 0, 0 };
+
+	memcpy(buf, op, sizeof(op));
+	memcpy(buf + sizeof(op), &to, sizeof(to));
+	return PK_ARCH_ABS_JMP_LEN;
+}

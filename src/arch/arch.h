@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/* arch.h - what an instruction set provides to the layers above it. */
+#ifndef PK_ARCH_H
+#define PK_ARCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+/* What a thread that stops before an instruction must do to run it elsewhere. */
+enum pk_insn_kind {
+	PK_INSN_PLAIN,	/* position independent: may run out of line */
+	PK_INSN_NOP,	/* does nothing */
+	PK_INSN_JMP,	/* jmp rel8/rel32: target set */
+	PK_INSN_CALL,	/* call rel32: target set */
+	PK_INSN_TRAP,	/* int3 */
+	PK_INSN_RELATIVE, /* other PC-relative forms (jcc, loop, [rip+x]) */
+};
+
+struct pk_insn {
+	uint8_t len;
+	uint8_t kind;		/* enum pk_insn_kind */
+	uint64_t target;	/* PK_INSN_JMP/CALL: absolute destination */
+};
+
+/*
+ * pk_arch_decode() - decode the instruction at @code, which runs at @runtime.
+ * @avail: bytes readable at @code; an instruction that needs more fails.
+ * Return: 0, or -EINVAL (not a valid instruction within @avail bytes).
+ */
+PK_HIDDEN int pk_arch_decode(const void *code, size_t avail, uint64_t runtime,
+			     struct pk_insn *out);
+
+#define PK_ARCH_TRAP_BYTE 0xcc	/* int3 */
+#define PK_ARCH_TRAP_LEN 1
+
+/*
+ * pk_arch_encode_abs_jmp() - jmp to @to from anywhere: jmp *0(%rip); .quad @to
+ * Return: bytes written to @buf (PK_ARCH_ABS_JMP_LEN).
+ */
+#define PK_ARCH_ABS_JMP_LEN 14
+PK_HIDDEN size_t pk_arch_encode_abs_jmp(uint8_t *buf, uint64_t to);
+
+#endif /* PK_ARCH_H */
