@@ -30,3 +30,30 @@ if(PK_BUILD_BENCH)
     LABELS bench-smoke TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
 endif()
 # ---- end infra ----
+
+# ---- key: fallback-mode runs and dlopen wiring ----
+# Every test whose name matches one of PK_NOPATCH_TEST_PATTERNS runs twice:
+# as NAME (branch sites patched when the system allows it) and as
+# NAME_nopatch with PROBEKIT_NOPATCH=1 (sites stay load-and-branch), with the
+# same labels, timeout and environment otherwise.
+list(APPEND PK_NOPATCH_TEST_PATTERNS "^test_key_" "^test_debug_check$" "^stress_key")
+foreach(src ${PK_TESTS} ${PK_STRESS})
+  get_filename_component(name ${src} NAME_WE)
+  foreach(pattern ${PK_NOPATCH_TEST_PATTERNS})
+    if(name MATCHES "${pattern}" AND NOT TEST ${name}_nopatch)
+      get_test_property(${name} LABELS labels)
+      get_test_property(${name} TIMEOUT timeout)
+      get_test_property(${name} ENVIRONMENT env)
+      add_test(NAME ${name}_nopatch COMMAND ${name})
+      set_tests_properties(${name}_nopatch PROPERTIES SKIP_RETURN_CODE 77
+        LABELS "${labels}" TIMEOUT ${timeout}
+        ENVIRONMENT "${env};PROBEKIT_NOPATCH=1")
+    endif()
+  endforeach()
+endforeach()
+# test_key_dlopen exports the key libkeylib.so's sites use (-rdynamic).
+if(TARGET test_key_dlopen AND TARGET keylib)
+  set_target_properties(test_key_dlopen PROPERTIES ENABLE_EXPORTS ON)
+  add_dependencies(test_key_dlopen keylib)
+endif()
+# ---- end key ----
