@@ -106,7 +106,11 @@ static int sync_kind;			/* enum sync_kind, 0 until chosen */
 static struct sigaction old_trap;	/* the SIGTRAP handler before ours */
 static int trap_installed;
 static struct pk_text_stats stats;	/* counters; .traps is atomic */
-static long fail_write_after = -1;	/* test hook: PROBEKIT_TEST_FAIL_WRITE */
+/*
+ * Test hook: PROBEKIT_TEST_FAIL_WRITE=C:N fails write N (from 0) of the
+ * commit that follows C successful ones, once.
+ */
+static long fail_commit = -1, fail_write = -1, commit_writes;
 
 enum sync_kind {
 	SYNC_NONE = 0,
@@ -272,8 +276,8 @@ static void text_once(void)
 {
 	const char *v = getenv("PROBEKIT_TEST_FAIL_WRITE");
 
-	if (v)
-		fail_write_after = atol(v);
+	if (v && sscanf(v, "%ld:%ld", &fail_commit, &fail_write) != 2)
+		fail_commit = fail_write = -1;
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
@@ -304,12 +308,12 @@ static int mem_write(uintptr_t addr, const void *buf, size_t len)
 	while (len) {
 		ssize_t r;
 
-		if (fail_write_after == 0) {
+		if ((long)stats.commits == fail_commit &&
+		    commit_writes++ == fail_write) {
+			fail_commit = -1;	/* once */
 			pk_err("text: injected write failure at %#" PRIxPTR, addr);
 			return -EIO;
 		}
-		if (fail_write_after > 0)
-			fail_write_after--;
 		r = pwrite(mem_fd, p, len, (off_t)addr);
 		stats.writes++;
 		if (r < 0 && errno == EINTR)
@@ -791,6 +795,7 @@ static int commit_locked(struct pk_batch *b)
 	int err;
 
 	pk_assert_held(&text_lock);
+	commit_writes = 0;
 	err = open_mem();
 	if (err)
 		return err;

@@ -22,7 +22,8 @@ int pk_arch_decode(const void *code, size_t avail, uint64_t runtime,
 
 	memset(out, 0, sizeof(*out));
 	out->len = insn.length;
-	if (insn.meta.category == ZYDIS_CATEGORY_NOP) {
+	if (insn.meta.category == ZYDIS_CATEGORY_NOP ||
+	    insn.meta.category == ZYDIS_CATEGORY_WIDENOP) {
 		out->kind = PK_INSN_NOP;
 	} else if (insn.mnemonic == ZYDIS_MNEMONIC_INT3) {
 		out->kind = PK_INSN_TRAP;
