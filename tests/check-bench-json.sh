@@ -76,6 +76,7 @@ BEGIN {
 	id = K["bench"] " / " K["case"] " / " K["metric"]
 	if (id in seen) { fail("figure " id " appears twice"); next }
 	seen[id] = 1
+	benchlines[K["bench"]]++
 	if ("skipped" in K) {
 		if (T["skipped"] != "s" || K["skipped"] == "") { fail("\"skipped\" must be a reason string"); next }
 		if ("value" in K) { fail("a figure is either skipped or has a value"); next }
@@ -92,11 +93,22 @@ BEGIN {
 	if (!(K["min"] + 0 <= K["value"] + 0 && K["value"] + 0 <= K["max"] + 0)) { fail("value outside [min, max]"); next }
 }
 END {
+	# A bench with no figures at all is reported in one line, not per figure.
 	missing = 0
 	for (i = 1; i <= nwant; i++)
 		if (!(order[i] in seen)) {
-			if (!missing++) print "check-bench-json: required figures missing from " FILENAME ":"
-			print "    " order[i]
+			missing++
+			split(order[i], f, " / ")
+			if (!(f[1] in benchlines)) absent[f[1]]++
+		}
+	if (missing) print "check-bench-json: required figures missing from " FILENAME ":"
+	for (b in absent)
+		printf("    bench %s: no figures at all (%d required; is bench/bench_%s.c built and run?)\n",
+		       b, absent[b], b)
+	for (i = 1; i <= nwant; i++)
+		if (!(order[i] in seen)) {
+			split(order[i], f, " / ")
+			if (f[1] in benchlines) print "    " order[i]
 		}
 	for (i = 1; i <= nwant; i++)
 		if (order[i] in skipped) {
