@@ -244,15 +244,23 @@ struct pk_jump_entry {
 	uintptr_t key;		/* address of a pointer to the key; bit 0: likely */
 };
 
+/*
+ * The key must be a constant address (a key with static storage): C refuses
+ * anything else as a static initializer; C++ needs constexpr to do the same,
+ * or it would initialize the pointer on first use, after the site was
+ * registered.
+ */
 #ifdef __cplusplus
 #define PK__KEY_TYPECHECK(k)                                                   \
 	static_assert(__is_same(__typeof__(*(k)), struct pk_key),              \
 		      "pk_branch_*() takes a struct pk_key *")
+#define PK__KEY_PTR static constexpr struct pk_key *pk__kp
 #else
 #define PK__KEY_TYPECHECK(k)                                                   \
 	_Static_assert(__builtin_types_compatible_p(__typeof__(*(k)),           \
 						    struct pk_key),            \
 		       "pk_branch_*() takes a struct pk_key *")
+#define PK__KEY_PTR static struct pk_key *const pk__kp
 #endif
 
 /*
@@ -261,7 +269,7 @@ struct pk_jump_entry {
  */
 #define PK__BRANCH(k, likely, l_jmp, l_check)                                  \
 	PK__KEY_TYPECHECK(k);                                                  \
-	static struct pk_key *const pk__kp __attribute__((used)) = (k);       \
+	PK__KEY_PTR __attribute__((used)) = (k);                              \
 	__asm__ goto("1: .byte 0xe9\n\t"                                       \
 		     ".long %l[" #l_check "] - 2f\n"                           \
 		     "2:\n\t"                                                  \

@@ -33,9 +33,10 @@ int on_event(pk_notifier *nb, unsigned long action, void *data)
 	return PK_OK;
 }
 
-template <typename T> bool site(T *k)
+/* A site in a template: the key is a constant (a non-type parameter). */
+template <pk_key *K> bool site()
 {
-	return pk_branch_unlikely(k);
+	return pk_branch_unlikely(K);
 }
 
 } // namespace
@@ -46,11 +47,11 @@ int main()
 	unsigned long sum = 0;
 
 	ASSERT_TRUE(std::strlen(pk_version()) > 0, "pk_version()");
-	ASSERT_FALSE(site(&cxx_key), "C++ site on a false key");
+	ASSERT_FALSE(site<&cxx_key>(), "C++ site on a false key");
 	ASSERT_OK(pk_key_enable(&cxx_key), "pk_key_enable");
-	ASSERT_TRUE(site(&cxx_key), "C++ site after pk_key_enable");
+	ASSERT_TRUE(site<&cxx_key>(), "C++ site after pk_key_enable");
 	ASSERT_OK(pk_key_disable(&cxx_key), "pk_key_disable");
-	ASSERT_FALSE(site(&cxx_key), "C++ site after pk_key_disable");
+	ASSERT_FALSE(site<&cxx_key>(), "C++ site after pk_key_disable");
 
 	ASSERT_EQ(pk_notify(&cxx_chain, 5, &sum), PK_DONE, "pk_notify, empty chain");
 	c.nb.call = on_event;
