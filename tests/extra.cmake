@@ -51,9 +51,11 @@ foreach(src ${PK_TESTS} ${PK_STRESS})
     endif()
   endforeach()
 endforeach()
-# test_key_dlopen exports the key libkeylib.so's sites use (-rdynamic).
-if(TARGET test_key_dlopen AND TARGET keylib)
-  set_target_properties(test_key_dlopen PROPERTIES ENABLE_EXPORTS ON)
-  add_dependencies(test_key_dlopen keylib)
-endif()
+# These export the key libkeylib.so's sites use (-rdynamic).
+foreach(name test_key_dlopen stress_key)
+  if(TARGET ${name} AND TARGET keylib)
+    set_target_properties(${name} PROPERTIES ENABLE_EXPORTS ON)
+    add_dependencies(${name} keylib)
+  endif()
+endforeach()
 # ---- end key ----

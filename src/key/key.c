@@ -36,6 +36,14 @@
  * stays registered but unpatched (module->patched false); its sites are
  * load-and-branch and are left out of every later batch.
  *
+ * A site whose key pointer is still NULL at registration cannot be sorted
+ * or patched: C++ initialises a function-local static at its first run when
+ * the key is not a constant expression (a key passed as a parameter to a
+ * template). Such entries sort first, stay compiled (their check block
+ * reads the key expression itself, so they stay correct) and are never
+ * looked at again: the pointer may change later, so searches start at
+ * module->first.
+ *
  * The site encodings below are x86-64's; they move behind arch.h when the
  * arch layer grows rel32 jmp and nop5 encoders.
  */
@@ -62,6 +70,7 @@ enum pk_key_mode {
 /* One registered __pk_jump_table. */
 struct pk_jump_module {
 	struct pk_jump_entry *start, *stop;	/* sorted by entry key */
+	struct pk_jump_entry *first;	/* first entry with a key: see below */
 	unsigned long refs;	/* translation units that registered it */
 	bool patched;		/* sites are in direct form and follow keys */
 };
@@ -148,7 +157,7 @@ static int entry_cmp(const void *a, const void *b)
 static struct pk_jump_entry *module_lower_bound(const struct pk_jump_module *m,
 						const struct pk_key *k)
 {
-	struct pk_jump_entry *lo = m->start, *hi = m->stop;
+	struct pk_jump_entry *lo = m->first, *hi = m->stop;
 
 	while (lo < hi) {
 		struct pk_jump_entry *mid = lo + (hi - lo) / 2;
@@ -495,7 +504,7 @@ static int module_patch(struct pk_jump_module *m)
 	struct key_batch kb = { 0 };
 
 	pk_assert_held(&pk_key_lock);
-	for (struct pk_jump_entry *e = m->start; e < m->stop; e++) {
+	for (struct pk_jump_entry *e = m->first; e < m->stop; e++) {
 		struct pk_key *k = entry_key(e);
 
 		/* Both jmp forms must reach: key_apply() relies on it. */
@@ -558,7 +567,12 @@ int pk_jump_module_register(struct pk_jump_entry *start,
 	/* No other thread reads the table: sites still run their compiled form. */
 	qsort(start, n, sizeof(*start), entry_cmp);
 	m = &pk_modules[pk_nr_modules++];
-	*m = (struct pk_jump_module){ start, stop, 1, false };
+	*m = (struct pk_jump_module){ start, stop, start, 1, false };
+	while (m->first < stop && !entry_key(m->first))
+		m->first++;
+	if (m->first != start)
+		pk_warn("static keys: module table %p: %zu sites whose key is not a constant (C++ template?) stay load-and-branch",
+			(void *)start, (size_t)(m->first - start));
 	if (n && pk_key_mode != PK_KEY_MODE_FALLBACK) {
 		ret = module_patch(m);
 		m->patched = ret == 0;
