@@ -52,7 +52,7 @@ foreach(src ${PK_TESTS} ${PK_STRESS})
   endforeach()
 endforeach()
 # These export the key libkeylib.so's sites use (-rdynamic).
-foreach(name test_key_dlopen stress_key)
+foreach(name test_key_dlopen test_key_fail stress_key)
   if(TARGET ${name} AND TARGET keylib)
     set_target_properties(${name} PROPERTIES ENABLE_EXPORTS ON)
     add_dependencies(${name} keylib)

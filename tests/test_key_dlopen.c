@@ -67,10 +67,18 @@ static void keylib_check(struct keylib *l, bool host, bool own, const char *what
 	ASSERT_EQ(bad, 0, what);
 }
 
+static uint64_t commits(void)
+{
+	struct pk_text_stats st = { .sz = sizeof(st) };
+
+	return pk_text_stats(&st) == 0 ? st.commits : 0;
+}
+
 int main(void)
 {
 	const char *dir = getenv("PK_TARGET_DIR");
 	struct keylib l;
+	uint64_t c0;
 
 	if (!dir)
 		SKIP("PK_TARGET_DIR not set (run through ctest)");
@@ -80,8 +88,11 @@ int main(void)
 
 	/* Enabled before the library exists: its sites must come up on. */
 	ASSERT_OK(pk_key_enable(&keylib_host_key), "enable host key");
+	c0 = commits();
 	if (keylib_open(&l))
 		return t_exit();
+	if (patched)
+		ASSERT_EQ(commits(), c0 + 1, "a module's sites are patched in one commit");
 	ASSERT_EQ(pk_key_patching(), patched, "mode unchanged by dlopen");
 	keylib_check(&l, true, false, "loaded after enable");
 

@@ -37,9 +37,10 @@
  * load-and-branch and are left out of every later batch.
  *
  * A site whose key pointer is still NULL at registration cannot be sorted
- * or patched: C++ initialises a function-local static at its first run when
- * the key is not a constant expression (a key passed as a parameter to a
- * template). Such entries sort first, stay compiled (their check block
+ * or patched. probekit.h now refuses non-constant keys (constexpr in C++),
+ * but a table built by an older header could hold one: C++ initialised a
+ * function-local static at its first run when the key was a parameter of a
+ * template. Such entries sort first, stay compiled (their check block
  * reads the key expression itself, so they stay correct) and are never
  * looked at again: the pointer may change later, so searches start at
  * module->first.
@@ -571,7 +572,7 @@ int pk_jump_module_register(struct pk_jump_entry *start,
 	while (m->first < stop && !entry_key(m->first))
 		m->first++;
 	if (m->first != start)
-		pk_warn("static keys: module table %p: %zu sites whose key is not a constant (C++ template?) stay load-and-branch",
+		pk_warn("static keys: module table %p: %zu sites without a key (not a constant at start-up) stay load-and-branch",
 			(void *)start, (size_t)(m->first - start));
 	if (n && pk_key_mode != PK_KEY_MODE_FALLBACK) {
 		ret = module_patch(m);
