@@ -89,7 +89,8 @@ BEGIN {
 		if (T[k] != "n") { fail("missing number \"" k "\" (or \"skipped\")"); next }
 	}
 	if (T["runs"] != "n" || K["runs"] !~ /^[1-9][0-9]*$/) { fail("\"runs\" must be an integer >= 1"); next }
-	if (T["unit"] != "s" || K["unit"] == "") { fail("missing string \"unit\""); next }
+	if (T["unit"] != "s") { fail("missing string \"unit\""); next }
+	if (K["unit"] == "") { fail("empty \"unit\" (a plain number is \"count\", a ratio \"x\")"); next }
 	if (!(K["min"] + 0 <= K["value"] + 0 && K["value"] + 0 <= K["max"] + 0)) { fail("value outside [min, max]"); next }
 }
 END {
