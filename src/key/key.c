@@ -347,7 +347,11 @@ static int key_apply(struct key_change *c, size_t n, const char *what)
 	ret = kb_commit(&kb, what);
 	if (ret < 0)
 		return ret;
-	/* Pairs with nothing: fallback sites may see the new count late. */
+	/*
+	 * Fallback sites and pk_key_enabled() load the count relaxed: they see
+	 * it eventually, in no promised order with the code just written
+	 * (release is free on x86 and keeps the count after the commit).
+	 */
 	for (size_t i = 0; i < n; i++)
 		__atomic_store_n(&c[i].key->enabled, c[i].new, __ATOMIC_RELEASE);
 	return 0;
