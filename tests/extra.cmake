@@ -16,9 +16,15 @@ add_test(NAME header_misuse
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/compile-fail.sh
           ${CMAKE_C_COMPILER} ${CMAKE_CXX_COMPILER} ${PROJECT_SOURCE_DIR}/include)
 # cmake --install into a temporary prefix; C and C++ consumers via pkg-config.
+# A consumer of a sanitized library must be sanitized too (ASan comes first).
+set(PK_CONSUMER_FLAGS "")
+if(PK_SANITIZE)
+  set(PK_CONSUMER_FLAGS "-fsanitize=address,undefined")
+endif()
 add_test(NAME install_consumer
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/install-consumer.sh ${PROJECT_SOURCE_DIR}
-          ${PROJECT_BINARY_DIR} ${CMAKE_C_COMPILER} ${CMAKE_CXX_COMPILER})
+          ${PROJECT_BINARY_DIR} ${CMAKE_C_COMPILER} ${CMAKE_CXX_COMPILER}
+          "${PK_CONSUMER_FLAGS}")
 set_tests_properties(abi_check header_misuse install_consumer PROPERTIES
   LABELS quick TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
 # scripts/bench --quick once; checks the JSON lines and tests/bench_required.txt.

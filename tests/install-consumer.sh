@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: MIT
 # install-consumer.sh - cmake --install into a temporary prefix, then build and run C and C++ consumers through pkg-config.
 #
-# Usage: tests/install-consumer.sh SOURCE_DIR BUILD_DIR CC CXX
+# Usage: tests/install-consumer.sh SOURCE_DIR BUILD_DIR CC CXX [EXTRA_CFLAGS]
+# EXTRA_CFLAGS: e.g. -fsanitize=address,undefined when the library was built so.
 set -u
 
-src=$1 build=$2 cc=$3 cxx=$4
+src=$1 build=$2 cc=$3 cxx=$4 extra=${5:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 prefix=$tmp/prefix
@@ -31,8 +32,8 @@ esac
 fail=0
 build_run() { # $1: compiler, $2: std, $3: source
 	exe=$tmp/$(basename "$3")
-	# shellcheck disable=SC2086 # $flags is a list of flags
-	if ! "$1" "$2" -Wall -Wextra -Werror "$3" -o "$exe" $flags -Wl,-rpath,"$libdir"; then
+	# shellcheck disable=SC2086 # $flags and $extra are lists of flags
+	if ! "$1" "$2" -Wall -Wextra -Werror $extra "$3" -o "$exe" $flags -Wl,-rpath,"$libdir"; then
 		echo "install-consumer: $3 does not build against the installed probekit"
 		fail=1
 		return
