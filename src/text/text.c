@@ -498,40 +498,52 @@ struct maps {
 	size_t n;
 };
 
+/* Parse /proc/self/maps: one read loop and a hand parser (sscanf is slow). */
 static int maps_read(struct maps *ms)
 {
-	FILE *f = fopen("/proc/self/maps", "re");
-	char *line = NULL;
-	size_t cap = 0, alloc = 0;
+	static char buf[1 << 16];	/* guarded by text_lock */
+	size_t alloc = 0, have = 0;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 
 	ms->m = NULL;
 	ms->n = 0;
-	if (!f)
+	if (fd < 0)
 		return -errno;
-	while (getline(&line, &cap, f) > 0) {
-		uintptr_t s, e;
-		char perms[5];
+	for (;;) {
+		ssize_t r = read(fd, buf + have, sizeof(buf) - 1 - have);
+		char *p = buf, *nl;
 
-		if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %4s", &s, &e,
-			   perms) != 3)
+		if (r < 0 && errno == EINTR)
 			continue;
-		if (ms->n == alloc) {
-			size_t na = alloc ? alloc * 2 : 64;
-			struct map *nm = realloc(ms->m, na * sizeof(*nm));
+		if (r <= 0)
+			break;
+		have += (size_t)r;
+		buf[have] = 0;
+		/* Whole lines only; a partial last line waits for more. */
+		while ((nl = strchr(p, '\n'))) {
+			char *q;
+			uintptr_t s = strtoull(p, &q, 16), e;
 
-			if (!nm) {
-				free(line);
-				fclose(f);
-				return -ENOMEM;
+			e = strtoull(q + 1, &q, 16);
+			if (ms->n == alloc) {
+				size_t na = alloc ? alloc * 2 : 128;
+				struct map *nm = realloc(ms->m, na * sizeof(*nm));
+
+				if (!nm) {
+					close(fd);
+					return -ENOMEM;
+				}
+				ms->m = nm;
+				alloc = na;
 			}
-			ms->m = nm;
-			alloc = na;
+			ms->m[ms->n++] = (struct map){ s, e, q[3] == 'x',
+						       q[1] == 'r' };
+			p = nl + 1;
 		}
-		ms->m[ms->n++] = (struct map){ s, e, perms[2] == 'x',
-					       perms[0] == 'r' };
+		have -= (size_t)(p - buf);
+		memmove(buf, p, have);
 	}
-	free(line);
-	fclose(f);
+	close(fd);
 	return 0;
 }
 
@@ -583,8 +595,9 @@ static int read_code(uintptr_t addr, void *buf, size_t len, int readable)
  * the offsets where one begins in @starts. Return the continuation a
  * trapping thread needs to run them, in @c (CONT_NONE if there is none).
  */
-static int decode_site(const uint8_t *code, size_t len, uintptr_t addr,
-		       uint8_t starts[PK_TEXT_MAX], struct cont *c)
+static int decode_site_uncached(const uint8_t *code, size_t len,
+				uintptr_t addr, uint8_t starts[PK_TEXT_MAX],
+				struct cont *c)
 {
 	int all_plain = 1, nops_so_far = 1;
 	size_t off = 0;
@@ -620,6 +633,51 @@ static int decode_site(const uint8_t *code, size_t len, uintptr_t addr,
 		c->kind = CONT_NONE;	/* int3 followed by more: no */
 	else if (!nops_so_far && c->kind != CONT_TRAP)
 		c->kind = all_plain ? CONT_SLOT : CONT_NONE;
+	return 0;
+}
+
+/*
+ * Batches repeat the same few byte patterns (a NOP, a jmp with the same
+ * displacement at every site of a kind), and decoding dominates a large
+ * commit, so results are remembered by bytes. Nothing in a result depends
+ * on the address except a branch target, which is kept relative to it.
+ */
+#define DECODE_CACHE 64
+
+struct decode_memo {
+	uint8_t valid, len, bad;
+	uint8_t bytes[PK_TEXT_MAX];
+	uint8_t starts[PK_TEXT_MAX];
+	struct cont c;		/* .target relative to the site */
+};
+
+static struct decode_memo decode_cache[DECODE_CACHE]; /* guarded by text_lock */
+
+static int decode_site(const uint8_t *code, size_t len, uintptr_t addr,
+		       uint8_t starts[PK_TEXT_MAX], struct cont *c)
+{
+	uint32_t h = 2166136261u;
+	struct decode_memo *m;
+	int err;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ code[i]) * 16777619u;
+	m = &decode_cache[h % DECODE_CACHE];
+	if (!m->valid || m->len != len || memcmp(m->bytes, code, len)) {
+		err = decode_site_uncached(code, len, addr, m->starts, &m->c);
+		m->valid = 1;
+		m->len = (uint8_t)len;
+		m->bad = err != 0;
+		memcpy(m->bytes, code, len);
+		if (m->c.kind == CONT_JMP || m->c.kind == CONT_CALL)
+			m->c.target -= addr;
+	}
+	if (m->bad)
+		return -EINVAL;
+	memcpy(starts, m->starts, PK_TEXT_MAX);
+	*c = m->c;
+	if (c->kind == CONT_JMP || c->kind == CONT_CALL)
+		c->target += addr;
 	return 0;
 }
 
@@ -690,11 +748,12 @@ static int validate(struct site *s, const struct maps *ms)
  */
 enum pick { PICK_TRAP, PICK_NEW, PICK_OLD };
 #define MERGE_GAP 512
+#define RUN_MAX (64 * 1024)
 
 static int write_phase(struct site *s, size_t n, const struct maps *ms,
 		       size_t off, size_t len_max, enum pick pick)
 {
-	static uint8_t buf[MERGE_GAP * 8];	/* guarded by text_lock */
+	static uint8_t buf[RUN_MAX];	/* guarded by text_lock */
 	size_t i = 0;
 	int runs = 0;
 

@@ -10,14 +10,16 @@
 int pk_arch_decode(const void *code, size_t avail, uint64_t runtime,
 		   struct pk_insn *out)
 {
-	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+	ZydisDecoderContext ctx;
 	ZydisDecodedInstruction insn;
 	ZydisDecoder dec;
 
+	/* Operands are not decoded: the raw immediate is all a branch needs. */
 	if (ZYAN_FAILED(ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64,
 					 ZYDIS_STACK_WIDTH_64)))
 		return -EINVAL;
-	if (ZYAN_FAILED(ZydisDecoderDecodeFull(&dec, code, avail, &insn, ops)))
+	if (ZYAN_FAILED(ZydisDecoderDecodeInstruction(&dec, &ctx, code, avail,
+						      &insn)))
 		return -EINVAL;
 
 	memset(out, 0, sizeof(*out));
@@ -30,15 +32,12 @@ int pk_arch_decode(const void *code, size_t avail, uint64_t runtime,
 	} else if ((insn.mnemonic == ZYDIS_MNEMONIC_JMP ||
 		    insn.mnemonic == ZYDIS_MNEMONIC_CALL) &&
 		   (insn.attributes & ZYDIS_ATTRIB_IS_RELATIVE) &&
-		   ops[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE) {
-		ZyanU64 to;
-
-		if (ZYAN_FAILED(ZydisCalcAbsoluteAddress(&insn, &ops[0],
-							 runtime, &to)))
-			return -EINVAL;
+		   insn.raw.imm[0].is_relative && insn.operand_width == 64) {
+		/* jmp/call rel8/rel32: the target is relative to the next insn. */
 		out->kind = insn.mnemonic == ZYDIS_MNEMONIC_JMP ? PK_INSN_JMP
 								: PK_INSN_CALL;
-		out->target = to;
+		out->target = runtime + insn.length +
+			      (uint64_t)insn.raw.imm[0].value.s;
 	} else if (insn.attributes & ZYDIS_ATTRIB_IS_RELATIVE) {
 		out->kind = PK_INSN_RELATIVE;
 	} else {
