@@ -65,3 +65,18 @@ foreach(name test_key_dlopen test_key_fail stress_key)
   endif()
 endforeach()
 # ---- end key ----
+
+# ---- text: the slower cross-core sync methods pass the same tests ----
+foreach(name test_text_basic stress_text)
+  foreach(method expedited mprotect)
+    if(TARGET ${name})
+      get_test_property(${name} LABELS labels)
+      get_test_property(${name} TIMEOUT timeout)
+      add_test(NAME ${name}_sync_${method} COMMAND ${name})
+      set_tests_properties(${name}_sync_${method} PROPERTIES SKIP_RETURN_CODE 77
+        LABELS "${labels}" TIMEOUT ${timeout}
+        ENVIRONMENT "${PK_TEST_ENV};PROBEKIT_SYNC=${method}")
+    endif()
+  endforeach()
+endforeach()
+# ---- end text ----

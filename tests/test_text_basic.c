@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "probekit.h"
@@ -93,9 +94,22 @@ static void shared_library(void)
 	dlclose(h);
 }
 
+static char sync_msg[256];
+
+static void capture(enum pk_log_level level, const char *msg, void *ctx)
+{
+	(void)level;
+	(void)ctx;
+	if (strstr(msg, "cross-core sync by"))
+		snprintf(sync_msg, sizeof(sync_msg), "%s", msg);
+}
+
 int main(void)
 {
 	struct pk_text_stats st = { .sz = sizeof(st) };
+	const char *want = getenv("PROBEKIT_SYNC");
+
+	pk_set_log(capture, NULL);
 
 	layouts(CG_JMP);
 	layouts(CG_MOV);
@@ -105,6 +119,12 @@ int main(void)
 	ASSERT_OK(pk_text_stats(&st), "stats");
 	ASSERT_GE(st.commits, 12, "commits counted");
 	ASSERT_TRUE(st.sync_method != NULL, "a sync method was chosen");
+	ASSERT_TRUE(strstr(sync_msg, st.sync_method) != NULL,
+		    "the chosen sync method was logged");
+	/* PROBEKIT_SYNC=expedited|mprotect forces a fallback (tests/extra.cmake). */
+	if (want && st.sync_method)
+		ASSERT_TRUE(strstr(st.sync_method, want) != NULL,
+			    "the forced sync method is used");
 	ASSERT_LE(st.syncs, st.commits * 3, "at most three syncs per commit");
 	printf("sync method: %s, %llu commits, %llu syncs, %llu writes\n",
 	       st.sync_method, (unsigned long long)st.commits,
