@@ -191,7 +191,7 @@ static void one_case(size_t n, int threads)
 	bench_report("patch", cas, "batch_us", "us", &batch);
 	bench_report("patch", cas, "one_by_one_us", "us", &single);
 	bench_report("patch", cas, "ratio_one_by_one_vs_batch", "x", &ratio);
-	bench_report("patch", cas, "syncs_per_batch", "", &syncs);
+	bench_report("patch", cas, "syncs_per_batch", "count", &syncs);
 	if (threads) {
 		bench_report("patch", cas, "max_stall_us", "us", &stall);
 		bench_report("patch", cas, "max_stall_idle_us", "us", &idle);

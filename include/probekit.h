@@ -65,8 +65,8 @@ typedef void (*pk_log_fn)(enum pk_log_level level, const char *msg, void *ctx);
 /**
  * pk_set_log() - route probekit's messages to @fn
  * @fn: called with one formatted line (no trailing newline); NULL restores
- *      the default, which writes to stderr only the levels enabled by
- *      PROBEKIT_LOG=error|warn|info|debug (nothing when unset)
+ *      the default, which writes to stderr the levels up to
+ *      PROBEKIT_LOG=error|warn|info|debug (warn when unset)
  * @ctx: passed back to @fn
  *
  * Messages are never produced on a signal path.

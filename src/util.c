@@ -34,7 +34,7 @@ static int env_level(void)
 	const char *v = getenv("PROBEKIT_LOG");
 
 	if (!v)
-		return -1;
+		return PK_LOG_WARN;	/* errors and warnings, as libbpf does */
 	for (size_t i = 0; i < PK_ARRAY_SIZE(names); i++)
 		if (!strcmp(v, names[i]))
 			return (int)i;
