@@ -41,7 +41,6 @@
  * in the process (other chains' unregister, and the host program's own
  * urcu-bp users, who may be what the handler is waiting for: a deadlock).
  * Per-chain counts confine a sleeping handler's effect to its own chain.
- * (This deviates from "both paths for both types" in the original plan.)
  *
  * Writers: grace period (chain_wait_readers)
  * ------------------------------------------
@@ -137,6 +136,9 @@ static bool chain_type_valid(int type)
  * The thread's urcu-bp nesting counter (the first member of its struct
  * urcu_bp_reader), or NULL when urcu-bp does not know this thread.
  */
+_Static_assert(offsetof(struct urcu_bp_reader, ctr) == 0,
+	       "urcu_bp_reader.ctr must come first (liburcu layout changed)");
+
 static inline unsigned long *chain_urcu_ctr(void)
 {
 	return (unsigned long *)(void *)URCU_TLS(urcu_bp_reader);
@@ -145,9 +147,10 @@ static inline unsigned long *chain_urcu_ctr(void)
 /* _urcu_bp_read_lock() on a known reader. */
 static inline void chain_urcu_lock(unsigned long *ctr)
 {
-	unsigned long tmp = *ctr;
+	unsigned long tmp;
 
 	cmm_barrier();
+	tmp = *ctr;
 	if (caa_likely(!(tmp & URCU_BP_GP_CTR_NEST_MASK))) {
 		/* Outermost: take the current grace-period phase. */
 		_CMM_STORE_SHARED(*ctr, _CMM_LOAD_SHARED(urcu_bp_gp.ctr));
