@@ -35,6 +35,19 @@ PK_HIDDEN int pk_arch_decode(const void *code, size_t avail, uint64_t runtime,
 #define PK_ARCH_TRAP_BYTE 0xcc	/* int3 */
 #define PK_ARCH_TRAP_LEN 1
 
+/* A branch site: as long as a near jmp, so a NOP of that length fits too. */
+#define PK_ARCH_JMP_LEN 5
+
+/*
+ * pk_arch_encode_jmp() - a near jmp at @from to @to, PK_ARCH_JMP_LEN bytes
+ * Return: 0, or -ERANGE (@to out of a rel32's reach).
+ */
+PK_HIDDEN int pk_arch_encode_jmp(uint8_t buf[PK_ARCH_JMP_LEN], uint64_t from,
+				 uint64_t to);
+
+/* pk_arch_encode_nop() - one NOP instruction of PK_ARCH_JMP_LEN bytes. */
+PK_HIDDEN void pk_arch_encode_nop(uint8_t buf[PK_ARCH_JMP_LEN]);
+
 /*
  * pk_arch_encode_abs_jmp() - jmp to @to from anywhere: jmp *0(%rip); .quad @to
  * Return: bytes written to @buf (PK_ARCH_ABS_JMP_LEN).

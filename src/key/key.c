@@ -44,9 +44,6 @@
  * reads the key expression itself, so they stay correct) and are never
  * looked at again: the pointer may change later, so searches start at
  * module->first.
- *
- * The site encodings below are x86-64's; they move behind arch.h when the
- * arch layer grows rel32 jmp and nop5 encoders.
  */
 
 #include <errno.h>
@@ -54,11 +51,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arch/arch.h"
 #include "internal.h"
 
-#define PK_SITE_LEN 5
-
-static const uint8_t pk_site_nop5[PK_SITE_LEN] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+#define PK_SITE_LEN PK_ARCH_JMP_LEN
 
 struct pk_key pk_debug_key = PK_KEY_INIT_FALSE;
 
@@ -114,17 +110,10 @@ static inline bool key_true(int count)
 	return count > 0;
 }
 
-/* A jmp rel32 from @from to @to; false if @to is out of reach. */
+/* A jmp from @from to @to; false if @to is out of reach. */
 static bool encode_jmp(uint8_t out[PK_SITE_LEN], uintptr_t from, uintptr_t to)
 {
-	int64_t rel = (int64_t)(to - (from + PK_SITE_LEN));
-	int32_t rel32 = (int32_t)rel;
-
-	if (rel != rel32)
-		return false;
-	out[0] = 0xe9;
-	memcpy(out + 1, &rel32, sizeof(rel32));
-	return true;
+	return pk_arch_encode_jmp(out, from, to) == 0;
 }
 
 /* The site as the compiler emitted it: jmp to the load-and-branch. */
@@ -140,7 +129,7 @@ static bool encode_direct(const struct pk_jump_entry *e, bool on,
 {
 	if (on != entry_likely(e))
 		return encode_jmp(out, e->code, e->target);
-	memcpy(out, pk_site_nop5, PK_SITE_LEN);
+	pk_arch_encode_nop(out);
 	return true;
 }
 

@@ -45,12 +45,3 @@ int pk_arch_decode(const void *code, size_t avail, uint64_t runtime,
 	}
 	return 0;
 }
-
-size_t pk_arch_encode_abs_jmp(uint8_t *buf, uint64_t to)
-{
-	static const uint8_t op[6] = { 0xff, 0x25, 0, 0, 0, 0 };
-
-	memcpy(buf, op, sizeof(op));
-	memcpy(buf + sizeof(op), &to, sizeof(to));
-	return PK_ARCH_ABS_JMP_LEN;
-}
