@@ -463,13 +463,10 @@ PK_API void pk_debug_failed(const char *expr, const char *file, int line)
  *   blocking chain  handlers may sleep (which delays unregister, never a
  *                   reader); not callable from signal handlers.
  *
- * Both read under RCU (user-space RCU read sides may sleep, unlike the
- * kernel's, so one mechanism serves both; the types differ in contract).
- *
- * Register and unregister may run concurrently with calls. Unregister returns
- * only when no thread can still be running the removed handler, so the
- * caller may free it at once. Every chain owns a static key: pk_notify() on
- * an empty chain is a NOP.
+ * Atomic chains read under urcu-bp on threads that called
+ * pk_thread_register(), and under per-chain reader counts (SRCU style)
+ * elsewhere; blocking chains always use the counts, so a sleeping handler
+ * delays only its own chain's unregister.
  */
 
 #define PK_DONE 0x0000		/* don't care */
@@ -562,7 +559,11 @@ PK_API int pk_chain_unregister(struct pk_chain *c, struct pk_notifier *nb);
 PK_API int pk_chain_call(struct pk_chain *c, unsigned long action, void *data,
 			 int *nr_calls);
 
-/* Call @c's handlers; a NOP while the chain is empty. */
+/*
+ * Call @c's handlers; a NOP while the chain is empty. @c must have static
+ * storage (its key's address is recorded at the call site): call a chain
+ * made at run time with pk_chain_call().
+ */
 #define pk_notify(c, action, data)                                             \
 	(pk_branch_unlikely(&(c)->key)                                         \
 		 ? pk_chain_call((c), (action), (data), (int *)0)              \

@@ -95,13 +95,14 @@
 #include <time.h>
 
 /*
- * urcu-bp's read side is used through chain_urcu_lock()/unlock() below, a
- * copy of _urcu_bp_read_lock()/_unlock() from <urcu/static/urcu-bp.h> that
- * looks the TLS reader pointer up once per call instead of three times and
- * reaches the counter through an unsigned long * (struct urcu_bp_reader
- * claims 128-byte alignment that urcu-bp's allocator does not give it, and
- * UBSan stops on a member access). Like any user of that static header,
- * this must be rebuilt against the liburcu it runs with (0.13 here).
+ * urcu-bp's read side is used through the static inline functions of
+ * <urcu/static/urcu-bp.h> (meant for direct use; this file must be rebuilt
+ * against the liburcu it runs with, 0.13 here). Their lazy registration
+ * branch is never taken: path (a) runs only on a thread urcu-bp knows.
+ * (The exported urcu_bp_read_lock() costs ~6 ns more per call here, more
+ * than the whole walk of a short chain.) struct urcu_bp_reader claims a
+ * 128-byte alignment that urcu-bp's allocator does not give it, so sanitizer
+ * builds compile this file without UBSan's alignment check (CMakeLists.txt).
  */
 #include <urcu-bp.h>
 #include <urcu/static/urcu-bp.h>
@@ -132,42 +133,10 @@ static bool chain_type_valid(int type)
 	return type == PK_CHAIN_ATOMIC || type == PK_CHAIN_BLOCKING;
 }
 
-/*
- * The thread's urcu-bp nesting counter (the first member of its struct
- * urcu_bp_reader), or NULL when urcu-bp does not know this thread.
- */
-_Static_assert(offsetof(struct urcu_bp_reader, ctr) == 0,
-	       "urcu_bp_reader.ctr must come first (liburcu layout changed)");
-
-static inline unsigned long *chain_urcu_ctr(void)
+/* Whether urcu-bp knows this thread (it forgets it at thread exit). */
+static inline bool chain_urcu_known(void)
 {
-	return (unsigned long *)(void *)URCU_TLS(urcu_bp_reader);
-}
-
-/* _urcu_bp_read_lock() on a known reader. */
-static inline void chain_urcu_lock(unsigned long *ctr)
-{
-	unsigned long tmp;
-
-	cmm_barrier();
-	tmp = *ctr;
-	if (caa_likely(!(tmp & URCU_BP_GP_CTR_NEST_MASK))) {
-		/* Outermost: take the current grace-period phase. */
-		_CMM_STORE_SHARED(*ctr, _CMM_LOAD_SHARED(urcu_bp_gp.ctr));
-		urcu_bp_smp_mb_slave(); /* pairs with urcu_bp_synchronize_rcu() */
-	} else {
-		_CMM_STORE_SHARED(*ctr, tmp + URCU_BP_GP_COUNT);
-	}
-}
-
-/* _urcu_bp_read_unlock() on a known reader. */
-static inline void chain_urcu_unlock(unsigned long *ctr)
-{
-	unsigned long tmp = *ctr;
-
-	urcu_bp_smp_mb_slave(); /* pairs with urcu_bp_synchronize_rcu() */
-	_CMM_STORE_SHARED(*ctr, tmp - URCU_BP_GP_COUNT);
-	cmm_barrier();
+	return URCU_TLS(urcu_bp_reader) != NULL;
 }
 
 /**
@@ -207,7 +176,6 @@ PK_NOPROBE int pk_chain_call(struct pk_chain *c, unsigned long action,
 			     void *data, int *nr_calls)
 {
 	struct chain_tls *t = &chain_tls;
-	unsigned long *ctr;
 	int ret;
 
 	if (!c) {
@@ -219,12 +187,12 @@ PK_NOPROBE int pk_chain_call(struct pk_chain *c, unsigned long action,
 	t->depth++;
 	cmm_barrier(); /* depth is seen by a signal handler on this thread */
 
-	if (c->type == PK_CHAIN_ATOMIC && t->urcu && (ctr = chain_urcu_ctr())) {
+	if (c->type == PK_CHAIN_ATOMIC && t->urcu && chain_urcu_known()) {
 		/* Path (a); urcu_bp_synchronize_rcu() waits for us. */
-		chain_urcu_lock(ctr);
+		_urcu_bp_read_lock();
 		ret = chain_walk(chain_deref(c->pk_private_head), action,
 				 data, nr_calls);
-		chain_urcu_unlock(ctr);
+		_urcu_bp_read_unlock();
 	} else {
 		/* Path (b). */
 		unsigned int idx = CMM_LOAD_SHARED(c->pk_private_phase) & 1;
