@@ -195,6 +195,8 @@ static void one_case(size_t n, int threads)
 	if (threads) {
 		bench_report("patch", cas, "max_stall_us", "us", &stall);
 		bench_report("patch", cas, "max_stall_idle_us", "us", &idle);
+	} else {
+		bench_skip("patch", cas, "max_stall_us", "no thread runs the code");
 	}
 }
 
