@@ -55,4 +55,25 @@ PK_HIDDEN void pk_arch_encode_nop(uint8_t buf[PK_ARCH_JMP_LEN]);
 #define PK_ARCH_ABS_JMP_LEN 14
 PK_HIDDEN size_t pk_arch_encode_abs_jmp(uint8_t *buf, uint64_t to);
 
+/*
+ * pk_arch_relocate() - copy the whole instructions in @len bytes at @src (which
+ * run at @from) into @dst (which will run at @to), keeping their meaning:
+ * PC-relative operands and branches are re-targeted, short branches widened.
+ * See reloc.c for the table of forms.
+ * @cap: room at @dst
+ * @map: if not NULL, receives where each instruction starts in both copies
+ * Return: bytes written at @dst, or -EINVAL (not whole instructions), -ENOTSUP
+ * (an instruction that cannot move), -ERANGE (a target out of rel32 reach
+ * from @to), -E2BIG (@cap or PK_RELOC_MAX too small).
+ */
+#define PK_RELOC_MAX 16		/* instructions in one relocation */
+struct pk_reloc_map {
+	unsigned int n;
+	uint8_t src[PK_RELOC_MAX];	/* offset of instruction i in the source */
+	uint8_t dst[PK_RELOC_MAX];	/* and in the copy */
+};
+PK_HIDDEN int pk_arch_relocate(const void *src, size_t len, uint64_t from,
+			       uint8_t *dst, size_t cap, uint64_t to,
+			       struct pk_reloc_map *map);
+
 #endif /* PK_ARCH_H */

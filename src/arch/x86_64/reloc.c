@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: MIT
+/* reloc.c - copy x86-64 instructions to another address, keeping their meaning. */
+
+/*
+ * What moves and how (the instruction at @from + off goes to @to + doff):
+ *
+ *   position independent           copied as is
+ *   [rip+disp32] memory operand    disp32 re-targeted to the same address
+ *   jmp rel8 / jmp rel32           jmp rel32 to the same target
+ *   call rel32                     call rel32 to the same target (the return
+ *                                  address is the copy's next instruction:
+ *                                  callers that move a call must send the
+ *                                  return back themselves; see probe.c)
+ *   jcc rel8 / jcc rel32           jcc rel32 to the same target
+ *   loop*, jrcxz, jecxz, prefixed  refused, -ENOTSUP (no rel32 form; rare)
+ *   relative branches, other
+ *   PC-relative forms, 32-bit
+ *   (addr32) [eip+x]
+ *
+ * A target out of a rel32's reach from the copy is refused with -ERANGE.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <Zydis/Zydis.h>
+
+#include "arch/arch.h"
+
+static int rel32_fits(int64_t v)
+{
+	return v == (int32_t)v;
+}
+
+static void put32(uint8_t *p, int64_t v)
+{
+	int32_t x = (int32_t)v;
+
+	memcpy(p, &x, sizeof(x));
+}
+
+int pk_arch_relocate(const void *src, size_t len, uint64_t from, uint8_t *dst,
+		     size_t cap, uint64_t to, struct pk_reloc_map *map)
+{
+	const uint8_t *s = src;
+	ZydisDecoder dec;
+	size_t off = 0, doff = 0;
+
+	if (ZYAN_FAILED(ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64,
+					 ZYDIS_STACK_WIDTH_64)))
+		return -EINVAL;
+	if (map)
+		map->n = 0;
+	while (off < len) {
+		ZydisDecoderContext ctx;
+		ZydisDecodedInstruction in;
+		uint64_t ip = from + off, nip, dip = to + doff;
+		uint8_t out[16];
+		size_t olen;
+
+		if (ZYAN_FAILED(ZydisDecoderDecodeInstruction(&dec, &ctx, s + off,
+							      len - off, &in)))
+			return -EINVAL;
+		nip = ip + in.length;
+		memcpy(out, s + off, in.length);
+		olen = in.length;
+
+		if ((in.attributes & ZYDIS_ATTRIB_HAS_MODRM) &&
+		    in.raw.modrm.mod == 0 && in.raw.modrm.rm == 5) {
+			/* [rip+disp32]; with addr32 it would be [eip+x]. */
+			uint64_t target = nip + (uint64_t)in.raw.disp.value;
+
+			if (in.address_width != 64)
+				return -ENOTSUP;
+			if (!rel32_fits((int64_t)(target - (dip + olen))))
+				return -ERANGE;
+			put32(out + in.raw.disp.offset,
+			      (int64_t)(target - (dip + olen)));
+		} else if (in.attributes & ZYDIS_ATTRIB_IS_RELATIVE) {
+			uint64_t target = nip + (uint64_t)in.raw.imm[0].value.s;
+			int is_jmp = in.mnemonic == ZYDIS_MNEMONIC_JMP;
+			int is_call = in.mnemonic == ZYDIS_MNEMONIC_CALL;
+			int is_jcc = in.meta.category == ZYDIS_CATEGORY_COND_BR &&
+				     in.mnemonic != ZYDIS_MNEMONIC_LOOP &&
+				     in.mnemonic != ZYDIS_MNEMONIC_LOOPE &&
+				     in.mnemonic != ZYDIS_MNEMONIC_LOOPNE &&
+				     in.mnemonic != ZYDIS_MNEMONIC_JRCXZ &&
+				     in.mnemonic != ZYDIS_MNEMONIC_JECXZ &&
+				     in.mnemonic != ZYDIS_MNEMONIC_JCXZ;
+			uint8_t op = s[off + in.raw.prefix_count];
+
+			if (!in.raw.imm[0].is_relative || in.raw.prefix_count ||
+			    in.operand_width != 64)
+				return -ENOTSUP;
+			if (is_jmp && (op == 0xeb || op == 0xe9)) {
+				out[0] = 0xe9;
+				olen = 5;
+			} else if (is_call && op == 0xe8) {
+				out[0] = 0xe8;
+				olen = 5;
+			} else if (is_jcc && op >= 0x70 && op <= 0x7f) {
+				out[0] = 0x0f;
+				out[1] = (uint8_t)(0x80 | (op & 0x0f));
+				olen = 6;
+			} else if (is_jcc && op == 0x0f) {
+				olen = 6;	/* 0f 8x rel32: keep the opcode */
+			} else {
+				return -ENOTSUP;
+			}
+			if (!rel32_fits((int64_t)(target - (dip + olen))))
+				return -ERANGE;
+			put32(out + olen - 4, (int64_t)(target - (dip + olen)));
+		}
+		if (doff + olen > cap)
+			return -E2BIG;
+		if (map) {
+			if (map->n == PK_RELOC_MAX)
+				return -E2BIG;
+			map->src[map->n] = (uint8_t)off;
+			map->dst[map->n] = (uint8_t)doff;
+			map->n++;
+		}
+		memcpy(dst + doff, out, olen);
+		off += in.length;
+		doff += olen;
+	}
+	return (int)doff;
+}
