@@ -594,6 +594,200 @@ static inline int pk_notifier_to_errno(int ret)
 	return ret > PK_OK ? PK_OK - ret : 0;
 }
 
+/* ---------------------------------------------------------------- probe */
+
+/*
+ * Probes: kprobes for user space. What exists today (issue 3, part 1):
+ *
+ *   - symbol lookup across the executable and every loaded library, from
+ *     .dynsym and .symtab (static functions), pk_sym_lookup();
+ *   - jump-optimized entry probes: the first instructions of a function
+ *     (after an endbr64, which stays in place) become a jmp to a trampoline
+ *     that calls the pre-handlers and then runs the displaced instructions
+ *     out of line. Registering or removing a set of probes is one text batch.
+ *
+ * Not yet: int3 probes (they need the fault layer's trap chain), probes at an
+ * offset inside a function, post-handlers, return probes. Until then a
+ * function that cannot take a jump probe is refused with -ENOTSUP:
+ *   - its displaced instructions (the first >= 5 bytes) run past the
+ *     function's end (functions shorter than a jmp);
+ *   - a branch anywhere in the function lands inside them after their first
+ *     byte;
+ *   - one of them cannot be relocated, or is PC-relative (RIP-relative
+ *     operand, jmp, jcc, call): moving those is done by pk_arch_relocate()
+ *     and tested, but removing such a probe needs a trapping thread to be
+ *     sent through the restored bytes, which the text layer cannot yet do.
+ *
+ * Handlers. A pre-handler runs on the thread that called the probed function,
+ * before its first instruction (after endbr64), with the registers in a
+ * struct pk_regs. It may change the argument registers (rdi, rsi, rdx, rcx,
+ * r8, r9, rax) and the callee-saved ones; the change is seen by the function.
+ * Changes to rsp and ip are ignored. Saved and restored around handlers: all
+ * general-purpose registers, the flags, and xmm0-xmm7 (the vector argument
+ * registers). Not saved: ymm/zmm upper halves, x87 and MXCSR state, so a
+ * handler must not use AVX (compile it without -mavx) nor change the FPU
+ * control words. A handler must be async-signal-safe if the probed function
+ * can run in a signal handler. A probe hit while this thread is already in a
+ * handler (a handler calling a probed function) skips the handlers and counts
+ * a miss (pk_probe_info.missed), as kprobes does.
+ *
+ * Trampolines live in 64 KiB chunks mapped read+execute within +-2 GiB of
+ * the probed code and written through /proc/self/mem; never writable.
+ *
+ * Arming and removing move threads. Arming replaces several instructions by
+ * one jmp; a thread stopped between two of them (preempted there) would
+ * resume in the middle of the jmp. After the int3 step of the commit, every
+ * other thread is sent a signal (SIGRTMAX - 2, or PROBEKIT_PROBE_SIGNAL=N);
+ * one found between displaced instructions is moved to the same place in
+ * the trampoline's copy. Removing waits, with the same signal, until every
+ * thread has been seen outside the removed trampolines and outside any
+ * handler. A thread that blocks the signal delays both; after 2 seconds
+ * arming fails with -EBUSY (nothing changed) and removal gives up reusing
+ * the trampolines (they leak; nothing breaks). A program that uses that
+ * signal itself must pick another with PROBEKIT_PROBE_SIGNAL.
+ */
+
+enum pk_sym_table {
+	PK_SYM_DYNSYM = 1,	/* the dynamic symbol table */
+	PK_SYM_SYMTAB = 2,	/* the full table (static functions); absent when stripped */
+};
+
+struct pk_sym {
+	uintptr_t addr;		/* where the function is loaded */
+	size_t size;		/* its size from the symbol table */
+	int table;		/* enum pk_sym_table it came from */
+	char object[256];	/* path of the executable or library */
+};
+
+/**
+ * pk_sym_lookup() - find a function in the executable or a loaded library
+ * @spec: "name", or "object:name" where object is a file's base name, whole
+ *        or up to a dot ("libz.so.1:inflate", "libz:inflate")
+ * @out: receives the address, size, table and object
+ *
+ * Global definitions win in load order (as the dynamic linker binds them);
+ * a name carried only by local (static) functions must be unique.
+ *
+ * Context: any thread, may block; not from a signal handler.
+ * Return: 0, or -ENOENT (no such function or object), -EINVAL (bad @spec,
+ * ambiguous name, IFUNC), -ENOMEM. The log says which.
+ */
+PK_API int pk_sym_lookup(const char *spec, struct pk_sym *out);
+
+/* Registers at a probe point. Layout fixed by the trampoline. */
+struct pk_regs {
+	uint64_t ip;	/* the probed address (read only) */
+	uint64_t r15, r14, r13, r12, r11, r10, r9, r8;
+	uint64_t rdi, rsi, rbp, rsp, rbx, rdx, rcx, rax;
+	uint64_t flags;
+	uint64_t pk_private_ret;
+};
+
+/* The n-th integer argument (0..5) of a function probed at its entry. */
+static inline uint64_t pk_regs_arg(const struct pk_regs *r, unsigned int n)
+{
+	switch (n) {
+	case 0: return r->rdi;
+	case 1: return r->rsi;
+	case 2: return r->rdx;
+	case 3: return r->rcx;
+	case 4: return r->r8;
+	case 5: return r->r9;
+	default: return 0;
+	}
+}
+
+struct pk_probe;
+typedef void (*pk_probe_handler_fn)(struct pk_probe *p, struct pk_regs *regs,
+				    void *ctx);
+
+struct pk_probe_opts {
+	size_t sz;		/* sizeof(struct pk_probe_opts) */
+	const char *symbol;	/* "name" or "object:name"; or NULL and ... */
+	void *addr;		/* ... the address of a function's first byte */
+	pk_probe_handler_fn pre; /* called before the function runs */
+	void *ctx;		/* passed to the handler */
+};
+
+#define PK_OPTS(type, name, ...)                                               \
+	struct type name = { .sz = sizeof(struct type), __VA_ARGS__ }
+
+/**
+ * pk_probe_create() - prepare an entry probe (not armed yet)
+ * @opts: where and what to call
+ * @out: receives the probe
+ *
+ * Decodes the whole function (its size from the symbol table) and checks
+ * that a jump probe is safe there (see the top of this section).
+ *
+ * Context: any thread, may block; not from a signal handler or probe handler.
+ * Return: 0, or -EINVAL (bad @opts; address not the start of a known
+ * function; probekit's own trap path, a key site or a trampoline), -ENOENT
+ * (symbol not found), -ENOTSUP (no jump probe possible there yet), -ENOMEM.
+ */
+PK_API int pk_probe_create(const struct pk_probe_opts *opts,
+			   struct pk_probe **out);
+
+/**
+ * pk_probe_register() - arm probes, all in one text batch
+ * @probes: probes from pk_probe_create(), not armed
+ * @n: how many
+ *
+ * Several probes on one address share one trampoline; handlers run in
+ * registration order.
+ *
+ * Context: any thread, may block; not from a signal handler or probe handler.
+ * Return: 0, or -EINVAL (NULL, already armed, the same probe twice), -ENOMEM,
+ * -ERANGE (no trampoline memory within +-2 GiB), -EBUSY (a thread could not
+ * be moved out of the displaced bytes in time), -EPERM (code writes refused).
+ * On failure no probe of the set is armed.
+ */
+PK_API int pk_probe_register(struct pk_probe *const *probes, size_t n);
+
+/**
+ * pk_probe_unregister() - disarm probes, all in one text batch
+ * @probes: armed probes
+ * @n: how many
+ *
+ * Returns when no thread is in their handlers or trampolines any more.
+ *
+ * Context: any thread, may block; not from a signal handler or probe handler.
+ * Return: 0, or -EINVAL (NULL, not armed: nothing done), -EPERM/-ENOMEM
+ * (the code could not be restored; the probes stay armed).
+ */
+PK_API int pk_probe_unregister(struct pk_probe *const *probes, size_t n);
+
+/**
+ * pk_probe_destroy() - unregister @p if armed, then free it
+ * @p: the probe, or NULL
+ *
+ * Context: any thread, may block; not from a signal handler or probe handler.
+ */
+PK_API void pk_probe_destroy(struct pk_probe *p);
+
+struct pk_probe_info {
+	size_t sz;		/* sizeof(struct pk_probe_info) */
+	uintptr_t addr;		/* the probed address (after any endbr64) */
+	uintptr_t func;		/* the function's first byte */
+	size_t displaced;	/* bytes replaced by the jmp */
+	int armed;
+	unsigned long missed;	/* hits skipped: already inside a handler */
+	size_t bytes;		/* memory this probe costs: its share of its
+				   trampoline, the trampoline's and its own
+				   metadata */
+};
+
+/**
+ * pk_probe_get_info() - describe @p
+ * @p: the probe
+ * @info: filled up to @info->sz bytes; set @info->sz first
+ *
+ * Context: any thread.
+ * Return: 0, or -EINVAL.
+ */
+PK_API int pk_probe_get_info(const struct pk_probe *p,
+			     struct pk_probe_info *info);
+
 #ifdef __cplusplus
 }
 #endif

@@ -88,3 +88,12 @@ if(TARGET test_arch_reloc)
   target_link_libraries(test_arch_reloc PRIVATE Zydis::Zydis)
 endif()
 # ---- end probe ----
+
+# ---- probe: tests that call libprobetarget.so directly ----
+foreach(name test_probe_basic stress_probe)
+  if(TARGET ${name} AND TARGET probetarget)
+    target_link_libraries(${name} PRIVATE probetarget)
+    set_target_properties(${name} PROPERTIES ENABLE_EXPORTS ON)
+  endif()
+endforeach()
+# ---- end probe ----

@@ -18,10 +18,15 @@ enum pk_insn_kind {
 	PK_INSN_RELATIVE, /* other PC-relative forms (jcc, loop, [rip+x]) */
 };
 
+#define PK_INSN_F_INDIRECT_JMP 0x1	/* jmp through a register or memory */
+
 struct pk_insn {
 	uint8_t len;
 	uint8_t kind;		/* enum pk_insn_kind */
-	uint64_t target;	/* PK_INSN_JMP/CALL: absolute destination */
+	uint8_t flags;		/* PK_INSN_F_* */
+	uint64_t target;	/* PK_INSN_JMP/CALL, and PK_INSN_RELATIVE
+				   branches (jcc, loop, xbegin): absolute
+				   destination; 0 for other forms */
 };
 
 /*

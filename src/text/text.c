@@ -41,6 +41,7 @@
 
 #include "arch/arch.h"
 #include "internal.h"
+#include "text/text.h"
 
 /* How a thread that traps on a site continues. */
 enum cont_kind {
@@ -73,6 +74,8 @@ struct pk_batch {
 	struct site *sites;
 	size_t n, cap;
 	int committed;
+	int (*hook)(void *);	/* pk_batch_set_hook() */
+	void *hook_arg;
 };
 
 /*
@@ -922,6 +925,10 @@ static int commit_locked(struct pk_batch *b)
 		}
 		if (runs)
 			core_sync();
+		if (phase == 1 && b->hook && (err = b->hook(b->hook_arg))) {
+			rollback(s, n, &ms);
+			goto out;
+		}
 	}
 	unpublish();						/* 4 */
 out:
@@ -981,6 +988,12 @@ int pk_batch_add(struct pk_batch *b, void *addr, const void *bytes, size_t len,
 		memcpy(s->expect, expect, len);
 	}
 	return 0;
+}
+
+void pk_batch_set_hook(struct pk_batch *b, int (*fn)(void *), void *arg)
+{
+	b->hook = fn;
+	b->hook_arg = arg;
 }
 
 size_t pk_batch_count(const struct pk_batch *b)

@@ -40,8 +40,15 @@ int pk_arch_decode(const void *code, size_t avail, uint64_t runtime,
 			      (uint64_t)insn.raw.imm[0].value.s;
 	} else if (insn.attributes & ZYDIS_ATTRIB_IS_RELATIVE) {
 		out->kind = PK_INSN_RELATIVE;
+		if (insn.raw.imm[0].is_relative)
+			out->target = runtime + insn.length +
+				      (uint64_t)insn.raw.imm[0].value.s;
+		else if (insn.mnemonic == ZYDIS_MNEMONIC_JMP)
+			out->flags |= PK_INSN_F_INDIRECT_JMP; /* jmp [rip+x] */
 	} else {
 		out->kind = PK_INSN_PLAIN;
+		if (insn.mnemonic == ZYDIS_MNEMONIC_JMP)
+			out->flags |= PK_INSN_F_INDIRECT_JMP;
 	}
 	return 0;
 }

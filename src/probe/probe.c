@@ -1,0 +1,1188 @@
+// SPDX-License-Identifier: MIT
+/* probe.c - jump-optimized entry probes: trampolines, arming in batches, moving threads. */
+
+/*
+ * A probe point P (a function's first instruction, after any endbr64)
+ * displaces the whole instructions in [P, P+len), len >= 5. Armed, those
+ * bytes are NOPs then "jmp slot+8", and the slot (64 bytes in a chunk of
+ * trampolines within +-2 GiB of P) holds:
+ *
+ *   +0   pointer to the struct tramp (read by the dispatcher)
+ *   +8   lea rsp, [rsp-128]          step over the red zone
+ *   +13  call stub                   the chunk's shared register save
+ *   +18  lea rsp, [rsp+128]
+ *   +26  the displaced instructions, relocated
+ *        jmp P+len
+ *
+ * The stub (one per chunk) saves flags, all GPRs and xmm0-7 into a struct
+ * pk_regs, aligns the stack, calls pk_probe_dispatch() through a pointer at
+ * CHUNK_DISPATCH, restores everything (so handlers may change registers) and
+ * returns into the slot: call and ret pair up, so the return stack buffer
+ * predicts them. The dispatcher finds the tramp from the return address.
+ *
+ * Which thread may be where, and how we know (the kernel waits for this with
+ * synchronize_rcu_tasks; user space has no such thing, so we ask each thread
+ * with a signal; see sweep()):
+ *
+ *   arming    a thread preempted between two displaced instructions would
+ *             resume inside the new jmp. pk_batch_set_hook() calls us after
+ *             int3 is on every site's first byte (no new thread gets past
+ *             it), and each other thread, in the sweep signal's handler,
+ *             moves itself to the same instruction in the slot's copy.
+ *   disarming a thread between the NOPs and the jmp (len > 5) would resume
+ *             inside the restored code; it is moved to slot+8, which is
+ *             where the jmp would have taken it.
+ *   freeing   a slot is reused, and a probe freed, only once every thread has
+ *             been seen, after the disarming commit, with its ip outside the
+ *             removed slots, the stubs and probekit's PK_NOPROBE code, and
+ *             its per-thread handler depth at 0. That depth is a thread-local
+ *             counter: no shared cache line is written on a hit, which a
+ *             per-probe in-flight counter would do (the hit cost must not
+ *             grow with threads), and unlike urcu-bp it never registers a
+ *             thread under a mutex on its first hit (a hit may come from a
+ *             signal handler).
+ *
+ * Locking: probe_lock guards the tramp list, the chunks' free slots, the
+ * probes' armed state and everything in "sweep" but cur_sweep's readers. The
+ * text lock is taken inside it (by pk_batch_commit), never the reverse.
+ */
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/ucontext.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "arch/arch.h"
+#include "internal.h"
+#include "probe/probe.h"
+#include "text/text.h"
+
+#define SLOT_SIZE 64
+#define SLOT_ENTRY 8
+#define SLOT_CALL 13
+#define SLOT_RET 18
+#define SLOT_COPY 26
+#define SLOT_COPY_MAX (SLOT_SIZE - SLOT_COPY - PK_ARCH_JMP_LEN)
+#define CHUNK_SIZE (64 * 1024)
+#define CHUNK_DISPATCH 248	/* the dispatcher's address */
+#define CHUNK_SLOTS0 256	/* first slot */
+#define CHUNK_NSLOTS ((CHUNK_SIZE - CHUNK_SLOTS0) / SLOT_SIZE)
+/* Every slot of a chunk must reach the probe point and back with a rel32. */
+#define REACH ((int64_t)0x7fffffff - 2 * CHUNK_SIZE)
+#define SWEEP_TIMEOUT_NS 2000000000LL
+
+struct chunk {
+	uintptr_t base;
+	unsigned int nfree;
+	uint16_t free[CHUNK_NSLOTS];	/* guarded by probe_lock */
+	struct chunk *next;		/* append-only; read by the handler */
+};
+
+#define TRAMP_MAP 6	/* displaced instructions: 5 bytes need at most 5 */
+
+struct tramp {
+	uintptr_t addr;		/* probe point */
+	uintptr_t slot;
+	struct chunk *chunk;
+	struct pk_probe *probes;	/* published with release; see dispatch */
+	struct tramp *next;		/* guarded by probe_lock */
+	uint8_t len;			/* displaced bytes */
+	uint8_t old[PK_TEXT_MAX];
+	uint8_t nmap;			/* instruction starts: source, copy */
+	uint8_t map_src[TRAMP_MAP], map_dst[TRAMP_MAP];
+};
+
+struct pk_probe {
+	pk_probe_handler_fn pre;
+	void *ctx;
+	uintptr_t func, addr;
+	struct tramp *t;		/* while armed */
+	struct pk_probe *next;		/* on t->probes */
+	unsigned long missed;		/* atomic */
+	uint8_t len;
+	uint8_t armed;
+};
+
+static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tramp *tramps;		/* guarded by probe_lock */
+static struct chunk *chunks;		/* append-only, release-published */
+static int mem_fd = -1;			/* guarded by probe_lock */
+static pid_t mem_pid;
+static int sweep_sig;			/* 0 until installed */
+
+/* Handler depth of this thread: > 0 while it runs pk_probe_dispatch(). */
+static __thread unsigned long probe_depth
+	__attribute__((tls_model("initial-exec")));
+
+extern const char __start_pk_noprobe_text[] __attribute__((weak, visibility("hidden")));
+extern const char __stop_pk_noprobe_text[] __attribute__((weak, visibility("hidden")));
+
+/* ---------------------------------------------------------- dispatcher */
+
+PK_NOPROBE void pk_probe_dispatch(struct pk_regs *r);
+
+PK_NOPROBE void pk_probe_dispatch(struct pk_regs *r)
+{
+	const struct tramp *t =
+		*(struct tramp *const *)(r->pk_private_ret & ~(uint64_t)(SLOT_SIZE - 1));
+	unsigned long d = probe_depth;
+	struct pk_probe *p;
+
+	probe_depth = d + 1;
+	/* The sweep handler runs on this thread: order against it only. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	r->ip = t->addr;
+	/* Pairs with the release stores that link probes (pk_probe_register). */
+	for (p = __atomic_load_n(&t->probes, __ATOMIC_ACQUIRE); p;
+	     p = __atomic_load_n(&p->next, __ATOMIC_ACQUIRE)) {
+		if (d)
+			__atomic_add_fetch(&p->missed, 1, __ATOMIC_RELAXED);
+		else if (p->pre)
+			p->pre(p, r, p->ctx);
+	}
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	probe_depth = d;
+}
+
+/* ---------------------------------------------------------------- sweep */
+
+enum { FIX_ARM = 1, FIX_DISARM = 2 };
+
+struct fix {
+	uintptr_t addr;
+	const struct tramp *t;
+	int kind;
+};
+
+struct sweep {
+	const struct fix *fix;		/* sorted by addr */
+	size_t nfix;
+	const uintptr_t *retired;	/* slot addresses, sorted */
+	size_t nretired;
+	const pid_t *tids;		/* sorted */
+	uint8_t *state;			/* per tid: 0 asked, 1 clear, 2 busy */
+	uintptr_t *ip;			/* per tid: where it was last seen */
+	size_t ntids;
+};
+
+static struct sweep *cur_sweep;		/* atomic */
+static unsigned long sweep_readers;	/* atomic: handlers inside cur_sweep */
+
+PK_NOPROBE static int in_retired(const struct sweep *sw, uintptr_t ip)
+{
+	size_t lo = 0, hi = sw->nretired;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (sw->retired[mid] + SLOT_SIZE <= ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < sw->nretired && sw->retired[lo] <= ip;
+}
+
+PK_NOPROBE static int busy_at(const struct sweep *sw, uintptr_t ip)
+{
+	const struct chunk *c;
+
+	if (probe_depth)
+		return 1;
+	if ((uintptr_t)__start_pk_noprobe_text <= ip &&
+	    ip < (uintptr_t)__stop_pk_noprobe_text)
+		return 1;
+	for (c = __atomic_load_n(&chunks, __ATOMIC_ACQUIRE); c;
+	     c = __atomic_load_n(&c->next, __ATOMIC_ACQUIRE))
+		if (c->base <= ip && ip < c->base + CHUNK_SLOTS0)
+			return 1;	/* in a stub */
+	return in_retired(sw, ip);
+}
+
+PK_NOPROBE static void fix_ip(const struct sweep *sw, greg_t *g)
+{
+	uintptr_t ip = (uintptr_t)g[REG_RIP];
+	size_t lo = 0, hi = sw->nfix;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (sw->fix[mid].addr + sw->fix[mid].t->len <= ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == sw->nfix || sw->fix[lo].addr >= ip)
+		return;		/* not strictly inside a site */
+	{
+		const struct fix *f = &sw->fix[lo];
+		const struct tramp *t = f->t;
+		size_t off = ip - t->addr;
+
+		if (f->kind == FIX_DISARM) {
+			/* Between the NOPs and the jmp: where the jmp goes. */
+			if (off == (size_t)t->len - PK_ARCH_JMP_LEN)
+				g[REG_RIP] = (greg_t)(t->slot + SLOT_ENTRY);
+			return;
+		}
+		for (unsigned int i = 1; i < t->nmap; i++)
+			if (t->map_src[i] == off) {
+				g[REG_RIP] = (greg_t)(t->slot + SLOT_COPY +
+						      t->map_dst[i]);
+				return;
+			}
+	}
+}
+
+PK_NOPROBE static void sweep_handler(int sig, siginfo_t *si, void *ctx)
+{
+	ucontext_t *uc = ctx;
+	int saved = errno;
+	const struct sweep *sw;
+	pid_t tid;
+	size_t lo = 0, hi;
+
+	(void)sig;
+	(void)si;
+	/* Pairs with the exchange in sweep_unpublish(). */
+	__atomic_add_fetch(&sweep_readers, 1, __ATOMIC_SEQ_CST);
+	sw = __atomic_load_n(&cur_sweep, __ATOMIC_SEQ_CST);
+	if (!sw)
+		goto out;
+	tid = (pid_t)syscall(SYS_gettid);
+	hi = sw->ntids;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (sw->tids[mid] < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == sw->ntids || sw->tids[lo] != tid)
+		goto out;
+	if (sw->nfix)
+		fix_ip(sw, uc->uc_mcontext.gregs);
+	sw->ip[lo] = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+	__atomic_store_n(&sw->state[lo],
+			 busy_at(sw, (uintptr_t)uc->uc_mcontext.gregs[REG_RIP])
+				 ? 2 : 1,
+			 __ATOMIC_RELEASE);
+out:
+	__atomic_sub_fetch(&sweep_readers, 1, __ATOMIC_SEQ_CST);
+	errno = saved;
+}
+
+static int install_sweep(void)
+{
+	struct sigaction sa, old;
+	const char *v = getenv("PROBEKIT_PROBE_SIGNAL");
+	int sig = v ? atoi(v) : SIGRTMAX - 2;
+
+	if (sweep_sig)
+		return 0;
+	if (sig < SIGRTMIN || sig > SIGRTMAX) {
+		pk_err("probe: PROBEKIT_PROBE_SIGNAL=%s is not a real-time signal",
+		       v ? v : "");
+		return -EINVAL;
+	}
+	if (sigaction(sig, NULL, &old))
+		return -errno;
+	if ((old.sa_flags & SA_SIGINFO) ? old.sa_sigaction != NULL
+					: old.sa_handler != SIG_DFL) {
+		pk_err("probe: signal %d already has a handler; pick a free one "
+		       "with PROBEKIT_PROBE_SIGNAL", sig);
+		return -EBUSY;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = sweep_handler;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(sig, &sa, NULL))
+		return -errno;
+	sweep_sig = sig;
+	return 0;
+}
+
+static int tid_cmp(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Every thread of the process but this one, sorted. */
+static int list_tids(pid_t **out, size_t *n)
+{
+	DIR *d = opendir("/proc/self/task");
+	pid_t self = (pid_t)syscall(SYS_gettid), *v = NULL;
+	size_t cap = 0;
+	struct dirent *e;
+
+	*n = 0;
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		pid_t t = (pid_t)atoi(e->d_name);
+
+		if (t <= 0 || t == self)
+			continue;
+		if (*n == cap) {
+			pid_t *nv = realloc(v, (cap = cap ? cap * 2 : 64) * sizeof(*v));
+
+			if (!nv) {
+				free(v);
+				closedir(d);
+				return -ENOMEM;
+			}
+			v = nv;
+		}
+		v[(*n)++] = t;
+	}
+	closedir(d);
+	if (*n > 1)
+		qsort(v, *n, sizeof(*v), tid_cmp);
+	*out = v;
+	return 0;
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int thread_gone(pid_t tid)
+{
+	char p[64];
+
+	snprintf(p, sizeof(p), "/proc/self/task/%d", (int)tid);
+	return access(p, F_OK) != 0;
+}
+
+static void sweep_unpublish(void)
+{
+	(void)__atomic_exchange_n(&cur_sweep, NULL, __ATOMIC_SEQ_CST);
+	/* Pairs with the increment in sweep_handler(). */
+	while (__atomic_load_n(&sweep_readers, __ATOMIC_SEQ_CST))
+		sched_yield();
+}
+
+/*
+ * Signal every other thread and wait for each answer. With @until_clear,
+ * ask again those found busy until each has been seen clear once (a thread
+ * seen clear after the disarming commit can never enter the removed slots
+ * again). Return 0, or -EBUSY on timeout.
+ */
+static int sweep(const struct fix *fix, size_t nfix, const uintptr_t *retired,
+		 size_t nretired, int until_clear)
+{
+	struct sweep sw = { fix, nfix, retired, nretired, NULL, NULL, NULL, 0 };
+	int64_t deadline = now_ns() + SWEEP_TIMEOUT_NS;
+	pid_t *tids = NULL;
+	int err = list_tids(&tids, &sw.ntids);
+
+	if (err)
+		return err;
+	if (!sw.ntids) {
+		free(tids);
+		return 0;
+	}
+	sw.tids = tids;
+	sw.state = calloc(sw.ntids, 1);
+	sw.ip = calloc(sw.ntids, sizeof(*sw.ip));
+	if (!sw.state || !sw.ip) {
+		free(sw.state);
+		free(sw.ip);
+		free(tids);
+		return -ENOMEM;
+	}
+	/* Pairs with the seq_cst load in sweep_handler(). */
+	__atomic_store_n(&cur_sweep, &sw, __ATOMIC_SEQ_CST);
+	for (;;) {
+		pid_t pid = getpid();
+		size_t waiting, busy;
+
+		/* Ask every thread not yet seen clear (all, the first time). */
+		for (size_t i = 0; i < sw.ntids; i++)
+			if (sw.state[i] != 1) {
+				__atomic_store_n(&sw.state[i], 0, __ATOMIC_RELEASE);
+				if (syscall(SYS_tgkill, pid, sw.tids[i], sweep_sig))
+					sw.state[i] = 1;	/* gone */
+			}
+		/* Wait for every answer. */
+		for (int spins = 0;; spins++) {
+			waiting = busy = 0;
+			for (size_t i = 0; i < sw.ntids; i++) {
+				uint8_t st = __atomic_load_n(&sw.state[i],
+							     __ATOMIC_ACQUIRE);
+
+				waiting += st == 0;
+				busy += st == 2;
+			}
+			if (!waiting || now_ns() > deadline)
+				break;
+			if (spins > 1000) {
+				/* Threads that exited never answer. */
+				for (size_t i = 0; i < sw.ntids; i++)
+					if (!__atomic_load_n(&sw.state[i], __ATOMIC_ACQUIRE) &&
+					    thread_gone(sw.tids[i]))
+						sw.state[i] = 1;
+				spins = 0;
+			}
+			sched_yield();
+		}
+		if (waiting) {
+			err = -EBUSY;
+			break;
+		}
+		if (!until_clear || !busy)
+			break;
+		if (now_ns() > deadline) {
+			err = -EBUSY;
+			break;
+		}
+		{
+			struct timespec ts = { 0, 200000 };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+	sweep_unpublish();
+	if (err) {
+		size_t stuck = 0;
+
+		for (size_t i = 0; i < sw.ntids; i++)
+			if (sw.state[i] != 1) {
+				stuck++;
+				pk_dbg("probe: thread %d %s at %#" PRIxPTR,
+				       (int)sw.tids[i], sw.state[i] ? "busy" : "silent",
+				       sw.ip[i]);
+			}
+		pk_warn("probe: %zu thread(s) did not answer signal %d (or stayed "
+			"in a probe handler) for %lld ms", stuck, sweep_sig,
+			SWEEP_TIMEOUT_NS / 1000000);
+	}
+	free(sw.state);
+	free(sw.ip);
+	free(tids);
+	return err;
+}
+
+struct arm_ctx {
+	struct fix *fix;
+	size_t nfix;
+};
+
+/* pk_batch_set_hook(): int3 is on every first byte; move stopped threads. */
+static int arm_hook(void *arg)
+{
+	struct arm_ctx *a = arg;
+
+	return sweep(a->fix, a->nfix, NULL, 0, 0);
+}
+
+static int fix_cmp(const void *a, const void *b)
+{
+	const struct fix *x = a, *y = b;
+
+	return (x->addr > y->addr) - (x->addr < y->addr);
+}
+
+static int addr_cmp(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* -------------------------------------------------------------- memory */
+
+static int open_mem(void)
+{
+	pid_t pid = getpid();
+
+	if (mem_fd >= 0 && mem_pid == pid)
+		return 0;
+	if (mem_fd >= 0)
+		close(mem_fd);
+	mem_fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	if (mem_fd < 0) {
+		int err = errno;
+
+		pk_err("probe: cannot open /proc/self/mem: %s", strerror(err));
+		return err == EACCES ? -EPERM : -err;
+	}
+	mem_pid = pid;
+	return 0;
+}
+
+/* Fill read+execute memory through /proc/self/mem: it is never writable. */
+static int mem_write(uintptr_t addr, const void *buf, size_t len)
+{
+	ssize_t r;
+
+	do
+		r = pwrite(mem_fd, buf, len, (off_t)addr);
+	while (r < 0 && errno == EINTR);
+	if (r != (ssize_t)len) {
+		pk_err("probe: writing a trampoline at %#" PRIxPTR " failed: %s",
+		       addr, r < 0 ? strerror(errno) : "short write");
+		return -EPERM;
+	}
+	return 0;
+}
+
+static size_t build_stub(uint8_t *b, uintptr_t base)
+{
+	static const uint8_t save[] = {
+		0x9c, 0x50, 0x51, 0x52, 0x53,		/* pushf; rax rcx rdx rbx */
+		0x48, 0x8d, 0x84, 0x24, 0xb0, 0, 0, 0,	/* lea rax,[rsp+176] */
+		0x50, 0x55, 0x56, 0x57,			/* rsp rbp rsi rdi */
+		0x41, 0x50, 0x41, 0x51, 0x41, 0x52, 0x41, 0x53, /* r8-r11 */
+		0x41, 0x54, 0x41, 0x55, 0x41, 0x56, 0x41, 0x57, /* r12-r15 */
+		0x48, 0x83, 0xec, 0x08,			/* sub rsp,8 (ip) */
+		0x48, 0x89, 0xe7,			/* mov rdi,rsp */
+		0x48, 0x89, 0xe3,			/* mov rbx,rsp */
+		0x48, 0x83, 0xe4, 0xf0,			/* and rsp,-16 */
+		0x48, 0x81, 0xec, 0x80, 0, 0, 0,	/* sub rsp,128 */
+		0x0f, 0x29, 0x04, 0x24,			/* movaps [rsp],xmm0 */
+		0x0f, 0x29, 0x4c, 0x24, 0x10, 0x0f, 0x29, 0x54, 0x24, 0x20,
+		0x0f, 0x29, 0x5c, 0x24, 0x30, 0x0f, 0x29, 0x64, 0x24, 0x40,
+		0x0f, 0x29, 0x6c, 0x24, 0x50, 0x0f, 0x29, 0x74, 0x24, 0x60,
+		0x0f, 0x29, 0x7c, 0x24, 0x70,		/* xmm1-7 */
+		0xfc,					/* cld */
+	};
+	static const uint8_t restore[] = {
+		0x0f, 0x28, 0x04, 0x24,			/* movaps xmm0,[rsp] */
+		0x0f, 0x28, 0x4c, 0x24, 0x10, 0x0f, 0x28, 0x54, 0x24, 0x20,
+		0x0f, 0x28, 0x5c, 0x24, 0x30, 0x0f, 0x28, 0x64, 0x24, 0x40,
+		0x0f, 0x28, 0x6c, 0x24, 0x50, 0x0f, 0x28, 0x74, 0x24, 0x60,
+		0x0f, 0x28, 0x7c, 0x24, 0x70,		/* xmm1-7 */
+		0x48, 0x89, 0xdc,			/* mov rsp,rbx */
+		0x48, 0x83, 0xc4, 0x08,			/* add rsp,8 (ip) */
+		0x41, 0x5f, 0x41, 0x5e, 0x41, 0x5d, 0x41, 0x5c, /* r15-r12 */
+		0x41, 0x5b, 0x41, 0x5a, 0x41, 0x59, 0x41, 0x58, /* r11-r8 */
+		0x5f, 0x5e, 0x5d,			/* rdi rsi rbp */
+		0x48, 0x83, 0xc4, 0x08,			/* skip rsp */
+		0x5b, 0x5a, 0x59, 0x58, 0x9d,		/* rbx rdx rcx rax; popf */
+		0xc3,					/* ret into the slot */
+	};
+	size_t n = 0;
+	int32_t rel;
+
+	memcpy(b, save, sizeof(save));
+	n = sizeof(save);
+	b[n++] = 0xff;		/* call [rip+rel32] */
+	b[n++] = 0x15;
+	rel = (int32_t)(CHUNK_DISPATCH - (n + 4));
+	memcpy(b + n, &rel, 4);
+	n += 4;
+	memcpy(b + n, restore, sizeof(restore));
+	n += sizeof(restore);
+	(void)base;
+	return n;
+}
+
+/* A free gap of CHUNK_SIZE within REACH of @near, from /proc/self/maps. */
+static uintptr_t find_gap(uintptr_t near)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	uintptr_t prev_end = 0x10000, best = 0;
+	uint64_t best_d = UINT64_MAX;
+	char line[512];
+
+	if (!f)
+		return 0;
+	for (;;) {
+		unsigned long s = UINTPTR_MAX, e = 0;
+		int more = fgets(line, sizeof(line), f) != NULL;
+
+		if (more && sscanf(line, "%lx-%lx", &s, &e) != 2)
+			continue;
+		if (!more)
+			s = 0x7ffffffff000ul;
+		/* Gap [prev_end, s): the candidate nearest to @near. */
+		if (s > prev_end && s - prev_end >= CHUNK_SIZE) {
+			uintptr_t lo = (prev_end + CHUNK_SIZE - 1) & ~(uintptr_t)(CHUNK_SIZE - 1);
+			uintptr_t hi = (s - CHUNK_SIZE) & ~(uintptr_t)(CHUNK_SIZE - 1);
+			uintptr_t c = near < lo ? lo : near > hi ? hi : near & ~(uintptr_t)(CHUNK_SIZE - 1);
+
+			if (lo <= hi && c >= lo && c <= hi) {
+				uint64_t d = c > near ? c - near : near - c;
+
+				if (d < best_d && (int64_t)d < REACH) {
+					best_d = d;
+					best = c;
+				}
+			}
+		}
+		if (!more)
+			break;
+		if (e > prev_end)
+			prev_end = e;
+	}
+	fclose(f);
+	return best;
+}
+
+static struct chunk *chunk_new(uintptr_t near)
+{
+	uint8_t stub[CHUNK_SLOTS0];
+	uintptr_t disp = (uintptr_t)pk_probe_dispatch;
+	struct chunk *c;
+	void *p = MAP_FAILED;
+
+	for (int tries = 0; tries < 4 && p == MAP_FAILED; tries++) {
+		uintptr_t at = find_gap(near);
+
+		if (!at)
+			break;
+		/* Read+execute only, from birth; filled via /proc/self/mem. */
+		p = mmap((void *)at, CHUNK_SIZE, PROT_READ | PROT_EXEC,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+		if (p != MAP_FAILED && (uintptr_t)p != at) {
+			munmap(p, CHUNK_SIZE);	/* old kernel: hint only */
+			p = MAP_FAILED;
+		}
+	}
+	if (p == MAP_FAILED) {
+		pk_err("probe: no room for trampolines within 2 GiB of %#" PRIxPTR,
+		       near);
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		munmap(p, CHUNK_SIZE);
+		return NULL;
+	}
+	c->base = (uintptr_t)p;
+	memset(stub, PK_ARCH_TRAP_BYTE, sizeof(stub));
+	build_stub(stub, c->base);
+	memcpy(stub + CHUNK_DISPATCH, &disp, sizeof(disp));
+	if (mem_write(c->base, stub, sizeof(stub))) {
+		munmap(p, CHUNK_SIZE);
+		free(c);
+		return NULL;
+	}
+	for (unsigned int i = 0; i < CHUNK_NSLOTS; i++)
+		c->free[i] = (uint16_t)(CHUNK_NSLOTS - 1 - i);
+	c->nfree = CHUNK_NSLOTS;
+	/* Publish last: the sweep handler walks this list. */
+	{
+		struct chunk **pp = &chunks;
+
+		while (*pp)
+			pp = &(*pp)->next;
+		__atomic_store_n(pp, c, __ATOMIC_RELEASE);
+	}
+	return c;
+}
+
+static int in_reach(uintptr_t a, uintptr_t b)
+{
+	int64_t d = (int64_t)(a - b);
+
+	return d < REACH && d > -REACH;
+}
+
+static int slot_alloc(uintptr_t near, struct chunk **cp, uintptr_t *slot)
+{
+	struct chunk *c;
+
+	for (c = chunks; c; c = c->next)
+		if (c->nfree && in_reach(c->base, near))
+			break;
+	if (!c)
+		c = chunk_new(near);
+	if (!c)
+		return -ERANGE;
+	*cp = c;
+	*slot = c->base + CHUNK_SLOTS0 + (uintptr_t)c->free[--c->nfree] * SLOT_SIZE;
+	return 0;
+}
+
+static void slot_free(struct chunk *c, uintptr_t slot)
+{
+	c->free[c->nfree++] = (uint16_t)((slot - c->base - CHUNK_SLOTS0) / SLOT_SIZE);
+}
+
+static int in_chunks(uintptr_t a)
+{
+	for (struct chunk *c = chunks; c; c = c->next)
+		if (c->base <= a && a < c->base + CHUNK_SIZE)
+			return 1;
+	return 0;
+}
+
+/* ------------------------------------------------------------ planning */
+
+static int plan(struct pk_probe *p, const char *what)
+{
+	struct pk_func fn;
+	const uint8_t *code;
+	uint8_t copy[64];
+	size_t off;
+	int err = pk_sym_func_at(p->func, &fn);
+
+	if (err || fn.start != p->func) {
+		pk_err("probe: %s (%#" PRIxPTR ") is not the start of a function "
+		       "with a size in a symbol table", what, p->func);
+		return -EINVAL;
+	}
+	if (((uintptr_t)__start_pk_noprobe_text < fn.start + fn.size &&
+	     fn.start < (uintptr_t)__stop_pk_noprobe_text) ||
+	    in_chunks(fn.start)) {
+		pk_err("probe: %s is probekit's own trap path or a trampoline", what);
+		return -EINVAL;
+	}
+	code = (const uint8_t *)fn.start;
+	p->addr = fn.start;
+	if (fn.size >= 4 && !memcmp(code, "\xf3\x0f\x1e\xfa", 4))
+		p->addr += 4;	/* endbr64 stays first (IBT) */
+	/* The displaced instructions: whole ones covering a jmp. */
+	for (off = 0; off < PK_ARCH_JMP_LEN;) {
+		struct pk_insn in;
+		uintptr_t at = p->addr + off;
+
+		if (at >= fn.start + fn.size ||
+		    pk_arch_decode((const void *)at, fn.start + fn.size - at, at, &in)) {
+			pk_err("probe: %s: its first instructions end before %d "
+			       "bytes (function of %zu bytes): needs an int3 probe, "
+			       "not there yet", what, PK_ARCH_JMP_LEN, fn.size);
+			return -ENOTSUP;
+		}
+		for (size_t i = 0; fn.jump_table && i + sizeof(struct pk_jump_entry) <=
+				   fn.jump_table_size; i += sizeof(struct pk_jump_entry)) {
+			const struct pk_jump_entry *je =
+				(const struct pk_jump_entry *)(fn.jump_table + i);
+
+			if (je->code < at + in.len && at < je->code + PK_ARCH_JMP_LEN) {
+				pk_err("probe: %s: a static key's branch site is "
+				       "there", what);
+				return -EINVAL;
+			}
+		}
+		if (in.kind != PK_INSN_PLAIN && in.kind != PK_INSN_NOP) {
+			pk_err("probe: %s: displaced instruction at +%zu is "
+			       "PC-relative or a trap; jump probes over such code "
+			       "are not supported yet", what, (size_t)(at - fn.start));
+			return -ENOTSUP;
+		}
+		off += in.len;
+	}
+	p->len = (uint8_t)off;
+	if (off > PK_TEXT_MAX) {
+		pk_err("probe: %s: %zu displaced bytes", what, off);
+		return -ENOTSUP;
+	}
+	/* No branch of the function may land inside them after their first byte. */
+	for (uintptr_t at = fn.start; at < fn.start + fn.size;) {
+		struct pk_insn in;
+
+		if (pk_arch_decode((const void *)at, fn.start + fn.size - at, at, &in)) {
+			pk_err("probe: %s: cannot decode the function at +%zu, so "
+			       "cannot prove no branch lands in the displaced bytes",
+			       what, (size_t)(at - fn.start));
+			return -ENOTSUP;
+		}
+		if (in.flags & PK_INSN_F_INDIRECT_JMP) {
+			pk_err("probe: %s: an indirect jmp at +%zu (a jump table?) "
+			       "could land anywhere", what, (size_t)(at - fn.start));
+			return -ENOTSUP;
+		}
+		if (in.target > p->addr && in.target < p->addr + p->len) {
+			pk_err("probe: %s: the branch at +%zu lands inside the "
+			       "displaced bytes", what, (size_t)(at - fn.start));
+			return -ENOTSUP;
+		}
+		at += in.len;
+	}
+	/* Relocatable, and short enough for a slot (checked at a nearby address). */
+	err = pk_arch_relocate((const void *)p->addr, p->len, p->addr, copy,
+			       SLOT_COPY_MAX, p->addr + 4096, NULL);
+	if (err < 0) {
+		pk_err("probe: %s: displaced instructions cannot be relocated (%d)",
+		       what, err);
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+int pk_probe_create(const struct pk_probe_opts *opts, struct pk_probe **out)
+{
+	struct pk_probe *p;
+	char what[300];
+	int err;
+
+	if (!opts || !out || opts->sz < offsetof(struct pk_probe_opts, ctx) ||
+	    (!opts->symbol == !opts->addr))
+		return -EINVAL;
+	for (size_t i = sizeof(*opts); i < opts->sz; i++)
+		if (((const char *)opts)[i])
+			return -EINVAL;	/* fields this version does not know */
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->pre = opts->pre;
+	p->ctx = opts->sz > offsetof(struct pk_probe_opts, ctx) ? opts->ctx : NULL;
+	if (opts->symbol) {
+		struct pk_sym s;
+
+		err = pk_sym_lookup(opts->symbol, &s);
+		if (err) {
+			free(p);
+			return err;
+		}
+		p->func = s.addr;
+		snprintf(what, sizeof(what), "\"%s\"", opts->symbol);
+	} else {
+		p->func = (uintptr_t)opts->addr;
+		snprintf(what, sizeof(what), "%p", opts->addr);
+	}
+	err = plan(p, what);
+	if (err) {
+		free(p);
+		return err;
+	}
+	*out = p;
+	return 0;
+}
+
+/* ------------------------------------------------------- register/remove */
+
+static struct tramp *tramp_find(uintptr_t addr)
+{
+	for (struct tramp *t = tramps; t; t = t->next)
+		if (t->addr == addr)
+			return t;
+	return NULL;
+}
+
+/* Armed form of @t's site: NOPs, then jmp slot+8 ending where the site ends. */
+static void armed_bytes(const struct tramp *t, uint8_t *b)
+{
+	static const uint8_t nops[][4] = {
+		{ 0 }, { 0x90 }, { 0x66, 0x90 }, { 0x0f, 0x1f, 0x00 },
+		{ 0x0f, 0x1f, 0x40, 0x00 },
+	};
+	size_t k = t->len - PK_ARCH_JMP_LEN, o = 0;
+
+	while (k) {
+		size_t m = k > 4 ? 4 : k;
+
+		memcpy(b + o, nops[m], m);
+		o += m;
+		k -= m;
+	}
+	pk_arch_encode_jmp(b + o, t->addr + o, t->slot + SLOT_ENTRY);
+}
+
+/* A new trampoline for @p's address, where the original code still is. */
+static int tramp_build(struct pk_probe *p, struct tramp **out)
+{
+	uint8_t slot[SLOT_SIZE];
+	struct pk_reloc_map map;
+	struct tramp *t = calloc(1, sizeof(*t));
+	int32_t rel;
+	int n, err;
+
+	if (!t)
+		return -ENOMEM;
+	t->addr = p->addr;
+	t->len = p->len;
+	memcpy(t->old, (const void *)p->addr, p->len);
+	err = slot_alloc(p->addr, &t->chunk, &t->slot);
+	if (err) {
+		free(t);
+		return err;
+	}
+	memset(slot, PK_ARCH_TRAP_BYTE, sizeof(slot));
+	memcpy(slot, &t, sizeof(t));
+	memcpy(slot + SLOT_ENTRY, "\x48\x8d\x64\x24\x80", 5);	/* lea rsp,[rsp-128] */
+	slot[SLOT_CALL] = 0xe8;
+	rel = (int32_t)(t->chunk->base - (t->slot + SLOT_CALL + 5));
+	memcpy(slot + SLOT_CALL + 1, &rel, 4);
+	memcpy(slot + SLOT_RET, "\x48\x8d\xa4\x24\x80\x00\x00\x00", 8); /* lea rsp,[rsp+128] */
+	n = pk_arch_relocate(t->old, t->len, t->addr, slot + SLOT_COPY,
+			     SLOT_COPY_MAX, t->slot + SLOT_COPY, &map);
+	if (n >= 0 && map.n > TRAMP_MAP)
+		n = -E2BIG;
+	if (n < 0 ||
+	    pk_arch_encode_jmp(slot + SLOT_COPY + n, t->slot + SLOT_COPY + (size_t)n,
+			       t->addr + t->len) ||
+	    mem_write(t->slot, slot, sizeof(slot))) {
+		slot_free(t->chunk, t->slot);
+		free(t);
+		return n < 0 ? -ENOTSUP : -EPERM;
+	}
+	t->nmap = (uint8_t)map.n;
+	memcpy(t->map_src, map.src, map.n);
+	memcpy(t->map_dst, map.dst, map.n);
+	*out = t;
+	return 0;
+}
+
+/* Wait until no thread can be in @slots or a handler, then free them. */
+static void retire(struct tramp **ts, size_t n)
+{
+	uintptr_t *slots = calloc(n ? n : 1, sizeof(*slots));
+	int err;
+
+	if (!slots) {
+		pk_warn("probe: out of memory; %zu trampoline(s) leak", n);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		slots[i] = ts[i]->slot;
+	qsort(slots, n, sizeof(*slots), addr_cmp);
+	err = sweep(NULL, 0, slots, n, 1);
+	free(slots);
+	if (err) {
+		pk_warn("probe: %zu trampoline(s) kept forever: a thread may "
+			"still be inside", n);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		slot_free(ts[i]->chunk, ts[i]->slot);
+		free(ts[i]);
+	}
+}
+
+int pk_probe_register(struct pk_probe *const *probes, size_t n)
+{
+	struct tramp **fresh = NULL;
+	struct pk_batch *b = NULL;
+	struct arm_ctx ac = { 0 };
+	size_t nfresh = 0;
+	int err;
+
+	if (!probes || !n)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		if (!probes[i] || probes[i]->armed)
+			return -EINVAL;
+		for (size_t j = 0; j < i; j++)
+			if (probes[j] == probes[i])
+				return -EINVAL;
+	}
+	fresh = calloc(n, sizeof(*fresh));
+	ac.fix = calloc(n, sizeof(*ac.fix));
+	if (!fresh || !ac.fix) {
+		free(fresh);
+		free(ac.fix);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&probe_lock);
+	err = install_sweep();
+	if (!err)
+		err = open_mem();
+	if (!err)
+		err = pk_batch_create(&b);
+	for (size_t i = 0; i < n && !err; i++) {
+		struct pk_probe *p = probes[i];
+		struct tramp *t = tramp_find(p->addr);
+
+		for (size_t j = 0; !t && j < nfresh; j++)
+			if (fresh[j]->addr == p->addr)
+				t = fresh[j];
+		if (t) {
+			p->t = t;
+			continue;
+		}
+		err = tramp_build(p, &t);
+		if (err)
+			break;
+		fresh[nfresh++] = t;
+		p->t = t;
+		{
+			uint8_t ab[PK_TEXT_MAX];
+
+			armed_bytes(t, ab);
+			err = pk_batch_add(b, (void *)t->addr, ab, t->len, t->old,
+					   PK_TEXT_F_MERGE);
+		}
+		ac.fix[ac.nfix++] = (struct fix){ t->addr, t, FIX_ARM };
+	}
+	if (!err && nfresh) {
+		qsort(ac.fix, ac.nfix, sizeof(*ac.fix), fix_cmp);
+		pk_batch_set_hook(b, arm_hook, &ac);
+		err = pk_batch_commit(b);
+		if (err > 0)
+			err = 0;
+		if (err)
+			/* A thread may have trapped into a new slot meanwhile. */
+			retire(fresh, nfresh);
+		else
+			for (size_t i = 0; i < nfresh; i++) {
+				fresh[i]->next = tramps;
+				tramps = fresh[i];
+			}
+	} else if (err) {
+		/* Built but never reachable. */
+		for (size_t i = 0; i < nfresh; i++) {
+			slot_free(fresh[i]->chunk, fresh[i]->slot);
+			free(fresh[i]);
+		}
+	}
+	if (!err) {
+		/* Link at the tail: handlers run in registration order. */
+		for (size_t i = 0; i < n; i++) {
+			struct pk_probe *p = probes[i], **pp = &p->t->probes;
+
+			while (*pp)
+				pp = &(*pp)->next;
+			p->next = NULL;
+			/* Pairs with the acquire loads in pk_probe_dispatch(). */
+			__atomic_store_n(pp, p, __ATOMIC_RELEASE);
+			p->armed = 1;
+		}
+	} else {
+		for (size_t i = 0; i < n; i++)
+			probes[i]->t = NULL;
+	}
+	pthread_mutex_unlock(&probe_lock);
+	pk_batch_free(b);
+	free(fresh);
+	free(ac.fix);
+	return err;
+}
+
+int pk_probe_unregister(struct pk_probe *const *probes, size_t n)
+{
+	struct tramp **dead = NULL;
+	struct pk_batch *b = NULL;
+	struct arm_ctx ac = { 0 };
+	size_t ndead = 0;
+	int err = 0;
+
+	if (!probes || !n)
+		return -EINVAL;
+	pthread_mutex_lock(&probe_lock);
+	for (size_t i = 0; i < n; i++) {
+		if (!probes[i] || !probes[i]->armed)
+			err = -EINVAL;
+		for (size_t j = 0; j < i && !err; j++)
+			if (probes[j] == probes[i])
+				err = -EINVAL;
+	}
+	if (err) {
+		pthread_mutex_unlock(&probe_lock);
+		return err;
+	}
+	dead = calloc(n, sizeof(*dead));
+	ac.fix = calloc(n, sizeof(*ac.fix));
+	if (!dead || !ac.fix || pk_batch_create(&b)) {
+		err = -ENOMEM;
+		goto out;
+	}
+	/* Trampolines left without probes go; their sites are restored. */
+	for (size_t i = 0; i < n; i++) {
+		struct tramp *t = probes[i]->t;
+		size_t left = 0;
+		int seen = 0;
+
+		for (struct pk_probe *q = t->probes; q; q = q->next) {
+			int going = 0;
+
+			for (size_t j = 0; j < n; j++)
+				going |= probes[j] == q;
+			left += !going;
+		}
+		for (size_t j = 0; j < ndead; j++)
+			seen |= dead[j] == t;
+		if (left || seen)
+			continue;
+		dead[ndead++] = t;
+		{
+			uint8_t ab[PK_TEXT_MAX];
+
+			armed_bytes(t, ab);
+			err = pk_batch_add(b, (void *)t->addr, t->old, t->len, ab,
+					   PK_TEXT_F_MERGE);
+		}
+		if (err)
+			goto out;
+		ac.fix[ac.nfix++] = (struct fix){ t->addr, t, FIX_DISARM };
+	}
+	if (ndead) {
+		qsort(ac.fix, ac.nfix, sizeof(*ac.fix), fix_cmp);
+		pk_batch_set_hook(b, arm_hook, &ac);
+		err = pk_batch_commit(b);
+		if (err < 0)
+			goto out;	/* still armed, probes still linked */
+		err = 0;
+	}
+	/* Unlink; readers may still walk past them until the sweep below. */
+	for (size_t i = 0; i < n; i++) {
+		struct pk_probe *p = probes[i], **pp = &p->t->probes;
+
+		while (*pp != p)
+			pp = &(*pp)->next;
+		__atomic_store_n(pp, p->next, __ATOMIC_RELEASE);
+	}
+	for (size_t j = 0; j < ndead; j++) {
+		struct tramp **tp = &tramps;
+
+		while (*tp != dead[j])
+			tp = &(*tp)->next;
+		*tp = dead[j]->next;
+	}
+	/* One wait for the whole set: no thread in a handler or a dead slot. */
+	retire(dead, ndead);
+	for (size_t i = 0; i < n; i++) {
+		probes[i]->armed = 0;
+		probes[i]->t = NULL;
+		probes[i]->next = NULL;
+	}
+out:
+	pthread_mutex_unlock(&probe_lock);
+	pk_batch_free(b);
+	free(dead);
+	free(ac.fix);
+	return err;
+}
+
+void pk_probe_destroy(struct pk_probe *p)
+{
+	if (!p)
+		return;
+	if (p->armed && pk_probe_unregister(&p, 1)) {
+		pk_err("probe: cannot disarm %#" PRIxPTR "; leaking the probe",
+		       p->addr);
+		return;
+	}
+	free(p);
+}
+
+int pk_probe_get_info(const struct pk_probe *p, struct pk_probe_info *info)
+{
+	struct pk_probe_info cur;
+
+	if (!p || !info || info->sz < offsetof(struct pk_probe_info, armed))
+		return -EINVAL;
+	memset(&cur, 0, sizeof(cur));
+	cur.addr = p->addr;
+	cur.func = p->func;
+	cur.displaced = p->len;
+	cur.armed = __atomic_load_n(&p->armed, __ATOMIC_RELAXED);
+	cur.missed = __atomic_load_n(&p->missed, __ATOMIC_RELAXED);
+	/* A slot, its tramp, the probe, and a share of its chunk's stub. */
+	cur.bytes = SLOT_SIZE + sizeof(struct tramp) + sizeof(struct pk_probe) +
+		    (CHUNK_SLOTS0 + sizeof(struct chunk) + CHUNK_NSLOTS - 1) /
+			    CHUNK_NSLOTS;
+	cur.sz = info->sz < sizeof(cur) ? info->sz : sizeof(cur);
+	memcpy(info, &cur, cur.sz);
+	return 0;
+}

@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+/* text.h - hidden entry points of the text layer for the layers above it. */
+#ifndef PK_TEXT_TEXT_H
+#define PK_TEXT_TEXT_H
+
+#include "internal.h"
+
+/*
+ * pk_batch_set_hook() - call @fn(@arg) once during @b's commit, after int3 is
+ * on every site's first byte and all cores have synchronised, before any tail
+ * byte is written: no thread can enter a site past its first byte from then
+ * on. The probe layer moves threads stopped inside displaced instructions
+ * there. A non-zero return rolls the batch back and is the commit's result.
+ * Runs under the text lock: @fn must not commit.
+ */
+PK_HIDDEN void pk_batch_set_hook(struct pk_batch *b, int (*fn)(void *),
+				 void *arg);
+
+#endif /* PK_TEXT_TEXT_H */

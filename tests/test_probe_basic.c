@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: MIT
+/* test_probe_basic.c - symbols, entry probes on a library and the executable, refusals. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "harness.h"
+#include "probe_target.h"
+#include "probekit.h"
+
+/* A function of the executable itself. */
+__attribute__((noinline)) long exe_mix(long a, long b)
+{
+	volatile long x = a;
+
+	return x * 7 - b;
+}
+
+__attribute__((noinline, used)) static long pt_dup_static(long a)
+{
+	volatile long x = a;
+
+	return x + 2;
+}
+
+struct seen {
+	int hits;
+	uint64_t args[6];
+	uint64_t ip;
+	int order[4], norder;
+};
+
+static void record(struct pk_probe *p, struct pk_regs *r, void *ctx)
+{
+	struct seen *s = ctx;
+
+	(void)p;
+	s->hits++;
+	s->ip = r->ip;
+	for (unsigned int i = 0; i < 6; i++)
+		s->args[i] = pk_regs_arg(r, i);
+}
+
+static struct seen order_log;
+
+static void first(struct pk_probe *p, struct pk_regs *r, void *ctx)
+{
+	(void)p, (void)r, (void)ctx;
+	order_log.order[order_log.norder++ & 3] = 1;
+}
+
+static void second(struct pk_probe *p, struct pk_regs *r, void *ctx)
+{
+	(void)p, (void)r, (void)ctx;
+	order_log.order[order_log.norder++ & 3] = 2;
+}
+
+/* Changes the first argument: the function must see it. */
+static void double_arg0(struct pk_probe *p, struct pk_regs *r, void *ctx)
+{
+	(void)p, (void)ctx;
+	r->rdi *= 2;
+}
+
+/* Uses vector registers: the probed function's xmm arguments must survive. */
+static volatile double sink;
+static void clobber_fp(struct pk_probe *p, struct pk_regs *r, void *ctx)
+{
+	double acc = 1.5;
+
+	(void)p, (void)ctx;
+	for (int i = 0; i < 8; i++)
+		acc = acc * 1.25 + (double)r->rdi;
+	sink = acc;
+}
+
+static int attach(const char *sym, void *addr, pk_probe_handler_fn fn,
+		  void *ctx, struct pk_probe **out)
+{
+	PK_OPTS(pk_probe_opts, o, .symbol = sym, .addr = addr, .pre = fn,
+		.ctx = ctx);
+
+	return pk_probe_create(&o, out);
+}
+
+static void test_symbols(void)
+{
+	struct pk_sym s;
+
+	ASSERT_OK(pk_sym_lookup("pt_sum6", &s), "lookup pt_sum6");
+	ASSERT_EQ(s.addr, (uintptr_t)pt_sum6, "address");
+	ASSERT_EQ(s.table, PK_SYM_DYNSYM, "exported: .dynsym");
+	ASSERT_GE(s.size, 5, "size from the symbol table");
+	ASSERT_TRUE(strstr(s.object, "libprobetarget.so"), "object");
+	ASSERT_OK(pk_sym_lookup("libprobetarget.so:pt_sum6", &s), "qualified");
+	ASSERT_OK(pk_sym_lookup("libprobetarget:pt_sum6", &s), "up to a dot");
+	ASSERT_OK(pk_sym_lookup("pt_static_mul", &s), "static function");
+	ASSERT_EQ(s.addr, (uintptr_t)pt_get_static_mul(), "its address");
+	ASSERT_EQ(s.table, PK_SYM_SYMTAB, "static: .symtab");
+	ASSERT_OK(pk_sym_lookup("exe_mix", &s), "executable's function");
+	ASSERT_EQ(s.addr, (uintptr_t)exe_mix, "its address");
+	ASSERT_EQ(pk_sym_lookup("pt_dup_static", &s), -EINVAL, "two locals: ambiguous");
+	ASSERT_OK(pk_sym_lookup("test_probe_basic:pt_dup_static", &s), "qualified local");
+	ASSERT_EQ(s.addr, (uintptr_t)pt_dup_static, "the executable's one");
+	ASSERT_EQ(pk_sym_lookup("no_such_function_here", &s), -ENOENT, "missing");
+	ASSERT_EQ(pk_sym_lookup("libnothere.so:pt_sum6", &s), -ENOENT, "no object");
+	ASSERT_EQ(pk_sym_lookup(":x", &s), -EINVAL, "empty object");
+	ASSERT_EQ(pk_sym_lookup("", &s), -EINVAL, "empty");
+	ASSERT_OK(pk_sym_lookup("libc.so.6:getpid", &s), "libc");
+	ASSERT_EQ(s.addr, (uintptr_t)dlsym(RTLD_DEFAULT, "getpid"), "libc getpid");
+}
+
+static void test_entry_probe(void)
+{
+	struct seen lib = { 0 }, exe = { 0 };
+	struct pk_probe *p[2] = { 0 };
+	struct pk_probe_info info = { .sz = sizeof(info) };
+	long want = pt_sum6_ref(1, 2, 3, 4, 5, 6);
+
+	if (!ASSERT_OK(attach("libprobetarget.so:pt_sum6", NULL, record, &lib, &p[0]),
+		       "create by symbol") ||
+	    !ASSERT_OK(attach(NULL, (void *)exe_mix, record, &exe, &p[1]),
+		       "create by address"))
+		goto out;
+	ASSERT_EQ(pt_sum6(1, 2, 3, 4, 5, 6), want, "unprobed result");
+	if (!ASSERT_OK(pk_probe_register(p, 2), "register both, one batch"))
+		goto out;
+	ASSERT_EQ(pk_probe_register(p, 1), -EINVAL, "register twice");
+	for (int i = 0; i < 3; i++) {
+		ASSERT_EQ(pt_sum6(1, 2, 3, 4, 5, 6), want, "probed result");
+		ASSERT_EQ(exe_mix(6, 5), 37, "probed exe result");
+	}
+	ASSERT_EQ(lib.hits, 3, "library hits");
+	ASSERT_EQ(exe.hits, 3, "executable hits");
+	for (unsigned int i = 0; i < 6; i++)
+		ASSERT_EQ(lib.args[i], i + 1, "argument seen by the handler");
+	ASSERT_EQ(exe.args[0], 6, "exe arg0");
+	ASSERT_EQ(exe.args[1], 5, "exe arg1");
+	ASSERT_EQ(lib.ip, (uintptr_t)pt_sum6 +
+		  (!memcmp((void *)pt_sum6, "\xf3\x0f\x1e\xfa", 4) ? 4 : 0), "regs->ip");
+	ASSERT_OK(pk_probe_get_info(p[0], &info), "info");
+	ASSERT_EQ(info.armed, 1, "armed");
+	ASSERT_GE(info.displaced, 5, "displaced bytes");
+	ASSERT_LE(info.bytes, 256, "bytes per probe");
+	printf("bytes per probe: %zu, displaced %zu\n", info.bytes, info.displaced);
+	ASSERT_NE(memcmp((void *)info.addr, "\x00", 1), 2, "readable");
+	ASSERT_OK(pk_probe_unregister(p, 2), "unregister both");
+	ASSERT_EQ(pk_probe_unregister(p, 1), -EINVAL, "unregister twice");
+	ASSERT_EQ(pt_sum6(1, 2, 3, 4, 5, 6), want, "result after");
+	ASSERT_EQ(lib.hits, 3, "no hit after unregister");
+	/* Armed again: the bytes came back exactly. */
+	ASSERT_OK(pk_probe_register(p, 2), "re-register");
+	ASSERT_EQ(pt_sum6(1, 2, 3, 4, 5, 6), want, "result re-armed");
+	ASSERT_EQ(lib.hits, 4, "hit re-armed");
+out:
+	pk_probe_destroy(p[0]);
+	pk_probe_destroy(p[1]);
+	ASSERT_EQ(exe_mix(6, 5), 37, "exe result after destroy");
+}
+
+static void test_shared_and_regs(void)
+{
+	struct pk_probe *a = NULL, *b = NULL, *c = NULL, *d = NULL, *e = NULL;
+	struct seen s = { 0 };
+
+	if (!ASSERT_OK(attach("pt_sum6", NULL, first, NULL, &a), "a") ||
+	    !ASSERT_OK(attach("pt_sum6", NULL, second, NULL, &b), "b"))
+		goto out;
+	ASSERT_OK(pk_probe_register(&a, 1), "register a");
+	ASSERT_OK(pk_probe_register(&b, 1), "register b on the same address");
+	pt_sum6(0, 0, 0, 0, 0, 0);
+	ASSERT_EQ(order_log.norder, 2, "both ran");
+	ASSERT_EQ(order_log.order[0], 1, "registration order 1");
+	ASSERT_EQ(order_log.order[1], 2, "registration order 2");
+	ASSERT_OK(pk_probe_unregister(&a, 1), "remove a, b stays");
+	pt_sum6(0, 0, 0, 0, 0, 0);
+	ASSERT_EQ(order_log.norder, 3, "b alone");
+	ASSERT_EQ(order_log.order[2], 2, "b ran");
+	ASSERT_OK(pk_probe_unregister(&b, 1), "remove b");
+
+	/* A handler may change argument registers. */
+	if (ASSERT_OK(attach("pt_sum6", NULL, double_arg0, NULL, &c), "c")) {
+		ASSERT_OK(pk_probe_register(&c, 1), "register c");
+		ASSERT_EQ(pt_sum6(10, 0, 0, 0, 0, 0), 20, "changed rdi seen");
+		ASSERT_OK(pk_probe_unregister(&c, 1), "remove c");
+		ASSERT_EQ(pt_sum6(10, 0, 0, 0, 0, 0), 10, "unchanged after");
+	}
+	/* Vector arguments survive a handler that uses floating point. */
+	if (ASSERT_OK(attach("pt_fmix", NULL, clobber_fp, NULL, &d), "d")) {
+		double want = pt_fmix(1.5, 2.25, 3);
+
+		ASSERT_OK(pk_probe_register(&d, 1), "register d");
+		ASSERT_TRUE(pt_fmix(1.5, 2.25, 3) == want, "xmm arguments kept");
+	}
+	/* endbr64 stays first. */
+	if (ASSERT_OK(attach("pt_asm_endbr", NULL, record, &s, &e), "endbr")) {
+		struct pk_probe_info info = { .sz = sizeof(info) };
+
+		pk_probe_get_info(e, &info);
+		ASSERT_EQ(info.addr, (uintptr_t)pt_asm_endbr + 4, "probed after endbr64");
+		ASSERT_OK(pk_probe_register(&e, 1), "register endbr");
+		ASSERT_EQ(pt_asm_endbr(40, 2), 42, "endbr result");
+		ASSERT_EQ(s.hits, 1, "endbr hit");
+		ASSERT_MEM_EQ((void *)pt_asm_endbr, "\xf3\x0f\x1e\xfa", 4, "endbr64 in place");
+	}
+out:
+	pk_probe_destroy(a);
+	pk_probe_destroy(b);
+	pk_probe_destroy(c);
+	pk_probe_destroy(d);
+	pk_probe_destroy(e);
+}
+
+static void quiet(enum pk_log_level l, const char *m, void *c)
+{
+	(void)l, (void)m, (void)c;
+}
+
+static void test_refusals(void)
+{
+	struct pk_probe *p = NULL;
+	struct pk_sym s;
+	PK_OPTS(pk_probe_opts, none, .pre = record);
+
+	pk_set_log(quiet, NULL);
+	ASSERT_EQ(pk_probe_create(&none, &p), -EINVAL, "neither symbol nor address");
+	ASSERT_EQ(attach("pt_asm_short", NULL, record, NULL, &p), -ENOTSUP,
+		  "shorter than a jmp: int3 probe needed");
+	ASSERT_EQ(attach("pt_asm_loop", NULL, record, NULL, &p), -ENOTSUP,
+		  "a branch lands in the displaced bytes");
+	ASSERT_EQ(attach("pt_asm_rip", NULL, record, NULL, &p), -ENOTSUP,
+		  "PC-relative displaced instruction");
+	ASSERT_EQ(attach(NULL, (char *)exe_mix + 1, record, NULL, &p), -EINVAL,
+		  "not a function's start");
+	ASSERT_EQ(attach(NULL, &t_passed, record, NULL, &p), -EINVAL,
+		  "data, not code");
+	ASSERT_EQ(attach("no_such_function_here", NULL, record, NULL, &p), -ENOENT,
+		  "missing symbol");
+	if (ASSERT_OK(pk_sym_lookup("libprobekit.so:pk_probe_dispatch", &s),
+		      "the dispatcher has a .symtab entry"))
+		ASSERT_EQ(attach(NULL, (void *)s.addr, record, NULL, &p), -EINVAL,
+			  "probekit's own trap path (PK_NOPROBE)");
+	/* A trampoline: where an armed probe's jmp goes. */
+	if (ASSERT_OK(attach("exe_mix", NULL, record, NULL, &p), "probe for tramp")) {
+		struct pk_probe *q = NULL;
+		struct pk_probe_info info = { .sz = sizeof(info) };
+		int32_t rel;
+		uintptr_t tramp;
+
+		ASSERT_OK(pk_probe_register(&p, 1), "arm");
+		pk_probe_get_info(p, &info);
+		memcpy(&rel, (char *)info.addr + info.displaced - 4, 4);
+		tramp = info.addr + info.displaced + (uintptr_t)(intptr_t)rel;
+		ASSERT_EQ(attach(NULL, (void *)tramp, record, NULL, &q), -EINVAL,
+			  "a trampoline");
+		ASSERT_EQ(attach(NULL, (void *)(tramp & ~(uintptr_t)0xffff), record,
+				 NULL, &q), -EINVAL, "a trampoline stub");
+		pk_probe_destroy(p);
+	}
+	ASSERT_EQ(pk_probe_register(NULL, 1), -EINVAL, "NULL set");
+	ASSERT_EQ(pk_probe_unregister(NULL, 1), -EINVAL, "NULL unregister");
+	pk_probe_destroy(NULL);
+	pk_set_log(NULL, NULL);
+}
+
+int main(void)
+{
+	test_symbols();
+	test_entry_probe();
+	test_shared_and_regs();
+	test_refusals();
+	return t_exit();
+}
