@@ -14,7 +14,7 @@
  * "sync" makes every core that runs this process serialise its instruction
  * stream (membarrier SYNC_CORE), so no core executes bytes older than the
  * last write. Between 1 and 3 a thread that reaches a site executes int3 and
- * lands in pk_trap_handler(), which sends it on as if the new bytes were in
+ * lands in pk_text_trap() (through src/sig/sig.c), which sends it on as if the new bytes were in
  * place (emulating nop/jmp/call, or running the new bytes out of line from
  * a slot). No thread is ever stopped; the only bytes a thread can execute
  * at a site are the old ones, int3 followed by anything, or the new ones.
@@ -42,6 +42,7 @@
 #include "arch/arch.h"
 #include "internal.h"
 #include "text/text.h"
+#include "sig/sig.h"
 
 /* How a thread that traps on a site continues. */
 enum cont_kind {
@@ -106,7 +107,6 @@ static pthread_mutex_t text_lock = PTHREAD_MUTEX_INITIALIZER;
 static int mem_fd = -1;
 static pid_t mem_pid;
 static int sync_kind;			/* enum sync_kind, 0 until chosen */
-static struct sigaction old_trap;	/* the SIGTRAP handler before ours */
 static int trap_installed;
 static struct pk_text_stats stats;	/* counters; .traps is atomic */
 /*
@@ -157,44 +157,21 @@ PK_NOPROBE static int trap_continue(ucontext_t *uc, const struct cont *c,
 	}
 }
 
-/* Hand a signal we do not claim to whoever had SIGTRAP before us. */
-PK_NOPROBE static void trap_pass_on(int sig, siginfo_t *si, void *ctx)
+/*
+ * Text's part of SIGTRAP, first in the order of src/sig/sig.h: a thread that
+ * hit an int3 of the commit in flight is sent on; anything else is left to
+ * the next hook (the fault layer's trap chain), the previous handler and
+ * the default action. Returns non-zero when the trap was ours.
+ */
+PK_NOPROBE static int pk_text_trap(int sig, siginfo_t *si, ucontext_t *uc)
 {
-	ucontext_t *uc = ctx;
-
-	if (old_trap.sa_flags & SA_SIGINFO) {
-		if (old_trap.sa_sigaction) {
-			old_trap.sa_sigaction(sig, si, ctx);
-			return;
-		}
-	} else if (old_trap.sa_handler != SIG_DFL &&
-		   old_trap.sa_handler != SIG_IGN) {
-		old_trap.sa_handler(sig);
-		return;
-	}
-	if (old_trap.sa_handler == SIG_IGN && si->si_code != SI_KERNEL)
-		return;
-	/*
-	 * Default action: restore it and make the signal happen again, so the
-	 * process dies of SIGTRAP with a core, at the right instruction.
-	 */
-	signal(SIGTRAP, SIG_DFL);
-	if (si->si_code == SI_KERNEL)
-		uc->uc_mcontext.gregs[REG_RIP] -= PK_ARCH_TRAP_LEN;
-	else
-		raise(SIGTRAP);
-}
-
-PK_NOPROBE static void pk_trap_handler(int sig, siginfo_t *si, void *ctx)
-{
-	ucontext_t *uc = ctx;
 	uintptr_t addr = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP] -
 			 PK_ARCH_TRAP_LEN;
-	int saved_errno = errno;
 	const struct inflight *t;
 
+	(void)sig;
 	if (si->si_code != SI_KERNEL) /* not an int3 */
-		goto pass_on;
+		return 0;
 
 	/* Pairs with the seq_cst store/exchange of inflight in commit(). */
 	__atomic_add_fetch(&trap_readers, 1, __ATOMIC_SEQ_CST);
@@ -221,8 +198,7 @@ PK_NOPROBE static void pk_trap_handler(int sig, siginfo_t *si, void *ctx)
 			if (done) {
 				__atomic_add_fetch(&stats.traps, 1,
 						   __ATOMIC_RELAXED);
-				errno = saved_errno;
-				return;
+				return 1;
 			}
 			if (c->kind != CONT_TRAP) {
 				/*
@@ -231,10 +207,9 @@ PK_NOPROBE static void pk_trap_handler(int sig, siginfo_t *si, void *ctx)
 				 * commit; try the instruction again.
 				 */
 				uc->uc_mcontext.gregs[REG_RIP] = (greg_t)addr;
-				errno = saved_errno;
-				return;
+				return 1;
 			}
-			goto pass_on;
+			return 0;
 		}
 	}
 	__atomic_sub_fetch(&trap_readers, 1, __ATOMIC_SEQ_CST);
@@ -245,12 +220,9 @@ PK_NOPROBE static void pk_trap_handler(int sig, siginfo_t *si, void *ctx)
 	 */
 	if (*(volatile uint8_t *)addr != PK_ARCH_TRAP_BYTE) {
 		uc->uc_mcontext.gregs[REG_RIP] = (greg_t)addr;
-		errno = saved_errno;
-		return;
+		return 1;
 	}
-pass_on:
-	errno = saved_errno;
-	trap_pass_on(sig, si, ctx);
+	return 0;
 }
 
 /* -------------------------------------------------------------- writing */
@@ -399,22 +371,22 @@ static void core_sync(void)
 	mprotect(ipi_page, 4096, PROT_READ);
 }
 
+/*
+ * Hook text into SIGTRAP (src/sig/sig.c) from the first commit on, for
+ * good: a thread may have trapped on a site just before a commit removed
+ * it and still be on its way to the handler.
+ */
 static int install_trap_handler(void)
 {
-	struct sigaction sa;
+	int err;
 
 	if (trap_installed)
 		return 0;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = pk_trap_handler;
-	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGTRAP, &sa, &old_trap)) {
-		int err = errno;
-
+	err = pk_sig_hook(SIGTRAP, PK_SIG_TEXT, pk_text_trap);
+	if (err) {
 		pk_err("text: cannot install the SIGTRAP handler: %s",
-		       strerror(err));
-		return -err;
+		       strerror(-err));
+		return err;
 	}
 	trap_installed = 1;
 	return 0;
@@ -819,7 +791,7 @@ static void unpublish(void)
 	struct inflight *t = __atomic_exchange_n(&inflight, NULL,
 						 __ATOMIC_SEQ_CST);
 
-	/* Pairs with the increment in pk_trap_handler(). */
+	/* Pairs with the increment in pk_text_trap(). */
 	while (__atomic_load_n(&trap_readers, __ATOMIC_SEQ_CST))
 		sched_yield();
 	free(t);
@@ -906,7 +878,7 @@ static int commit_locked(struct pk_batch *b)
 		t->s[t->n].to_old = s[i].to_old;
 		t->n++;
 	}
-	/* Pairs with the seq_cst load in pk_trap_handler(): table before int3. */
+	/* Pairs with the seq_cst load in pk_text_trap(): table before int3. */
 	__atomic_store_n(&inflight, t, __ATOMIC_SEQ_CST);
 
 	/*

@@ -1,0 +1,484 @@
+// SPDX-License-Identifier: MIT
+/* fault.c - the fault layer: trap chain by address, fault chain by address range, die chain. */
+
+/*
+ * Design
+ * ======
+ *
+ * One hook in src/sig/sig.c's order (PK_SIG_FAULT, after text's in-flight
+ * patch sites) serves SIGSEGV, SIGBUS, SIGILL and SIGTRAP, and sends each
+ * signal down separate chains, never one overloaded chain (DESIGN.md,
+ * the ia64 notify_die lesson):
+ *
+ *   SIGSEGV, SIGBUS  the fault chain: the one range that contains si_addr,
+ *                    found by binary search; nobody else is called;
+ *   SIGTRAP (int3),  the trap chain: the one entry at the trapping
+ *   SIGILL           instruction's address;
+ *   any of them,     the die chain, only when nothing above claimed the
+ *   unclaimed        signal; after it sig.c calls the previous handler and
+ *                    then takes the default action.
+ *
+ * The hook is installed for a signal only while something needs it: SIGSEGV
+ * and SIGBUS while a range or a die handler is registered, SIGTRAP and
+ * SIGILL while a trap entry or a die handler is.
+ *
+ * Tables and their readers
+ * ------------------------
+ *
+ * Ranges and trap entries are each an immutable array sorted by address,
+ * replaced whole (copy, edit, publish) under fault_lock. The signal path
+ * reads them without a lock, SRCU style, as chain.c's path (b) does:
+ *
+ *   reader:  idx = phase & 1; readers[idx]++ (seq_cst RMW, a full barrier:
+ *            R1); t = load table (seq_cst); search; call the handler;
+ *            readers[idx]--.
+ *   writer:  publish the new table (seq_cst store: W1); wait until
+ *            readers[idle] == 0; flip phase; wait until readers[old] == 0;
+ *            free the old table.
+ *
+ * A reader that can still see the old table incremented its count before
+ * W1 (R1 and W1 are both in the seq_cst order, and it loaded the old
+ * pointer), so the writer, whose waits follow W1, sees that count and waits.
+ * Readers arriving after the flip use the other count, so the wait ends even
+ * while threads keep faulting; only readers that loaded the phase before the
+ * previous flip can be on the idle count, a bounded number. One grace period
+ * per change, not per entry.
+ *
+ * Handlers run inside the read side. A handler (or a die handler) that calls
+ * register/unregister would wait for itself: a per-thread depth makes those
+ * calls fail with -EDEADLK.
+ *
+ * Nothing on the signal path allocates, locks, logs or changes errno (sig.c
+ * keeps errno for the whole handler).
+ */
+
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/ucontext.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "arch/arch.h"
+#include "internal.h"
+#include "sig/sig.h"
+
+struct ent {
+	uintptr_t start, end;	/* [start, end) */
+	pk_fault_fn fn;
+	void *ctx;
+};
+
+struct tab {
+	size_t n;
+	struct ent e[];
+};
+
+static struct tab *ranges;	/* atomic; fault chain */
+static struct tab *traps;	/* atomic; trap chain (end = start + 1) */
+static unsigned long readers[2];	/* atomic: signal handlers reading */
+static unsigned int phase;		/* atomic */
+
+/*
+ * fault_lock serialises writers and guards ranges/traps (as pointers to
+ * replace), n_die and the signal hooks' state.
+ */
+static pthread_mutex_t fault_lock = PTHREAD_MUTEX_INITIALIZER;
+static size_t n_die;		/* atomic for the signal path */
+
+static PK_CHAIN_ATOMIC_DEFINE(die_chain);
+
+/* initial-exec: no lazy TLS allocation on the signal path. */
+static __thread unsigned int fault_depth
+	__attribute__((tls_model("initial-exec")));
+
+static struct pk_fault_stats stats;	/* atomic counters */
+
+/* ------------------------------------------------------------ signal path */
+
+/* The entry containing @addr, or NULL. */
+PK_NOPROBE static const struct ent *tab_find(const struct tab *t,
+					     uintptr_t addr)
+{
+	size_t lo = 0, hi;
+
+	if (!t)
+		return NULL;
+	hi = t->n;
+	/* The first entry that starts above @addr; the one before may hold it. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->e[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || addr >= t->e[lo - 1].end)
+		return NULL;
+	return &t->e[lo - 1];
+}
+
+/* x86 page-fault error code: bit 1 write, bit 4 instruction fetch. */
+PK_NOPROBE static unsigned int access_kind(const ucontext_t *uc)
+{
+	unsigned long err = (unsigned long)uc->uc_mcontext.gregs[REG_ERR];
+
+	if (uc->uc_mcontext.gregs[REG_TRAPNO] != 14)
+		return 0;	/* not a page fault: unknown */
+	if (err & 0x10)
+		return PK_ACCESS_EXEC;
+	return err & 0x2 ? PK_ACCESS_WRITE : PK_ACCESS_READ;
+}
+
+/* Look @addr up in *@tabp and call its handler inside a read side. */
+PK_NOPROBE static int dispatch(struct tab **tabp, uintptr_t addr,
+			       struct pk_fault *f)
+{
+	unsigned int idx = __atomic_load_n(&phase, __ATOMIC_RELAXED) & 1;
+	const struct ent *e;
+	int ret = PK_FAULT_UNHANDLED;
+
+	/* R1: pairs with W1 in tab_replace(). */
+	__atomic_add_fetch(&readers[idx], 1, __ATOMIC_SEQ_CST);
+	e = tab_find(__atomic_load_n(tabp, __ATOMIC_SEQ_CST), addr);
+	if (e) {
+		f->start = (void *)e->start;
+		ret = e->fn(f, e->ctx);
+	}
+	__atomic_sub_fetch(&readers[idx], 1, __ATOMIC_RELEASE);
+	return ret == PK_FAULT_HANDLED;
+}
+
+PK_NOPROBE static int fault_hook(int sig, siginfo_t *si, ucontext_t *uc)
+{
+	greg_t *g = uc->uc_mcontext.gregs;
+	struct pk_fault f;
+	int ret = 0, r;
+
+	fault_depth++;
+	__asm__ volatile("" ::: "memory");
+	memset(&f, 0, sizeof(f));
+	f.signo = sig;
+	f.code = si->si_code;
+	f.siginfo = si;
+	f.ucontext = uc;
+	switch (sig) {
+	case SIGSEGV:
+	case SIGBUS:
+		f.addr = si->si_addr;
+		f.access = access_kind(uc);
+		if (si->si_code > 0 &&
+		    dispatch(&ranges, (uintptr_t)si->si_addr, &f)) {
+			__atomic_add_fetch(&stats.faults, 1, __ATOMIC_RELAXED);
+			ret = 1;
+			goto out;
+		}
+		break;
+	case SIGTRAP:
+		if (si->si_code != SI_KERNEL)	/* not an int3 */
+			break;
+		f.addr = (void *)(g[REG_RIP] - PK_ARCH_TRAP_LEN);
+		f.access = PK_ACCESS_EXEC;
+		goto trap;
+	case SIGILL:
+		if (si->si_code <= 0)
+			break;
+		f.addr = (void *)g[REG_RIP];
+		f.access = PK_ACCESS_EXEC;
+	trap:
+		if (dispatch(&traps, (uintptr_t)f.addr, &f)) {
+			__atomic_add_fetch(&stats.traps, 1, __ATOMIC_RELAXED);
+			ret = 1;
+			goto out;
+		}
+		break;
+	}
+	f.start = NULL;
+	/*
+	 * Not pk_notify(): a branch site inside the library would make every
+	 * process that loads it patch code at start-up; a signal costs
+	 * microseconds, a load of n_die nothing.
+	 */
+	if (!__atomic_load_n(&n_die, __ATOMIC_RELAXED))
+		goto out;
+	r = pk_chain_call(&die_chain, (unsigned long)sig, &f, NULL);
+	if (r == PK_STOP) {
+		__atomic_add_fetch(&stats.die_claimed, 1, __ATOMIC_RELAXED);
+		ret = 1;
+	}
+out:
+	__asm__ volatile("" ::: "memory");
+	fault_depth--;
+	return ret;
+}
+
+/* ------------------------------------------------------------- writers */
+
+static void wait_zero(unsigned long *ctr)
+{
+	struct timespec ts = { 0, 20000 };
+	int spins = 0;
+
+	while (__atomic_load_n(ctr, __ATOMIC_SEQ_CST)) {
+		if (++spins < 100)
+			sched_yield();
+		else
+			nanosleep(&ts, NULL);
+	}
+}
+
+/* Wait until no signal handler can still hold a table replaced before. */
+static void wait_readers(void)
+{
+	unsigned int p = __atomic_load_n(&phase, __ATOMIC_RELAXED);
+
+	pk_assert_held(&fault_lock);
+	wait_zero(&readers[(p + 1) & 1]);
+	__atomic_store_n(&phase, p + 1, __ATOMIC_SEQ_CST);
+	wait_zero(&readers[p & 1]);
+}
+
+/* Publish @t in place of *@tabp, wait one grace period, free the old one. */
+static void tab_replace(struct tab **tabp, struct tab *t)
+{
+	struct tab *old;
+
+	pk_assert_held(&fault_lock);
+	if (t && t->n == 0) {
+		free(t);
+		t = NULL;
+	}
+	/* W1: pairs with R1 in dispatch(). */
+	old = __atomic_exchange_n(tabp, t, __ATOMIC_SEQ_CST);
+	wait_readers();
+	free(old);
+}
+
+/* Hook or unhook the signals as the registrations need them. */
+static int update_hooks(void)
+{
+	int need_fault = (ranges && ranges->n) || n_die;
+	int need_trap = (traps && traps->n) || n_die;
+	int err = 0, e;
+
+	pk_assert_held(&fault_lock);
+	e = pk_sig_hook(SIGSEGV, PK_SIG_FAULT, need_fault ? fault_hook : NULL);
+	err = err ? err : e;
+	e = pk_sig_hook(SIGBUS, PK_SIG_FAULT, need_fault ? fault_hook : NULL);
+	err = err ? err : e;
+	e = pk_sig_hook(SIGTRAP, PK_SIG_FAULT, need_trap ? fault_hook : NULL);
+	err = err ? err : e;
+	e = pk_sig_hook(SIGILL, PK_SIG_FAULT, need_trap ? fault_hook : NULL);
+	err = err ? err : e;
+	return err;
+}
+
+/* A copy of @t with room for one more entry, @e inserted in order. */
+static int tab_insert(struct tab **tabp, const struct ent *e)
+{
+	const struct tab *t = *tabp;
+	size_t n = t ? t->n : 0, i = 0;
+	struct tab *nt;
+
+	while (i < n && t->e[i].start < e->start)
+		i++;
+	/* Overlap with the neighbour below or above. */
+	if ((i > 0 && t->e[i - 1].end > e->start) ||
+	    (i < n && t->e[i].start < e->end))
+		return -EEXIST;
+	nt = malloc(sizeof(*nt) + (n + 1) * sizeof(nt->e[0]));
+	if (!nt)
+		return -ENOMEM;
+	nt->n = n + 1;
+	if (i)
+		memcpy(nt->e, t->e, i * sizeof(nt->e[0]));
+	nt->e[i] = *e;
+	if (n - i)
+		memcpy(nt->e + i + 1, t->e + i, (n - i) * sizeof(nt->e[0]));
+	tab_replace(tabp, nt);
+	return 0;
+}
+
+static int tab_remove(struct tab **tabp, uintptr_t start)
+{
+	const struct tab *t = *tabp;
+	size_t n = t ? t->n : 0, i;
+	struct tab *nt;
+
+	for (i = 0; i < n && t->e[i].start != start; i++)
+		;
+	if (i == n)
+		return -ENOENT;
+	nt = malloc(sizeof(*nt) + (n ? n - 1 : 0) * sizeof(nt->e[0]) + 1);
+	if (!nt)
+		return -ENOMEM;
+	nt->n = n - 1;
+	memcpy(nt->e, t->e, i * sizeof(nt->e[0]));
+	memcpy(nt->e + i, t->e + i + 1, (n - i - 1) * sizeof(nt->e[0]));
+	tab_replace(tabp, nt);
+	return 0;
+}
+
+/* A locked section for writers; -EDEADLK from inside one of our handlers. */
+static int writer_lock(void)
+{
+	if (fault_depth)
+		return -EDEADLK;
+	pthread_mutex_lock(&fault_lock);
+	return 0;
+}
+
+/* In a child of fork() only the forking thread exists: no other readers. */
+static void atfork_child(void)
+{
+	readers[0] = readers[1] = 0;
+	pthread_mutex_init(&fault_lock, NULL);
+}
+
+static void atfork_prepare(void)
+{
+	pthread_mutex_lock(&fault_lock);
+}
+
+static void atfork_parent(void)
+{
+	pthread_mutex_unlock(&fault_lock);
+}
+
+__attribute__((constructor)) static void fault_init(void)
+{
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+int pk_fault_register(void *addr, size_t len, pk_fault_fn fn, void *ctx)
+{
+	uintptr_t a = (uintptr_t)addr, page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	struct ent e = { a, a + len, fn, ctx };
+	int err;
+
+	if (!addr || !fn || !len || a + len < a || (a & (page - 1)) ||
+	    (len & (page - 1)))
+		return -EINVAL;
+	/* msync fails with ENOMEM where any page of the range is unmapped. */
+	if (msync(addr, len, MS_ASYNC))
+		return -EINVAL;
+	err = writer_lock();
+	if (err)
+		return err;
+	err = tab_insert(&ranges, &e);
+	if (!err) {
+		err = update_hooks();
+		if (err) {
+			tab_remove(&ranges, a);
+			update_hooks();
+		}
+	}
+	pthread_mutex_unlock(&fault_lock);
+	if (err && err != -EEXIST)
+		pk_err("fault: cannot register [%p, +%zu): %s", addr, len,
+		       strerror(-err));
+	return err;
+}
+
+int pk_fault_unregister(void *addr)
+{
+	int err = writer_lock();
+
+	if (err)
+		return err;
+	err = tab_remove(&ranges, (uintptr_t)addr);
+	if (!err)
+		update_hooks();
+	pthread_mutex_unlock(&fault_lock);
+	return err;
+}
+
+int pk_trap_register(void *addr, pk_fault_fn fn, void *ctx)
+{
+	struct ent e = { (uintptr_t)addr, (uintptr_t)addr + 1, fn, ctx };
+	int err;
+
+	if (!addr || !fn)
+		return -EINVAL;
+	err = writer_lock();
+	if (err)
+		return err;
+	err = tab_insert(&traps, &e);
+	if (!err) {
+		err = update_hooks();
+		if (err) {
+			tab_remove(&traps, e.start);
+			update_hooks();
+		}
+	}
+	pthread_mutex_unlock(&fault_lock);
+	return err;
+}
+
+int pk_trap_unregister(void *addr)
+{
+	int err = writer_lock();
+
+	if (err)
+		return err;
+	err = tab_remove(&traps, (uintptr_t)addr);
+	if (!err)
+		update_hooks();
+	pthread_mutex_unlock(&fault_lock);
+	return err;
+}
+
+int pk_die_register(struct pk_notifier *nb)
+{
+	int err = writer_lock();
+
+	if (err)
+		return err;
+	err = pk_chain_register(&die_chain, nb);
+	if (!err) {
+		__atomic_store_n(&n_die, n_die + 1, __ATOMIC_RELAXED);
+		err = update_hooks();
+		if (err) {
+			__atomic_store_n(&n_die, n_die - 1, __ATOMIC_RELAXED);
+			pk_chain_unregister(&die_chain, nb);
+			update_hooks();
+		}
+	}
+	pthread_mutex_unlock(&fault_lock);
+	return err;
+}
+
+int pk_die_unregister(struct pk_notifier *nb)
+{
+	int err = writer_lock();
+
+	if (err)
+		return err;
+	err = pk_chain_unregister(&die_chain, nb);
+	if (!err) {
+		__atomic_store_n(&n_die, n_die - 1, __ATOMIC_RELAXED);
+		update_hooks();
+	}
+	pthread_mutex_unlock(&fault_lock);
+	return err;
+}
+
+int pk_fault_stats(struct pk_fault_stats *st)
+{
+	struct pk_fault_stats cur;
+
+	if (!st || st->sz < sizeof(size_t))
+		return -EINVAL;
+	memset(&cur, 0, sizeof(cur));
+	cur.sz = st->sz < sizeof(cur) ? st->sz : sizeof(cur);
+	cur.faults = __atomic_load_n(&stats.faults, __ATOMIC_RELAXED);
+	cur.traps = __atomic_load_n(&stats.traps, __ATOMIC_RELAXED);
+	cur.die_claimed = __atomic_load_n(&stats.die_claimed, __ATOMIC_RELAXED);
+	memcpy(st, &cur, cur.sz);
+	return 0;
+}

@@ -1,0 +1,317 @@
+// SPDX-License-Identifier: MIT
+/* sig.c - signal ownership: one handler per fault signal, hooks in order, then the previous handler, then the default action. */
+
+/*
+ * How a handler the program installs after probekit keeps working
+ * ================================================================
+ *
+ * Two ways exist: interpose sigaction() so that every later installation
+ * lands behind probekit (Android's libsigchain, frida's Exceptor), or give
+ * the program an explicit call (HotSpot's libjsig is the interposing kind,
+ * the JNI "signal chaining" docs are the explicit kind). probekit takes the
+ * explicit way, pk_signal_action(), because:
+ *
+ *   - the sanitizers (ASan, TSan, MSan) already interpose sigaction, and so
+ *     do other runtimes; a second interposer's place in the symbol lookup
+ *     order depends on link and preload order, so whether ours runs at all
+ *     would depend on how the program was built (and a static link or a raw
+ *     rt_sigaction syscall bypasses it);
+ *   - silently changing what libc's sigaction() means for the whole process
+ *     is a surprise in a library; libsigchain can do it because ART owns its
+ *     process;
+ *   - the common cases work without it: a program that installs its handler
+ *     before probekit is chained to, and a program that replaces ours with
+ *     plain sigaction() and chains to the old action it got back (as Go,
+ *     the JVM and well-behaved libraries do) still runs probekit's chains
+ *     first, from inside its own handler.
+ *
+ * What is lost without it: a later plain sigaction() that does not chain
+ * replaces probekit's handler, as it would replace anybody's.
+ *
+ * The previous action is kept in two copies and an index, so the signal
+ * path reads a whole struct while pk_signal_action() writes the other copy;
+ * writers are serialised by sig_lock, and two writes in a row while one
+ * signal handler is still copying the older one is the one race left (a
+ * torn read of a handler that is being replaced anyway).
+ */
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "arch/arch.h"
+#include "sig/sig.h"
+
+#define NSIGS 4
+static const int sig_nums[NSIGS] = { SIGSEGV, SIGBUS, SIGILL, SIGTRAP };
+
+/* sig_lock serialises pk_sig_hook() and pk_signal_action(); it guards
+ * installed[] and the inactive copy of prev[][]. */
+static pthread_mutex_t sig_lock = PTHREAD_MUTEX_INITIALIZER;
+static int installed[NSIGS];
+static pk_sig_hook_fn hooks[NSIGS][PK_SIG_NSLOTS];	/* atomic */
+static struct sigaction prev[NSIGS][2];
+static unsigned int prev_idx[NSIGS];			/* atomic */
+
+static int sig_index(int sig)
+{
+	for (int i = 0; i < NSIGS; i++)
+		if (sig_nums[i] == sig)
+			return i;
+	return -1;
+}
+
+PK_NOPROBE static void pk_sig_handler(int sig, siginfo_t *si, void *ctx);
+
+static int is_ours(const struct sigaction *sa)
+{
+	return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == pk_sig_handler;
+}
+
+/* A fault the kernel raised for the instruction at RIP (it will recur). */
+PK_NOPROBE static int sync_fault(int sig, const siginfo_t *si)
+{
+	if (si->si_code <= 0)	/* kill, raise, sigqueue, tgkill */
+		return 0;
+	return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL;
+}
+
+/*
+ * Step 4: the default action, so that the process ends as it would have
+ * without probekit: killed by @sig, with a core where cores are enabled.
+ */
+PK_NOPROBE static void take_default(int sig, siginfo_t *si, ucontext_t *uc)
+{
+	struct sigaction dfl;
+	int i = sig_index(sig);
+
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigemptyset(&dfl.sa_mask);
+	sigaction(sig, &dfl, NULL);
+	if (i >= 0)
+		__atomic_store_n(&installed[i], 0, __ATOMIC_RELAXED);
+	if (sync_fault(sig, si))
+		return;		/* the instruction faults again, unhandled */
+	if (sig == SIGTRAP && si->si_code == SI_KERNEL) {
+		/* int3: run it again, at its own address. */
+		uc->uc_mcontext.gregs[REG_RIP] -= PK_ARCH_TRAP_LEN;
+		return;
+	}
+	/* Sent, or a trap that will not recur: pending until we return. */
+	raise(sig);
+}
+
+/* Step 3: the handler before probekit, with its own flags. */
+PK_NOPROBE static int call_prev(int i, int sig, siginfo_t *si, void *ctx)
+{
+	unsigned int idx = __atomic_load_n(&prev_idx[i], __ATOMIC_ACQUIRE);
+	struct sigaction p = prev[i][idx & 1];
+	sigset_t saved;
+
+	if (!(p.sa_flags & SA_SIGINFO) &&
+	    (p.sa_handler == SIG_DFL || p.sa_handler == SIG_IGN)) {
+		/* A synchronous fault cannot be ignored: the kernel would kill. */
+		if (p.sa_handler == SIG_IGN && !sync_fault(sig, si) &&
+		    !(sig == SIGTRAP && si->si_code == SI_KERNEL))
+			return 1;
+		return 0;
+	}
+	if (is_ours(&p) || (p.sa_flags & SA_SIGINFO ? !p.sa_sigaction : 0))
+		return 0;	/* never loop into ourselves */
+	if (p.sa_flags & SA_RESETHAND) {
+		/* Once only: what the kernel would have done to it. */
+		struct sigaction *w = &prev[i][idx & 1];
+
+		__atomic_store_n(&w->sa_flags, 0, __ATOMIC_RELAXED);
+		w->sa_handler = SIG_DFL;
+	}
+	pthread_sigmask(SIG_BLOCK, &p.sa_mask, &saved);
+	if (p.sa_flags & SA_SIGINFO)
+		p.sa_sigaction(sig, si, ctx);
+	else
+		p.sa_handler(sig);
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+	return 1;
+}
+
+PK_NOPROBE static void pk_sig_handler(int sig, siginfo_t *si, void *ctx)
+{
+	ucontext_t *uc = ctx;
+	int saved_errno = errno;
+	int i = sig_index(sig);
+
+	if (i < 0)
+		goto out;
+	for (int s = 0; s < PK_SIG_NSLOTS; s++) {
+		pk_sig_hook_fn fn = __atomic_load_n(&hooks[i][s],
+						    __ATOMIC_ACQUIRE);
+
+		if (fn && fn(sig, si, uc))
+			goto out;
+	}
+	if (!call_prev(i, sig, si, ctx))
+		take_default(sig, si, uc);
+out:
+	errno = saved_errno;
+}
+
+static int install(int i)
+{
+	struct sigaction sa, old;
+	unsigned int idx;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = pk_sig_handler;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(sig_nums[i], &sa, &old))
+		return -errno;
+	if (!is_ours(&old)) {
+		idx = prev_idx[i] + 1;
+		prev[i][idx & 1] = old;
+		__atomic_store_n(&prev_idx[i], idx, __ATOMIC_RELEASE);
+	}
+	__atomic_store_n(&installed[i], 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static void uninstall(int i)
+{
+	struct sigaction cur;
+
+	/* Put the previous handler back only if ours is still in place. */
+	if (sigaction(sig_nums[i], NULL, &cur) == 0 && is_ours(&cur))
+		sigaction(sig_nums[i], &prev[i][prev_idx[i] & 1], NULL);
+	__atomic_store_n(&installed[i], 0, __ATOMIC_RELAXED);
+}
+
+int pk_sig_hook(int sig, enum pk_sig_slot slot, pk_sig_hook_fn fn)
+{
+	int i = sig_index(sig), err = 0, any = 0;
+
+	if (i < 0 || (unsigned int)slot >= PK_SIG_NSLOTS)
+		return -EINVAL;
+	pthread_mutex_lock(&sig_lock);
+	if (fn && !installed[i])
+		err = install(i);
+	if (!err) {
+		__atomic_store_n(&hooks[i][slot], fn, __ATOMIC_RELEASE);
+		for (int s = 0; s < PK_SIG_NSLOTS; s++)
+			any |= hooks[i][s] != NULL;
+		if (!any && installed[i])
+			uninstall(i);
+	}
+	pthread_mutex_unlock(&sig_lock);
+	return err;
+}
+
+int pk_sig_owned(int sig)
+{
+	int i = sig_index(sig);
+
+	return i >= 0 && __atomic_load_n(&installed[i], __ATOMIC_RELAXED);
+}
+
+int pk_signal_action(int sig, const struct sigaction *act,
+		     struct sigaction *oldact)
+{
+	int i = sig_index(sig), err = 0;
+
+	if (i < 0) {
+		if (sig <= 0 || sig >= NSIG)
+			return -EINVAL;
+		return sigaction(sig, act, oldact) ? -errno : 0;
+	}
+	pthread_mutex_lock(&sig_lock);
+	if (!installed[i]) {
+		err = sigaction(sig, act, oldact) ? -errno : 0;
+	} else {
+		unsigned int idx = prev_idx[i];
+
+		if (oldact)
+			*oldact = prev[i][idx & 1];
+		if (act && is_ours(act)) {
+			/* Someone restoring probekit's handler: put it back. */
+			struct sigaction cur;
+
+			sigaction(sig, NULL, &cur);
+			if (!is_ours(&cur))
+				sigaction(sig, act, NULL);
+		} else if (act) {
+			prev[i][(idx + 1) & 1] = *act;
+			__atomic_store_n(&prev_idx[i], idx + 1,
+					 __ATOMIC_RELEASE);
+		}
+	}
+	pthread_mutex_unlock(&sig_lock);
+	return err;
+}
+
+/* ------------------------------------------------- alternate stacks */
+
+static pthread_key_t altstack_key;
+static pthread_once_t altstack_once = PTHREAD_ONCE_INIT;
+
+struct altstack {
+	void *map;
+	size_t len;
+};
+
+static void altstack_free(void *p)
+{
+	struct altstack *a = p;
+	stack_t ss;
+
+	memset(&ss, 0, sizeof(ss));
+	ss.ss_flags = SS_DISABLE;
+	sigaltstack(&ss, NULL);
+	munmap(a->map, a->len);
+}
+
+static void altstack_init(void)
+{
+	pthread_key_create(&altstack_key, altstack_free);
+}
+
+int pk_thread_altstack(size_t size)
+{
+	static __thread struct altstack mine;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	stack_t ss, cur;
+	void *m;
+
+	if (size == 0)
+		size = 64 * 1024;
+	if (size < (size_t)MINSIGSTKSZ || size > ((size_t)1 << 30))
+		return -EINVAL;
+	if (sigaltstack(NULL, &cur))
+		return -errno;
+	if (!(cur.ss_flags & SS_DISABLE))
+		return 0;	/* the thread has one already: keep it */
+	size = (size + page - 1) & ~(page - 1);
+	/* A guard page below, so overflowing the handler faults too. */
+	m = mmap(NULL, size + page, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m == MAP_FAILED)
+		return -errno;
+	mprotect(m, page, PROT_NONE);
+	memset(&ss, 0, sizeof(ss));
+	ss.ss_sp = (char *)m + page;
+	ss.ss_size = size;
+	if (sigaltstack(&ss, NULL)) {
+		int err = -errno;
+
+		munmap(m, size + page);
+		return err;
+	}
+	pthread_once(&altstack_once, altstack_init);
+	mine.map = m;
+	mine.len = size + page;
+	pthread_setspecific(altstack_key, &mine);
+	return 0;
+}
