@@ -52,6 +52,21 @@ PK_HIDDEN int pk_env_flag(const char *name);
 #endif
 
 PK_HIDDEN int pk_gettid(void);
+
+/*
+ * fork(): util.c registers one pthread_atfork triple that takes every
+ * layer's locks in lock order (chain, urcu-bp, key, text) before fork and
+ * releases them after, so a child never inherits a lock held by a thread it
+ * does not have, nor a commit half done.
+ */
+PK_HIDDEN void pk_chain_fork_prepare(void);
+PK_HIDDEN void pk_chain_fork_parent(void);
+PK_HIDDEN void pk_chain_fork_child(void);
+PK_HIDDEN void pk_key_fork_prepare(void);
+PK_HIDDEN void pk_key_fork_release(void);
+PK_HIDDEN void pk_text_fork_prepare(void);
+PK_HIDDEN void pk_text_fork_parent(void);
+PK_HIDDEN void pk_text_fork_child(void);
 PK_HIDDEN void pk_assert_fail(const char *what, const char *file, int line)
 	__attribute__((noreturn));
 

@@ -70,6 +70,33 @@ int pk_env_flag(const char *name)
 	return v && !strcmp(v, "1");
 }
 
+static void fork_prepare(void)
+{
+	pk_chain_fork_prepare();	/* also urcu-bp's */
+	pk_key_fork_prepare();
+	pk_text_fork_prepare();
+}
+
+static void fork_parent(void)
+{
+	pk_text_fork_parent();
+	pk_key_fork_release();
+	pk_chain_fork_parent();
+}
+
+static void fork_child(void)
+{
+	pk_text_fork_child();
+	pk_key_fork_release();
+	pk_chain_fork_child();
+}
+
+/* At load, so the handlers exist before any lock can be taken. */
+__attribute__((constructor)) static void pk_util_init(void)
+{
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
 int pk_gettid(void)
 {
 	return (int)syscall(SYS_gettid);

@@ -121,9 +121,17 @@
  * __tls_get_addr allocation that a dynamic-TLS access may do (not
  * async-signal-safe).
  */
+#define CHAIN_INFLIGHT_MAX 8
+
 struct chain_tls {
 	unsigned int depth;	/* chain calls in progress on this thread */
 	bool urcu;		/* pk_thread_register() ran here */
+	/* Path (b) counts this thread holds, innermost last (see fork). */
+	unsigned int n_inflight;
+	struct {
+		struct pk_chain *c;
+		unsigned int idx;
+	} inflight[CHAIN_INFLIGHT_MAX];
 };
 static __thread struct chain_tls chain_tls
 	__attribute__((tls_model("initial-exec")));
@@ -196,7 +204,25 @@ PK_NOPROBE int pk_chain_call(struct pk_chain *c, unsigned long action,
 	} else {
 		/* Path (b). */
 		unsigned int idx = CMM_LOAD_SHARED(c->pk_private_phase) & 1;
+		unsigned int slot = t->n_inflight;
 
+		/*
+		 * An empty chain is not counted on: a reader only counts while
+		 * the chain is on chain_list, which fork relies on (below).
+		 */
+		if (!chain_deref(c->pk_private_head)) {
+			if (nr_calls)
+				*nr_calls = 0;
+			cmm_barrier();
+			t->depth--;
+			return PK_DONE;
+		}
+		if (slot < CHAIN_INFLIGHT_MAX) {
+			t->inflight[slot].c = c;
+			t->inflight[slot].idx = idx;
+		}
+		t->n_inflight = slot + 1;
+		cmm_barrier(); /* recorded before counted: fork reads it */
 		uatomic_inc(&c->pk_private_readers[idx]);
 		/*
 		 * B1: the count is visible before we load the list. Pairs with
@@ -212,6 +238,8 @@ PK_NOPROBE int pk_chain_call(struct pk_chain *c, unsigned long action,
 		 */
 		cmm_smp_mb__before_uatomic_dec();
 		uatomic_dec(&c->pk_private_readers[idx]);
+		cmm_barrier();
+		t->n_inflight = slot;
 	}
 
 	cmm_barrier();
@@ -292,6 +320,114 @@ int pk_chain_init(struct pk_chain *c, enum pk_chain_type type)
 }
 
 /*
+ * fork()
+ * ------
+ *
+ * A child has one thread, so two things must not cross fork: a chain lock
+ * held by another thread, and reader counts held by other threads (an
+ * unregister in the child would wait for them forever).
+ *
+ * chain_fork_lock: register and unregister hold it shared for their whole
+ * length; pk_chain_fork_prepare() holds it exclusive, so no chain lock is
+ * held at fork. (Writer-preferring, so a stream of registrations cannot
+ * starve fork.) Limitation: fork() from inside a chain handler while another
+ * thread unregisters from that chain deadlocks, as that unregister waits for
+ * the forking thread.
+ *
+ * chain_list, guarded by chain_list_lock, links the chains that have
+ * handlers (c->pk_private_reserved[1] is the link, [3] the membership
+ * flag). Readers count only on such chains (pk_chain_call() skips an empty
+ * one), so in the child every count of a listed chain is reset to what the
+ * forking thread itself holds (its chain_tls.inflight). An unlisted chain
+ * may still carry a stale count from a reader that raced the last unregister;
+ * chain_fork_gen tells: c->pk_private_reserved[2] is the generation whose
+ * counts it has, and a chain that gets its first handler in a later
+ * generation starts from zero (no live reader can count on it before it has
+ * a handler).
+ */
+static pthread_rwlock_t chain_fork_lock =
+	PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+static pthread_mutex_t chain_list_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pk_chain *chain_list;	/* guarded by chain_list_lock */
+static uintptr_t chain_fork_gen;	/* written in the child only */
+
+#define CHAIN_NEXT(c) ((c)->pk_private_reserved[1])
+#define CHAIN_GEN(c) ((c)->pk_private_reserved[2])
+#define CHAIN_LISTED(c) ((c)->pk_private_reserved[3])
+
+/* @c gets its first handler: list it; its counts are stale if from before a fork. */
+static void chain_list_add(struct pk_chain *c)
+{
+	pk_assert_held(&c->pk_private_lock);
+	pthread_mutex_lock(&chain_list_lock);
+	if ((uintptr_t)CHAIN_GEN(c) != chain_fork_gen) {
+		c->pk_private_readers[0] = c->pk_private_readers[1] = 0;
+		CHAIN_GEN(c) = (void *)chain_fork_gen;
+	}
+	if (!CHAIN_LISTED(c)) {
+		CHAIN_NEXT(c) = chain_list;
+		chain_list = c;
+		CHAIN_LISTED(c) = (void *)1;
+	}
+	pthread_mutex_unlock(&chain_list_lock);
+}
+
+/* @c lost its last handler (readers waited for): unlist it. */
+static void chain_list_del(struct pk_chain *c)
+{
+	struct pk_chain **pp;
+
+	pk_assert_held(&c->pk_private_lock);
+	pthread_mutex_lock(&chain_list_lock);
+	for (pp = &chain_list; *pp; pp = (struct pk_chain **)&CHAIN_NEXT(*pp))
+		if (*pp == c) {
+			*pp = CHAIN_NEXT(c);
+			CHAIN_NEXT(c) = NULL;
+			CHAIN_LISTED(c) = NULL;
+			break;
+		}
+	pthread_mutex_unlock(&chain_list_lock);
+}
+
+void pk_chain_fork_prepare(void)
+{
+	pthread_rwlock_wrlock(&chain_fork_lock);
+	pthread_mutex_lock(&chain_list_lock);
+	urcu_bp_before_fork();
+}
+
+void pk_chain_fork_parent(void)
+{
+	urcu_bp_after_fork_parent();
+	pthread_mutex_unlock(&chain_list_lock);
+	pthread_rwlock_unlock(&chain_fork_lock);
+}
+
+void pk_chain_fork_child(void)
+{
+	struct chain_tls *t = &chain_tls;
+	unsigned int n = t->n_inflight < CHAIN_INFLIGHT_MAX ? t->n_inflight
+							     : CHAIN_INFLIGHT_MAX;
+
+	urcu_bp_after_fork_child();
+	chain_fork_gen++;
+	for (struct pk_chain *c = chain_list; c; c = CHAIN_NEXT(c)) {
+		c->pk_private_readers[0] = c->pk_private_readers[1] = 0;
+		CHAIN_GEN(c) = (void *)chain_fork_gen;
+	}
+	for (unsigned int i = 0; i < n; i++)
+		if (CHAIN_LISTED(t->inflight[i].c))
+			t->inflight[i].c->pk_private_readers[t->inflight[i].idx]++;
+	pthread_mutex_unlock(&chain_list_lock);
+	/*
+	 * Not unlocked but made anew: the parent's readers that queued on it
+	 * are not in the child, and their waiter bits would stay behind.
+	 */
+	chain_fork_lock = (pthread_rwlock_t)
+		PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+}
+
+/*
  * Locking: c->pk_private_lock guards c->pk_private_head as written (readers
  * follow it without the lock), every nb->pk_private_next on the chain,
  * c->pk_private_phase (written only here), the key reference
@@ -313,6 +449,7 @@ int pk_chain_register(struct pk_chain *c, struct pk_notifier *nb)
 	if (chain_tls.depth)
 		return -EDEADLK;
 
+	pthread_rwlock_rdlock(&chain_fork_lock);
 	pthread_mutex_lock(&c->pk_private_lock);
 	for (pp = &c->pk_private_head; (p = *pp); pp = &p->pk_private_next) {
 		if (p == nb) {
@@ -335,11 +472,14 @@ int pk_chain_register(struct pk_chain *c, struct pk_notifier *nb)
 		c->pk_private_reserved[0] = CHAIN_KEY_HELD;
 	}
 
+	if (!c->pk_private_head)
+		chain_list_add(c);
 	nb->pk_private_next = *pos;
 	/* Publishes nb's fields (call, priority, next) to readers. */
 	chain_publish(*pos, nb);
 out:
 	pthread_mutex_unlock(&c->pk_private_lock);
+	pthread_rwlock_unlock(&chain_fork_lock);
 	errno = saved;
 	return ret;
 }
@@ -358,6 +498,7 @@ int pk_chain_unregister(struct pk_chain *c, struct pk_notifier *nb)
 	if (chain_tls.depth)
 		return -EDEADLK;
 
+	pthread_rwlock_rdlock(&chain_fork_lock);
 	pthread_mutex_lock(&c->pk_private_lock);
 	for (pp = &c->pk_private_head; (p = *pp); pp = &p->pk_private_next) {
 		if (p != nb)
@@ -367,6 +508,8 @@ int pk_chain_unregister(struct pk_chain *c, struct pk_notifier *nb)
 		chain_wait_readers(c);
 		nb->pk_private_next = NULL;
 		ret = 0;
+		if (!c->pk_private_head)
+			chain_list_del(c);
 		break;
 	}
 
@@ -380,6 +523,7 @@ int pk_chain_unregister(struct pk_chain *c, struct pk_notifier *nb)
 			c->pk_private_reserved[0] = NULL;
 	}
 	pthread_mutex_unlock(&c->pk_private_lock);
+	pthread_rwlock_unlock(&chain_fork_lock);
 	errno = saved;
 	return ret;
 }

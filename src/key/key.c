@@ -91,7 +91,6 @@ static struct pk_jump_module *pk_modules;
 static size_t pk_nr_modules, pk_cap_modules;
 static int pk_key_mode;			/* enum pk_key_mode */
 static bool pk_key_env_done;		/* PROBEKIT_NOPATCH looked at */
-static bool pk_key_atfork_done;
 
 /* ------------------------------------------------------------ entries */
 
@@ -201,39 +200,21 @@ static void kb_add(struct key_batch *kb, const struct pk_jump_entry *e,
 		kb->err = ret;
 }
 
-static void key_atfork_prepare(void)
+/* fork() takes pk_key_lock (util.c's atfork, in lock order). */
+void pk_key_fork_prepare(void)
 {
 	pthread_mutex_lock(&pk_key_lock);
 }
 
-static void key_atfork_release(void)
+void pk_key_fork_release(void)
 {
 	pthread_mutex_unlock(&pk_key_lock);
-}
-
-/*
- * Once the mode is decided, fork() takes pk_key_lock so that a child never
- * inherits it held by a thread it does not have. Registered only then: in
- * patched mode the text layer has run a commit, so its own fork handlers
- * (registered earlier) run after ours in the parent's prepare phase, which
- * keeps the lock order pk_key_lock -> text.
- */
-static void key_atfork_register(void)
-{
-	pk_assert_held(&pk_key_lock);
-	if (pk_key_atfork_done)
-		return;
-	pk_key_atfork_done = true;
-	if (pthread_atfork(key_atfork_prepare, key_atfork_release,
-			   key_atfork_release))
-		pk_warn("static keys: pthread_atfork failed; fork() during a key change may deadlock the child");
 }
 
 static void key_mode_set(enum pk_key_mode mode)
 {
 	pk_assert_held(&pk_key_lock);
 	__atomic_store_n(&pk_key_mode, mode, __ATOMIC_RELAXED);
-	key_atfork_register();
 }
 
 /* Look at PROBEKIT_NOPATCH once, before the first commit. */

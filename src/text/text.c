@@ -100,7 +100,7 @@ static unsigned long trap_readers;	/* atomic: handlers inside the table */
 
 /*
  * text_lock serialises commits and guards everything below it, the slot pool
- * and the /proc/self/mem descriptor. fork() takes it (pthread_atfork) so no
+ * and the /proc/self/mem descriptor. fork() takes it (util.c's atfork) so no
  * commit is half done in a child.
  */
 static pthread_mutex_t text_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -227,17 +227,17 @@ PK_NOPROBE static int pk_text_trap(int sig, siginfo_t *si, ucontext_t *uc)
 
 /* -------------------------------------------------------------- writing */
 
-static void atfork_prepare(void)
+void pk_text_fork_prepare(void)
 {
 	pthread_mutex_lock(&text_lock);
 }
 
-static void atfork_parent(void)
+void pk_text_fork_parent(void)
 {
 	pthread_mutex_unlock(&text_lock);
 }
 
-static void atfork_child(void)
+void pk_text_fork_child(void)
 {
 	/* The descriptor still names the parent's memory: never write it. */
 	if (mem_fd >= 0)
@@ -253,7 +253,6 @@ static void text_once(void)
 
 	if (v && sscanf(v, "%ld:%ld", &fail_commit, &fail_write) != 2)
 		fail_commit = fail_write = -1;
-	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
 static int open_mem(void)
