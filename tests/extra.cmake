@@ -43,10 +43,13 @@ endif()
 # NAME_nopatch with PROBEKIT_NOPATCH=1 (sites stay load-and-branch), with the
 # same labels, timeout and environment otherwise.
 list(APPEND PK_NOPATCH_TEST_PATTERNS "^test_key_" "^test_debug_check$" "^stress_key")
+# test_key_fail injects commit failures: without commits it has nothing to test.
+list(APPEND PK_NOPATCH_TEST_EXCLUDE "test_key_fail")
 foreach(src ${PK_TESTS} ${PK_STRESS})
   get_filename_component(name ${src} NAME_WE)
   foreach(pattern ${PK_NOPATCH_TEST_PATTERNS})
-    if(name MATCHES "${pattern}" AND NOT TEST ${name}_nopatch)
+    if(name MATCHES "${pattern}" AND NOT TEST ${name}_nopatch
+       AND NOT name IN_LIST PK_NOPATCH_TEST_EXCLUDE)
       get_test_property(${name} LABELS labels)
       get_test_property(${name} TIMEOUT timeout)
       get_test_property(${name} ENVIRONMENT env)
