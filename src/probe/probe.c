@@ -94,8 +94,9 @@ struct tramp {
 	uintptr_t slot;
 	struct chunk *chunk;
 	struct pk_probe *probes;	/* published with release; see dispatch */
-	struct tramp *next;		/* guarded by probe_lock */
+	struct tramp *next;		/* hash chain; guarded by probe_lock */
 	uint8_t len;			/* displaced bytes */
+	uint8_t mark;			/* scratch of one (un)register call */
 	uint8_t old[PK_TEXT_MAX];
 	uint8_t nmap;			/* instruction starts: source, copy */
 	uint8_t map_src[TRAMP_MAP], map_dst[TRAMP_MAP];
@@ -110,10 +111,12 @@ struct pk_probe {
 	unsigned long missed;		/* atomic */
 	uint8_t len;
 	uint8_t armed;
+	uint8_t mark;			/* scratch of one (un)register call */
 };
 
 static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct tramp *tramps;		/* guarded by probe_lock */
+#define THASH 4096
+static struct tramp *thash[THASH];	/* by address; guarded by probe_lock */
 static struct chunk *chunks;		/* append-only, release-published */
 static int mem_fd = -1;			/* guarded by probe_lock */
 static pid_t mem_pid;
@@ -862,12 +865,26 @@ int pk_probe_create(const struct pk_probe_opts *opts, struct pk_probe **out)
 
 /* ------------------------------------------------------- register/remove */
 
+static size_t thash_of(uintptr_t addr)
+{
+	return (addr ^ addr >> 12 ^ addr >> 24) & (THASH - 1);
+}
+
 static struct tramp *tramp_find(uintptr_t addr)
 {
-	for (struct tramp *t = tramps; t; t = t->next)
+	for (struct tramp *t = thash[thash_of(addr)]; t; t = t->next)
 		if (t->addr == addr)
 			return t;
 	return NULL;
+}
+
+static void tramp_unhash(struct tramp *t)
+{
+	struct tramp **tp = &thash[thash_of(t->addr)];
+
+	while (*tp != t)
+		tp = &(*tp)->next;
+	*tp = t->next;
 }
 
 /* Armed form of @t's site: NOPs, then jmp slot+8 ending where the site ends. */
@@ -934,6 +951,28 @@ static int tramp_build(struct pk_probe *p, struct tramp **out)
 	return 0;
 }
 
+/*
+ * Every probe of @probes non-NULL, armed (@arming: not armed), and listed
+ * once; marks them. On -EINVAL no mark is left.
+ */
+static int check_set(struct pk_probe *const *probes, size_t n, int arming)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		struct pk_probe *p = probes[i];
+
+		if (!p || p->mark || !p->armed != !!arming)
+			break;
+		p->mark = 1;
+	}
+	if (i == n)
+		return 0;
+	while (i--)
+		probes[i]->mark = 0;
+	return -EINVAL;
+}
+
 /* Wait until no thread can be in @slots or a handler, then free them. */
 static void retire(struct tramp **ts, size_t n)
 {
@@ -966,17 +1005,10 @@ int pk_probe_register(struct pk_probe *const *probes, size_t n)
 	struct pk_batch *b = NULL;
 	struct arm_ctx ac = { 0 };
 	size_t nfresh = 0;
-	int err;
+	int err, checked;
 
 	if (!probes || !n)
 		return -EINVAL;
-	for (size_t i = 0; i < n; i++) {
-		if (!probes[i] || probes[i]->armed)
-			return -EINVAL;
-		for (size_t j = 0; j < i; j++)
-			if (probes[j] == probes[i])
-				return -EINVAL;
-	}
 	fresh = calloc(n, sizeof(*fresh));
 	ac.fix = calloc(n, sizeof(*ac.fix));
 	if (!fresh || !ac.fix) {
@@ -985,7 +1017,10 @@ int pk_probe_register(struct pk_probe *const *probes, size_t n)
 		return -ENOMEM;
 	}
 	pthread_mutex_lock(&probe_lock);
-	err = install_sweep();
+	err = check_set(probes, n, 1);
+	checked = !err;
+	if (!err)
+		err = install_sweep();
 	if (!err)
 		err = open_mem();
 	if (!err)
@@ -994,9 +1029,6 @@ int pk_probe_register(struct pk_probe *const *probes, size_t n)
 		struct pk_probe *p = probes[i];
 		struct tramp *t = tramp_find(p->addr);
 
-		for (size_t j = 0; !t && j < nfresh; j++)
-			if (fresh[j]->addr == p->addr)
-				t = fresh[j];
 		if (t) {
 			p->t = t;
 			continue;
@@ -1005,6 +1037,8 @@ int pk_probe_register(struct pk_probe *const *probes, size_t n)
 		if (err)
 			break;
 		fresh[nfresh++] = t;
+		t->next = thash[thash_of(t->addr)];
+		thash[thash_of(t->addr)] = t;
 		p->t = t;
 		{
 			uint8_t ab[PK_TEXT_MAX];
@@ -1021,17 +1055,16 @@ int pk_probe_register(struct pk_probe *const *probes, size_t n)
 		err = pk_batch_commit(b);
 		if (err > 0)
 			err = 0;
-		if (err)
+		if (err) {
 			/* A thread may have trapped into a new slot meanwhile. */
+			for (size_t i = 0; i < nfresh; i++)
+				tramp_unhash(fresh[i]);
 			retire(fresh, nfresh);
-		else
-			for (size_t i = 0; i < nfresh; i++) {
-				fresh[i]->next = tramps;
-				tramps = fresh[i];
-			}
+		}
 	} else if (err) {
 		/* Built but never reachable. */
 		for (size_t i = 0; i < nfresh; i++) {
+			tramp_unhash(fresh[i]);
 			slot_free(fresh[i]->chunk, fresh[i]->slot);
 			free(fresh[i]);
 		}
@@ -1048,10 +1081,12 @@ int pk_probe_register(struct pk_probe *const *probes, size_t n)
 			__atomic_store_n(pp, p, __ATOMIC_RELEASE);
 			p->armed = 1;
 		}
-	} else {
+	} else if (checked) {
 		for (size_t i = 0; i < n; i++)
 			probes[i]->t = NULL;
 	}
+	for (size_t i = 0; checked && i < n; i++)
+		probes[i]->mark = 0;
 	pthread_mutex_unlock(&probe_lock);
 	pk_batch_free(b);
 	free(fresh);
@@ -1070,13 +1105,7 @@ int pk_probe_unregister(struct pk_probe *const *probes, size_t n)
 	if (!probes || !n)
 		return -EINVAL;
 	pthread_mutex_lock(&probe_lock);
-	for (size_t i = 0; i < n; i++) {
-		if (!probes[i] || !probes[i]->armed)
-			err = -EINVAL;
-		for (size_t j = 0; j < i && !err; j++)
-			if (probes[j] == probes[i])
-				err = -EINVAL;
-	}
+	err = check_set(probes, n, 0);
 	if (err) {
 		pthread_mutex_unlock(&probe_lock);
 		return err;
@@ -1091,19 +1120,12 @@ int pk_probe_unregister(struct pk_probe *const *probes, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		struct tramp *t = probes[i]->t;
 		size_t left = 0;
-		int seen = 0;
 
-		for (struct pk_probe *q = t->probes; q; q = q->next) {
-			int going = 0;
-
-			for (size_t j = 0; j < n; j++)
-				going |= probes[j] == q;
-			left += !going;
-		}
-		for (size_t j = 0; j < ndead; j++)
-			seen |= dead[j] == t;
-		if (left || seen)
+		for (struct pk_probe *q = t->probes; q; q = q->next)
+			left += !q->mark;	/* marked: going */
+		if (left || t->mark)
 			continue;
+		t->mark = 1;
 		dead[ndead++] = t;
 		{
 			uint8_t ab[PK_TEXT_MAX];
@@ -1132,13 +1154,8 @@ int pk_probe_unregister(struct pk_probe *const *probes, size_t n)
 			pp = &(*pp)->next;
 		__atomic_store_n(pp, p->next, __ATOMIC_RELEASE);
 	}
-	for (size_t j = 0; j < ndead; j++) {
-		struct tramp **tp = &tramps;
-
-		while (*tp != dead[j])
-			tp = &(*tp)->next;
-		*tp = dead[j]->next;
-	}
+	for (size_t j = 0; j < ndead; j++)
+		tramp_unhash(dead[j]);
 	/* One wait for the whole set: no thread in a handler or a dead slot. */
 	retire(dead, ndead);
 	for (size_t i = 0; i < n; i++) {
@@ -1147,6 +1164,11 @@ int pk_probe_unregister(struct pk_probe *const *probes, size_t n)
 		probes[i]->next = NULL;
 	}
 out:
+	for (size_t i = 0; i < n; i++) {
+		probes[i]->mark = 0;
+		if (err && probes[i]->t)
+			probes[i]->t->mark = 0;
+	}
 	pthread_mutex_unlock(&probe_lock);
 	pk_batch_free(b);
 	free(dead);

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -258,73 +259,168 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+/*
+ * The functions of the object last asked about, sorted by address, so that
+ * arming thousands of probes in one library reads its file once. Keyed by
+ * path and load bias (a library unloaded and another loaded at the same
+ * place under the same path is read again only if its size changed: good
+ * enough for a cache whose misses cost one file read).
+ */
+struct func_ent {
+	uintptr_t start;
+	size_t size;
+	int table;
+};
+
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {			/* guarded by cache_lock */
+	char path[PATH_MAX];
+	uintptr_t bias;
+	off_t file_size;
+	struct func_ent *f;
+	size_t n;
+	uintptr_t jump_table;
+	size_t jump_table_size;
+} cache;
+
+static int ent_cmp(const void *a, const void *b)
+{
+	const struct func_ent *x = a, *y = b;
+
+	if (x->start != y->start)
+		return (x->start > y->start) - (x->start < y->start);
+	return x->table - y->table;	/* .dynsym first */
+}
+
+static int cache_fill(const char *path, uintptr_t bias)
+{
+	struct stat st;
+	Elf_Scn *scn = NULL;
+	size_t cap = 0, shstrndx;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	Elf *e;
+
+	if (fd < 0 || fstat(fd, &st)) {
+		if (fd >= 0)
+			close(fd);
+		return -ENOENT;
+	}
+	if (!strcmp(cache.path, path) && cache.bias == bias &&
+	    cache.file_size == st.st_size) {
+		close(fd);
+		return 0;
+	}
+	free(cache.f);
+	memset(&cache, 0, sizeof(cache));
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	if (!e || elf_getshdrstrndx(e, &shstrndx)) {
+		elf_end(e);
+		close(fd);
+		return -ENOENT;
+	}
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		const char *nm;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		nm = elf_strptr(e, shstrndx, sh.sh_name);
+		if (nm && !strcmp(nm, "__pk_jump_table")) {
+			cache.jump_table = bias + sh.sh_addr;
+			cache.jump_table_size = sh.sh_size;
+		}
+		if ((sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) ||
+		    !sh.sh_entsize)
+			continue;
+		d = elf_getdata(scn, NULL);
+		for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym s;
+
+			if (!gelf_getsym(d, (int)i, &s) ||
+			    GELF_ST_TYPE(s.st_info) != STT_FUNC ||
+			    s.st_shndx == SHN_UNDEF || !s.st_size)
+				continue;
+			if (cache.n == cap) {
+				size_t nc = cap ? cap * 2 : 1024;
+				struct func_ent *nf = realloc(cache.f, nc * sizeof(*nf));
+
+				if (!nf) {
+					elf_end(e);
+					close(fd);
+					free(cache.f);
+					memset(&cache, 0, sizeof(cache));
+					return -ENOMEM;
+				}
+				cache.f = nf;
+				cap = nc;
+			}
+			cache.f[cache.n++] = (struct func_ent){
+				bias + s.st_value, s.st_size,
+				sh.sh_type == SHT_DYNSYM ? PK_SYM_DYNSYM : PK_SYM_SYMTAB
+			};
+		}
+	}
+	elf_end(e);
+	close(fd);
+	if (cache.n > 1)
+		qsort(cache.f, cache.n, sizeof(*cache.f), ent_cmp);
+	snprintf(cache.path, sizeof(cache.path), "%s", path);
+	cache.bias = bias;
+	cache.file_size = st.st_size;
+	return 0;
+}
+
 int pk_sym_func_at(uintptr_t addr, struct pk_func *out)
 {
 	struct addr_lookup al = { .addr = addr };
-	Elf_Scn *scn = NULL;
-	int fd, found = 0;
-	Elf *e;
+	int err;
 
 	memset(out, 0, sizeof(*out));
 	dl_iterate_phdr(find_object, &al);
 	if (!al.found_obj)
 		return -ENOENT;
 	elf_version(EV_CURRENT);
-	fd = open(al.path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -ENOENT;
-	e = elf_begin(fd, ELF_C_READ, NULL);
-	while (e && (scn = elf_nextscn(e, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
+	pthread_mutex_lock(&cache_lock);
+	err = cache_fill(al.path, al.bias);
+	if (!err) {
+		/* The last function starting at or before @addr, then back over
+		   aliases and nested symbols until one covers it. */
+		size_t lo = 0, hi = cache.n;
 
-		if (!gelf_getshdr(scn, &sh))
-			continue;
-		if ((sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM) &&
-		    sh.sh_entsize && !found) {
-			d = elf_getdata(scn, NULL);
-			for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize;
-			     i++) {
-				GElf_Sym s;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
 
-				if (!gelf_getsym(d, (int)i, &s) ||
-				    GELF_ST_TYPE(s.st_info) != STT_FUNC ||
-				    s.st_shndx == SHN_UNDEF || !s.st_size)
-					continue;
-				if (addr >= al.bias + s.st_value &&
-				    addr < al.bias + s.st_value + s.st_size) {
-					out->start = al.bias + s.st_value;
-					out->size = s.st_size;
-					out->table = sh.sh_type == SHT_DYNSYM
-							     ? PK_SYM_DYNSYM
-							     : PK_SYM_SYMTAB;
-					found = 1;
-					break;
-				}
-			}
+			if (cache.f[mid].start <= addr)
+				lo = mid + 1;
+			else
+				hi = mid;
 		}
-	}
-	/* Key sites of this object: its __pk_jump_table, as relocated in memory. */
-	if (e) {
-		size_t shstrndx;
+		err = -ENOENT;
+		while (lo-- > 0) {
+			const struct func_ent *f = &cache.f[lo];
 
-		scn = NULL;
-		if (!elf_getshdrstrndx(e, &shstrndx))
-			while ((scn = elf_nextscn(e, scn))) {
-				GElf_Shdr sh;
-				const char *nm;
-
-				if (!gelf_getshdr(scn, &sh))
-					continue;
-				nm = elf_strptr(e, shstrndx, sh.sh_name);
-				if (nm && !strcmp(nm, "__pk_jump_table")) {
-					out->jump_table = al.bias + sh.sh_addr;
-					out->jump_table_size = sh.sh_size;
+			if (addr < f->start + f->size) {
+				out->start = f->start;
+				out->size = f->size;
+				out->table = f->table;
+				err = 0;
+				/* Prefer the .dynsym entry of the same start. */
+				while (lo > 0 && cache.f[lo - 1].start == f->start) {
+					lo--;
+					out->table = cache.f[lo].table;
+					if (cache.f[lo].size > out->size)
+						out->size = cache.f[lo].size;
 				}
+				break;
 			}
+			if (addr - f->start > (1u << 24))
+				break;	/* nothing that large: stop looking */
+		}
+		out->jump_table = cache.jump_table;
+		out->jump_table_size = cache.jump_table_size;
 	}
-	elf_end(e);
-	close(fd);
+	pthread_mutex_unlock(&cache_lock);
 	snprintf(out->object, sizeof(out->object), "%s", al.path);
-	return found ? 0 : -ENOENT;
+	return err;
 }

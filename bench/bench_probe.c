@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: MIT
+/* bench_probe.c - entry-probe hit cost (1..64 threads), memory per probe, arming many probes, vs a kernel uprobe. */
+
+/*
+ * probe / entry / ns_overhead        a noinline function called in a loop,
+ *                                    probed (empty pre-handler) minus
+ *                                    unprobed, per call, within each run
+ * probe / entry,threads=T            T threads call it; each measures its own
+ *                                    CPU time (CLOCK_THREAD_CPUTIME_ID), so
+ *                                    threads waiting for one of the 2 cores
+ *                                    do not count; overhead as above, mean
+ *                                    over threads; ratio_vs_1_thread
+ * probe / entry / bytes_per_probe    pk_probe_get_info().bytes
+ * probe_arm / probes=N               N generated functions (bench/
+ *                                    gen_probe_funcs.cmake): register all as
+ *                                    one batch vs one pk_probe_register()
+ *                                    each; no other thread runs
+ * probe / uprobe / ns_overhead       the same function with a kernel uprobe
+ *                                    (tracefs uprobe_events; mounted if
+ *                                    missing; root only) minus unprobed;
+ *                                    ratio_uprobe_vs_probekit
+ */
+#include <elf.h>
+#include <stdlib.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "probekit.h"
+
+#define NOINLINE __attribute__((noinline))
+#define PF_N 10000
+
+extern long (*const pf_table[PF_N])(long);
+
+/* The probed function: its first instruction (5 bytes) stores into the red zone. */
+NOINLINE long bp_target(long x)
+{
+	volatile long v = x;
+
+	return v + 1;
+}
+
+static void empty(struct pk_probe *p, struct pk_regs *r, void *ctx)
+{
+	(void)p, (void)r, (void)ctx;
+}
+
+static double loop_ns(unsigned long n)
+{
+	double t0 = bench_now_ns();
+
+	for (unsigned long i = 0; i < n; i++)
+		bench_keep(bp_target((long)i));
+	return (bench_now_ns() - t0) / (double)n;
+}
+
+static double thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+struct tjob {
+	pthread_barrier_t *bar;
+	unsigned long n;
+	double ns_per_call;
+};
+
+static void *thread_loop(void *arg)
+{
+	struct tjob *j = arg;
+	double t0;
+
+	pthread_barrier_wait(j->bar);
+	t0 = thread_cpu_ns();
+	for (unsigned long i = 0; i < j->n; i++)
+		bench_keep(bp_target((long)i));
+	j->ns_per_call = (thread_cpu_ns() - t0) / (double)j->n;
+	return NULL;
+}
+
+/* Mean per-call CPU time of @t threads calling bp_target @n times each. */
+static double threads_ns(int t, unsigned long n)
+{
+	pthread_t th[64];
+	struct tjob j[64];
+	pthread_barrier_t bar;
+	double sum = 0;
+
+	pthread_barrier_init(&bar, NULL, (unsigned int)t);
+	for (int i = 0; i < t; i++) {
+		j[i] = (struct tjob){ &bar, n, 0 };
+		pthread_create(&th[i], NULL, thread_loop, &j[i]);
+	}
+	for (int i = 0; i < t; i++) {
+		pthread_join(th[i], NULL);
+		sum += j[i].ns_per_call;
+	}
+	pthread_barrier_destroy(&bar);
+	return sum / t;
+}
+
+static struct pk_probe *make_probe(void *addr)
+{
+	PK_OPTS(pk_probe_opts, o, .addr = addr, .pre = empty);
+	struct pk_probe *p = NULL;
+	int err = pk_probe_create(&o, &p);
+
+	if (err) {
+		fprintf(stderr, "bench_probe: pk_probe_create(%p): %d\n", addr, err);
+		exit(1);
+	}
+	return p;
+}
+
+static void must(int err, const char *what)
+{
+	if (err) {
+		fprintf(stderr, "bench_probe: %s: %d\n", what, err);
+		exit(1);
+	}
+}
+
+/* ------------------------------------------------------------- uprobes */
+
+static const char *tracefs(void)
+{
+	static const char *const dirs[] = { "/sys/kernel/tracing",
+					    "/sys/kernel/debug/tracing" };
+	char p[128];
+
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+			snprintf(p, sizeof(p), "%s/uprobe_events", dirs[i]);
+			if (!access(p, W_OK))
+				return dirs[i];
+		}
+		if (pass == 0 && geteuid() == 0)
+			mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL);
+	}
+	return NULL;
+}
+
+struct find_off {
+	uintptr_t addr;
+	long off;
+};
+
+static int find_off_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct find_off *f = arg;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t s = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && f->addr >= s && f->addr < s + ph->p_filesz) {
+			f->off = (long)(ph->p_offset + (f->addr - s));
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int write_file(const char *dir, const char *name, const char *text,
+		      int append)
+{
+	char p[256];
+	int fd, ok;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	fd = open(p, O_WRONLY | (append ? O_APPEND : O_TRUNC));
+	if (fd < 0)
+		return -errno;
+	ok = write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+	close(fd);
+	return ok ? 0 : -EIO;
+}
+
+/* Returns the reason it cannot run, or NULL with @series filled. */
+static const char *bench_uprobe(struct bench_series *over, unsigned long n)
+{
+	struct find_off f = { (uintptr_t)bp_target, -1 };
+	const char *dir = tracefs();
+	char exe[512], ev[700];
+	ssize_t l;
+
+	if (!dir)
+		return geteuid() ? "needs root for tracefs uprobe_events"
+				 : "tracefs uprobe_events not available";
+	dl_iterate_phdr(find_off_cb, &f);
+	l = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (f.off < 0 || l <= 0)
+		return "cannot find the function's file offset";
+	exe[l] = 0;
+	snprintf(ev, sizeof(ev), "p:pkbench/bp_target %s:0x%lx\n", exe, f.off);
+	write_file(dir, "uprobe_events", "-:pkbench/bp_target\n", 1);
+	if (write_file(dir, "uprobe_events", ev, 1))
+		return "writing uprobe_events failed";
+	if (write_file(dir, "events/pkbench/bp_target/enable", "1", 0)) {
+		write_file(dir, "uprobe_events", "-:pkbench/bp_target\n", 1);
+		return "enabling the uprobe failed";
+	}
+	for (int r = 0; r < bench_opts.runs; r++) {
+		double probed, plain;
+
+		write_file(dir, "events/pkbench/bp_target/enable", "1", 0);
+		probed = loop_ns(n);
+		write_file(dir, "events/pkbench/bp_target/enable", "0", 0);
+		plain = loop_ns(n);
+		bench_add(over, probed - plain);
+	}
+	write_file(dir, "events/pkbench/bp_target/enable", "0", 0);
+	write_file(dir, "uprobe_events", "-:pkbench/bp_target\n", 1);
+	return NULL;
+}
+
+/* ---------------------------------------------------------------- main */
+
+static double ms_since(double t0)
+{
+	return (bench_now_ns() - t0) / 1e6;
+}
+
+int main(int argc, char **argv)
+{
+	struct bench_series entry = { 0 }, th[4] = { 0 }, ratio64 = { 0 },
+			    bytes = { 0 }, up = { 0 }, up_ratio = { 0 };
+	static const int tcount[4] = { 1, 2, 8, 64 };
+	unsigned long n, tn;
+	struct pk_probe *p;
+	struct pk_probe_info info = { .sz = sizeof(info) };
+	const char *why;
+
+	bench_init(argc, argv);
+	n = bench_opts.quick ? 2000000 : 20000000;
+	tn = bench_opts.quick ? 100000 : 1000000;
+	printf("bench_probe: entry probes (empty pre-handler) on a noinline function\n");
+
+	p = make_probe((void *)bp_target);
+	for (int r = 0; r < bench_opts.runs; r++) {
+		double plain = loop_ns(n), probed;
+
+		must(pk_probe_register(&p, 1), "register");
+		probed = loop_ns(n);
+		must(pk_probe_unregister(&p, 1), "unregister");
+		bench_add(&entry, probed - plain);
+	}
+	pk_probe_get_info(p, &info);
+	bench_add(&bytes, (double)info.bytes);
+	bench_report("probe", "entry", "ns_overhead", "ns", &entry);
+	bench_report("probe", "entry", "bytes_per_probe", "B", &bytes);
+
+	for (int r = 0; r < bench_opts.runs; r++) {
+		double o1 = 0;
+
+		for (int k = 0; k < 4; k++) {
+			double plain = threads_ns(tcount[k], tn), probed, o;
+
+			must(pk_probe_register(&p, 1), "register");
+			probed = threads_ns(tcount[k], tn);
+			must(pk_probe_unregister(&p, 1), "unregister");
+			o = probed - plain;
+			bench_add(&th[k], o);
+			if (k == 0)
+				o1 = o;
+			else if (k == 3 && o1 > 0)
+				bench_add(&ratio64, o / o1);
+		}
+	}
+	for (int k = 0; k < 4; k++) {
+		char cas[32];
+
+		snprintf(cas, sizeof(cas), "entry,threads=%d", tcount[k]);
+		bench_report("probe", cas, "ns_overhead", "ns", &th[k]);
+	}
+	bench_report("probe", "entry,threads=64", "ratio_vs_1_thread", "x", &ratio64);
+
+	why = bench_uprobe(&up, bench_opts.quick ? 5000 : 100000);
+	if (why) {
+		bench_skip("probe", "uprobe", "ns_overhead", why);
+		bench_skip("probe", "entry", "ratio_uprobe_vs_probekit", why);
+	} else {
+		double e = bench_median(&entry);
+
+		bench_report("probe", "uprobe", "ns_overhead", "ns", &up);
+		for (int i = 0; i < up.n; i++)
+			if (e > 0)
+				bench_add(&up_ratio, up.v[i] / e);
+		bench_report("probe", "entry", "ratio_uprobe_vs_probekit", "x", &up_ratio);
+	}
+	pk_probe_destroy(p);
+
+	/* Arming many probes: one batch vs one commit each. */
+	{
+		static const size_t counts[2] = { 256, PF_N };
+		struct pk_probe **ps = calloc(PF_N, sizeof(*ps));
+
+		for (size_t i = 0; i < PF_N; i++)
+			ps[i] = make_probe((void *)pf_table[i]);
+		for (int k = 0; k < 2; k++) {
+			struct bench_series batch = { 0 }, one = { 0 };
+			size_t cnt = counts[k];
+			int runs = bench_opts.runs > 3 ? 3 : bench_opts.runs;
+			char cas[32];
+
+			if (bench_opts.quick && cnt == PF_N)
+				runs = 1;
+			for (int r = 0; r < runs; r++) {
+				double t0 = bench_now_ns();
+
+				must(pk_probe_register(ps, cnt), "register batch");
+				bench_add(&batch, ms_since(t0));
+				if (pf_table[7](1) != 8)
+					must(-EINVAL, "probed result");
+				must(pk_probe_unregister(ps, cnt), "unregister batch");
+				t0 = bench_now_ns();
+				for (size_t i = 0; i < cnt; i++)
+					must(pk_probe_register(&ps[i], 1), "register one");
+				bench_add(&one, ms_since(t0));
+				must(pk_probe_unregister(ps, cnt), "unregister batch");
+			}
+			snprintf(cas, sizeof(cas), "probes=%zu", cnt);
+			bench_report("probe_arm", cas, "batch_ms", "ms", &batch);
+			bench_report("probe_arm", cas, "one_by_one_ms", "ms", &one);
+		}
+		for (size_t i = 0; i < PF_N; i++)
+			pk_probe_destroy(ps[i]);
+		free(ps);
+	}
+	return 0;
+}
