@@ -767,6 +767,7 @@ struct pk_fault_stats {
 	uint64_t faults;	/* faults a range handler claimed */
 	uint64_t traps;		/* traps a trap entry claimed */
 	uint64_t die_claimed;	/* signals a die handler claimed */
+	uint64_t watch_hits;	/* watchpoint hits reported */
 };
 
 /**
@@ -777,6 +778,57 @@ struct pk_fault_stats {
  * Return: 0, or -EINVAL.
  */
 PK_API int pk_fault_stats(struct pk_fault_stats *st);
+/*
+ * Memory watchpoints, on the CPU's data breakpoints (perf_event_open with
+ * sigtrap, Linux >= 5.13; 4 at a time on x86). Every thread of the process
+ * is watched, including threads they create later; a child of fork() is
+ * not. The handler runs on the thread that made the access, right after
+ * it, inside a signal handler (async-signal-safe calls only).
+ */
+
+#define PK_WATCH_WRITE 0x2u	/* writes */
+#define PK_WATCH_READ 0x1u	/* reads; on x86 also writes (no read-only
+				 * breakpoints) */
+
+struct pk_watch_hit {
+	void *addr;		/* the watched address */
+	size_t len;
+	unsigned int access;	/* PK_ACCESS_WRITE if the value changed, else 0 */
+	uint64_t old_value;	/* the value before (as of the previous hit) */
+	uint64_t new_value;	/* the value now */
+	void *ucontext;		/* ucontext_t *: registers after the access */
+};
+
+typedef void (*pk_watch_fn)(const struct pk_watch_hit *hit, void *ctx);
+
+struct pk_watch;
+
+/**
+ * pk_watch_add() - call @fn after every access of kind @access to @addr
+ * @addr: the watched bytes, aligned to @len
+ * @len: 1, 2, 4 or 8
+ * @access: PK_WATCH_WRITE, PK_WATCH_READ or both
+ * @fn, @ctx: the handler and its argument
+ * @out: receives the watchpoint
+ *
+ * Context: any thread, may block; not from a chain callback or signal handler.
+ * Return: 0, or -EINVAL (bad argument), -EBUSY (no breakpoint register
+ * left), -ENOTSUP (no hardware breakpoints here: no PMU, a kernel without
+ * sigtrap), -EPERM (perf_event_open refused by policy), -EDEADLK, -ENOMEM;
+ * on failure nothing changed.
+ */
+PK_API int pk_watch_add(void *addr, size_t len, unsigned int access,
+			pk_watch_fn fn, void *ctx, struct pk_watch **out);
+
+/**
+ * pk_watch_remove() - stop watching; no handler of @w runs once it returns
+ * @w: from pk_watch_add()
+ *
+ * Context: any thread, may block; not from a chain callback or signal handler.
+ * Return: 0, or -EINVAL, -ENOENT (already removed), -EDEADLK.
+ */
+PK_API int pk_watch_remove(struct pk_watch *w);
+
 /* ---------------------------------------------------------------- probe */
 
 /*

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* fault.c - the fault layer: trap chain by address, fault chain by address range, die chain. */
+/* fault.c - the fault layer: trap chain by address, fault chain by address range, die chain, watchpoints. */
 
 /*
  * Design
@@ -63,6 +63,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <dirent.h>
+#include <linux/hw_breakpoint.h>
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
+
 #include "arch/arch.h"
 #include "internal.h"
 #include "sig/sig.h"
@@ -97,6 +102,109 @@ static __thread unsigned int fault_depth
 	__attribute__((tls_model("initial-exec")));
 
 static struct pk_fault_stats stats;	/* atomic counters */
+
+/*
+ * Watchpoints (pk_watch_*)
+ * ========================
+ *
+ * A watchpoint is one perf breakpoint event per thread of the process:
+ * pk_watch_add() opens one on the calling thread, then on every thread in
+ * /proc/self/task, listing again until a listing finds no thread without
+ * one. Each event has inherit + inherit_thread set, so threads that a
+ * watched thread creates later are watched too (threads of fork()ed
+ * children are not: the events are per process image, and remove_on_exec,
+ * which sigtrap requires, drops them at exec).
+ *
+ * A hit is a synchronous SIGTRAP with si_code TRAP_PERF and the event's
+ * sig_data in si_perf_data, on the thread that made the access, after the
+ * access (x86 data breakpoints trap after the instruction). sig_data carries
+ * WATCH_MAGIC and the slot, so the fault hook (fault.c) finds the slot
+ * without a search and never mistakes the program's own perf signals for
+ * ours. x86 has no read-only data breakpoint: PK_WATCH_READ watches reads
+ * and writes.
+ *
+ * For writes the handler sees the old value (a shadow copy, updated at
+ * every hit) and the new one. Two threads hitting at once may both see the
+ * same old value; the new value is always what memory held at the trap.
+ *
+ * Slots are static (x86 has 4 debug registers); a slot's fields are set
+ * before it is published (release) and read by the handler inside the
+ * fault layer's read side, so pk_watch_remove() unpublishes, closes the
+ * events, waits one grace period and only then frees the slot.
+ *
+ * Where perf breakpoints are unavailable (no PMU in a VM, perf_event_paranoid
+ * too strict, a kernel older than 5.13 without sigtrap), pk_watch_add() says
+ * -ENOTSUP or -EPERM; the page-protection mechanism is not written yet.
+ */
+
+#define WATCH_SLOTS 4
+#ifndef TRAP_PERF
+#define TRAP_PERF 6	/* <asm-generic/siginfo.h>; glibc 2.36 lacks it */
+#endif
+#define WATCH_MAGIC 0x706b7761ul	/* "pkwa" */
+
+struct pk_watch {
+	uintptr_t addr;
+	size_t len;
+	unsigned int access;
+	pk_watch_fn fn;
+	void *ctx;
+	uint64_t shadow;	/* last value seen (atomic) */
+	int active;		/* atomic: published */
+	int *fds;		/* one event per thread */
+	size_t nfds, capfds;
+	pid_t *tids;
+};
+
+static struct pk_watch watches[WATCH_SLOTS];	/* guarded by fault_lock */
+static size_t n_watch;
+
+PK_NOPROBE static uint64_t watch_read(uintptr_t addr, size_t len)
+{
+	switch (len) {
+	case 1:
+		return __atomic_load_n((uint8_t *)addr, __ATOMIC_RELAXED);
+	case 2:
+		return __atomic_load_n((uint16_t *)addr, __ATOMIC_RELAXED);
+	case 4:
+		return __atomic_load_n((uint32_t *)addr, __ATOMIC_RELAXED);
+	default:
+		return __atomic_load_n((uint64_t *)addr, __ATOMIC_RELAXED);
+	}
+}
+
+/*
+ * A TRAP_PERF SIGTRAP: ours when its data carries WATCH_MAGIC (then claimed
+ * even if the slot went away meanwhile: the event was ours).
+ * si_perf_data follows si_addr in the kernel's siginfo (glibc 2.36 does
+ * not name it).
+ */
+PK_NOPROBE static int watch_hit(siginfo_t *si, ucontext_t *uc)
+{
+	unsigned long data = *(unsigned long *)((char *)&si->si_addr +
+						sizeof(void *));
+	unsigned int idx = __atomic_load_n(&phase, __ATOMIC_RELAXED) & 1;
+	struct pk_watch *w;
+	struct pk_watch_hit h;
+
+	if ((data >> 8) != WATCH_MAGIC || (data & 0xff) >= WATCH_SLOTS)
+		return 0;
+	w = &watches[data & 0xff];
+	__atomic_add_fetch(&readers[idx], 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&w->active, __ATOMIC_SEQ_CST)) {
+		h.addr = (void *)w->addr;
+		h.len = w->len;
+		h.new_value = watch_read(w->addr, w->len);
+		h.old_value = __atomic_exchange_n(&w->shadow, h.new_value,
+						  __ATOMIC_RELAXED);
+		h.access = h.new_value != h.old_value ? PK_ACCESS_WRITE : 0;
+		h.ucontext = uc;
+		w->fn(&h, w->ctx);
+		__atomic_add_fetch(&stats.watch_hits, 1, __ATOMIC_RELAXED);
+	}
+	__atomic_sub_fetch(&readers[idx], 1, __ATOMIC_RELEASE);
+	return 1;
+}
 
 /* ------------------------------------------------------------ signal path */
 
@@ -180,6 +288,10 @@ PK_NOPROBE static int fault_hook(int sig, siginfo_t *si, ucontext_t *uc)
 		}
 		break;
 	case SIGTRAP:
+		if (si->si_code == TRAP_PERF && watch_hit(si, uc)) {
+			ret = 1;
+			goto out;
+		}
 		if (si->si_code != SI_KERNEL)	/* not an int3 */
 			break;
 		f.addr = (void *)(g[REG_RIP] - PK_ARCH_TRAP_LEN);
@@ -263,7 +375,7 @@ static void tab_replace(struct tab **tabp, struct tab *t)
 static int update_hooks(void)
 {
 	int need_fault = (ranges && ranges->n) || n_die;
-	int need_trap = (traps && traps->n) || n_die;
+	int need_trap = (traps && traps->n) || n_die || n_watch;
 	int err = 0, e;
 
 	pk_assert_held(&fault_lock);
@@ -468,6 +580,193 @@ int pk_die_unregister(struct pk_notifier *nb)
 	return err;
 }
 
+static int watch_open(struct pk_watch *w, unsigned int slot, pid_t tid)
+{
+	struct perf_event_attr a;
+	int fd;
+
+	memset(&a, 0, sizeof(a));
+	a.type = PERF_TYPE_BREAKPOINT;
+	a.size = sizeof(a);
+	a.bp_type = w->access & PK_WATCH_READ ? HW_BREAKPOINT_RW
+					       : HW_BREAKPOINT_W;
+	a.bp_addr = w->addr;
+	a.bp_len = w->len;
+	a.sample_period = 1;
+	a.sigtrap = 1;
+	a.remove_on_exec = 1;
+	a.inherit = 1;
+	a.inherit_thread = 1;
+	a.exclude_kernel = 1;
+	a.exclude_hv = 1;
+	a.sig_data = (WATCH_MAGIC << 8) | slot;
+	fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1,
+			  PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (w->nfds == w->capfds) {
+		size_t cap = w->capfds ? 2 * w->capfds : 16;
+		int *f = realloc(w->fds, cap * sizeof(*f));
+		pid_t *t = f ? realloc(w->tids, cap * sizeof(*t)) : NULL;
+
+		if (f)
+			w->fds = f;
+		if (!t) {
+			close(fd);
+			return -ENOMEM;
+		}
+		w->tids = t;
+		w->capfds = cap;
+	}
+	w->fds[w->nfds] = fd;
+	w->tids[w->nfds++] = tid;
+	return 0;
+}
+
+static int watch_has(const struct pk_watch *w, pid_t tid)
+{
+	for (size_t i = 0; i < w->nfds; i++)
+		if (w->tids[i] == tid)
+			return 1;
+	return 0;
+}
+
+/* Open an event on every thread; list again until nothing is new. */
+static int watch_open_all(struct pk_watch *w, unsigned int slot)
+{
+	int err = watch_open(w, slot, pk_gettid()), added;
+
+	while (!err) {
+		DIR *d = opendir("/proc/self/task");
+		struct dirent *de;
+
+		if (!d)
+			return -errno;
+		added = 0;
+		while (!err && (de = readdir(d))) {
+			pid_t tid = (pid_t)atoi(de->d_name);
+
+			if (tid <= 0 || watch_has(w, tid))
+				continue;
+			err = watch_open(w, slot, tid);
+			if (err == -ESRCH)	/* exited meanwhile */
+				err = 0;
+			else
+				added++;
+		}
+		closedir(d);
+		if (!added)
+			break;
+	}
+	return err;
+}
+
+static void watch_close_all(struct pk_watch *w)
+{
+	for (size_t i = 0; i < w->nfds; i++)
+		close(w->fds[i]);
+	free(w->fds);
+	free(w->tids);
+	w->fds = NULL;
+	w->tids = NULL;
+	w->nfds = w->capfds = 0;
+}
+
+static int watch_errno(int err)
+{
+	switch (err) {
+	case -ENOSPC:
+		return -EBUSY;		/* no debug register left */
+	case -EACCES:
+	case -EPERM:
+		return -EPERM;		/* perf_event_paranoid, seccomp */
+	case -ENOMEM:
+	case -EBUSY:
+		return err;
+	default:
+		return -ENOTSUP;	/* no breakpoint PMU, no sigtrap */
+	}
+}
+
+int pk_watch_add(void *addr, size_t len, unsigned int access, pk_watch_fn fn,
+		 void *ctx, struct pk_watch **out)
+{
+	uintptr_t a = (uintptr_t)addr;
+	struct pk_watch *w = NULL;
+	unsigned int slot;
+	int err;
+
+	if (!out || !addr || !fn || (len != 1 && len != 2 && len != 4 &&
+				     len != 8) || (a & (len - 1)) ||
+	    !(access & (PK_WATCH_READ | PK_WATCH_WRITE)) ||
+	    (access & ~(PK_WATCH_READ | PK_WATCH_WRITE)))
+		return -EINVAL;
+	err = writer_lock();
+	if (err)
+		return err;
+	for (slot = 0; slot < WATCH_SLOTS; slot++)
+		if (!watches[slot].fn) {
+			w = &watches[slot];
+			break;
+		}
+	if (!w) {
+		err = -EBUSY;
+		goto out;
+	}
+	w->addr = a;
+	w->len = len;
+	w->access = access;
+	w->fn = fn;
+	w->ctx = ctx;
+	w->shadow = watch_read(a, len);
+	n_watch++;
+	err = update_hooks();
+	/* Published before the first event can fire. */
+	__atomic_store_n(&w->active, 1, __ATOMIC_SEQ_CST);
+	if (!err)
+		err = watch_open_all(w, slot);
+	if (err) {
+		__atomic_store_n(&w->active, 0, __ATOMIC_SEQ_CST);
+		watch_close_all(w);
+		wait_readers();
+		w->fn = NULL;
+		n_watch--;
+		update_hooks();
+		pk_dbg("watch: %p+%zu: perf breakpoint: %s", addr, len,
+		       strerror(-err));
+		err = watch_errno(err);
+		goto out;
+	}
+	*out = w;
+out:
+	pthread_mutex_unlock(&fault_lock);
+	return err;
+}
+
+int pk_watch_remove(struct pk_watch *w)
+{
+	int err;
+
+	if (!w || w < watches || w >= watches + WATCH_SLOTS)
+		return -EINVAL;
+	err = writer_lock();
+	if (err)
+		return err;
+	if (!w->fn) {
+		err = -ENOENT;
+		goto out;
+	}
+	__atomic_store_n(&w->active, 0, __ATOMIC_SEQ_CST);
+	watch_close_all(w);
+	wait_readers();
+	w->fn = NULL;
+	n_watch--;
+	update_hooks();
+out:
+	pthread_mutex_unlock(&fault_lock);
+	return err;
+}
+
 int pk_fault_stats(struct pk_fault_stats *st)
 {
 	struct pk_fault_stats cur;
@@ -479,6 +778,7 @@ int pk_fault_stats(struct pk_fault_stats *st)
 	cur.faults = __atomic_load_n(&stats.faults, __ATOMIC_RELAXED);
 	cur.traps = __atomic_load_n(&stats.traps, __ATOMIC_RELAXED);
 	cur.die_claimed = __atomic_load_n(&stats.die_claimed, __ATOMIC_RELAXED);
+	cur.watch_hits = __atomic_load_n(&stats.watch_hits, __ATOMIC_RELAXED);
 	memcpy(st, &cur, cur.sz);
 	return 0;
 }
