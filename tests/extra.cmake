@@ -100,3 +100,9 @@ foreach(name test_probe_basic stress_probe)
   endif()
 endforeach()
 # ---- end probe ----
+
+# ---- probe: test_probe_zlib reads the copy's .dynsym with libelf ----
+if(TARGET test_probe_zlib)
+  target_link_libraries(test_probe_zlib PRIVATE PkgConfig::LIBELF)
+endif()
+# ---- end probe ----

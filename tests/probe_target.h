@@ -10,6 +10,9 @@ long pt_asm_loop(long n);
 long pt_asm_rip(long a);
 long pt_asm_endbr(long a, long b);
 void pt_asm_short(void);
+long pt_asm_jcc(long a);
+long pt_asm_call(long a);
+long pt_asm_icall(long a, void (*f)(void));
 
 static inline long pt_sum6_ref(long a, long b, long c, long d, long e, long f)
 {

@@ -39,7 +39,8 @@ static void *caller(void *arg)
 		if (pt_sum6(a, b, 1, 2, 3, 4) != pt_sum6_ref(a, b, 1, 2, 3, 4) ||
 		    exe_mix(a, b) != a * 7 - b ||
 		    pt_asm_endbr(a, b) != a + b ||
-		    pt_fmix(2.0, 0.5, b) != 1.0 + (double)b)
+		    pt_fmix(2.0, 0.5, b) != 1.0 + (double)b ||
+		    pt_asm_jcc(b) != (b ? b + 1 : -1) || pt_asm_rip(b) != 100 + b)
 			__atomic_add_fetch(&wrong, 1, __ATOMIC_RELAXED);
 		i++;
 	}
@@ -50,13 +51,14 @@ static void *caller(void *arg)
 int main(void)
 {
 	static const char *const syms[] = { "pt_sum6", "exe_mix", "pt_asm_endbr",
-					    "pt_fmix", "pt_sum6" };
-	struct pk_probe *p[5] = { 0 };
+					    "pt_fmix", "pt_sum6", "pt_asm_jcc",
+					    "pt_asm_rip" };
+	struct pk_probe *p[7] = { 0 };
 	pthread_t th[NTHREADS];
 	double end = t_now() + t_stress_seconds(2);
 	unsigned long rounds = 0, total = 0;
 
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < 7; i++) {
 		PK_OPTS(pk_probe_opts, o, .symbol = syms[i], .pre = count);
 
 		if (!ASSERT_OK(pk_probe_create(&o, &p[i]), syms[i]))
@@ -66,15 +68,17 @@ int main(void)
 		pthread_create(&th[i], NULL, caller, (void *)i);
 	while (t_now() < end) {
 		/* All five in one batch, then in two halves out of order. */
-		if (!ASSERT_OK(pk_probe_register(p, 5), "register all"))
+		if (!ASSERT_OK(pk_probe_register(p, 7), "register all"))
 			break;
-		if (!ASSERT_OK(pk_probe_unregister(p, 5), "unregister all"))
+		if (!ASSERT_OK(pk_probe_unregister(p, 7), "unregister all"))
 			break;
 		if (!ASSERT_OK(pk_probe_register(p + 2, 3), "register 3") ||
 		    !ASSERT_OK(pk_probe_register(p, 2), "register 2") ||
 		    !ASSERT_OK(pk_probe_unregister(p + 1, 3), "unregister 3") ||
 		    !ASSERT_OK(pk_probe_unregister(p, 1), "unregister 1") ||
-		    !ASSERT_OK(pk_probe_unregister(p + 4, 1), "unregister 1"))
+		    !ASSERT_OK(pk_probe_unregister(p + 4, 1), "unregister 1") ||
+		    !ASSERT_OK(pk_probe_register(p + 5, 2), "register rip+jcc") ||
+		    !ASSERT_OK(pk_probe_unregister(p + 5, 2), "unregister rip+jcc"))
 			break;
 		rounds++;
 	}
@@ -88,7 +92,7 @@ int main(void)
 	ASSERT_EQ(wrong, 0, "wrong results while probes came and went");
 	ASSERT_GE(rounds, 1, "rounds");
 	ASSERT_GE(total, 1, "calls");
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 7; i++)
 		pk_probe_destroy(p[i]);
 	return t_exit();
 }

@@ -204,6 +204,25 @@ static void test_shared_and_regs(void)
 		ASSERT_EQ(s.hits, 1, "endbr hit");
 		ASSERT_MEM_EQ((void *)pt_asm_endbr, "\xf3\x0f\x1e\xfa", 4, "endbr64 in place");
 	}
+	/* PC-relative displaced instructions move: [rip+x] and a widened jz. */
+	{
+		struct seen rs = { 0 };
+		struct pk_probe *pr[2] = { 0 };
+
+		if (ASSERT_OK(attach("pt_asm_rip", NULL, record, &rs, &pr[0]), "rip probe") &&
+		    ASSERT_OK(attach("pt_asm_jcc", NULL, record, &rs, &pr[1]), "jcc probe") &&
+		    ASSERT_OK(pk_probe_register(pr, 2), "register rip+jcc")) {
+			ASSERT_EQ(pt_asm_rip(5), 105, "[rip+x] load from the trampoline");
+			ASSERT_EQ(pt_asm_jcc(0), -1, "jz taken from the trampoline");
+			ASSERT_EQ(pt_asm_jcc(41), 42, "jz not taken");
+			ASSERT_EQ(rs.hits, 3, "hits");
+			ASSERT_OK(pk_probe_unregister(pr, 2), "unregister rip+jcc");
+			ASSERT_EQ(pt_asm_rip(5), 105, "restored");
+			ASSERT_EQ(pt_asm_jcc(0), -1, "restored jcc");
+		}
+		pk_probe_destroy(pr[0]);
+		pk_probe_destroy(pr[1]);
+	}
 out:
 	pk_probe_destroy(a);
 	pk_probe_destroy(b);
@@ -229,8 +248,10 @@ static void test_refusals(void)
 		  "shorter than a jmp: int3 probe needed");
 	ASSERT_EQ(attach("pt_asm_loop", NULL, record, NULL, &p), -ENOTSUP,
 		  "a branch lands in the displaced bytes");
-	ASSERT_EQ(attach("pt_asm_rip", NULL, record, NULL, &p), -ENOTSUP,
-		  "PC-relative displaced instruction");
+	ASSERT_EQ(attach("pt_asm_call", NULL, record, NULL, &p), -ENOTSUP,
+		  "displaced call (would return into the trampoline)");
+	ASSERT_EQ(attach("pt_asm_icall", NULL, record, NULL, &p), -ENOTSUP,
+		  "displaced indirect call");
 	ASSERT_EQ(attach(NULL, (char *)exe_mix + 1, record, NULL, &p), -EINVAL,
 		  "not a function's start");
 	ASSERT_EQ(attach(NULL, &t_passed, record, NULL, &p), -EINVAL,

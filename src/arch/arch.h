@@ -19,6 +19,7 @@ enum pk_insn_kind {
 };
 
 #define PK_INSN_F_INDIRECT_JMP 0x1	/* jmp through a register or memory */
+#define PK_INSN_F_CALL 0x2		/* any call: it pushes its own address */
 
 struct pk_insn {
 	uint8_t len;

@@ -777,10 +777,16 @@ static int plan(struct pk_probe *p, const char *what)
 				return -EINVAL;
 			}
 		}
-		if (in.kind != PK_INSN_PLAIN && in.kind != PK_INSN_NOP) {
-			pk_err("probe: %s: displaced instruction at +%zu is "
-			       "PC-relative or a trap; jump probes over such code "
-			       "are not supported yet", what, (size_t)(at - fn.start));
+		/*
+		 * A call would return into the slot, where no sweep can see
+		 * the thread (its ip is in the callee); int3 cannot be moved.
+		 * RIP-relative operands, jmp and jcc move (pk_arch_relocate).
+		 */
+		if ((in.flags & PK_INSN_F_CALL) || in.kind == PK_INSN_TRAP) {
+			pk_err("probe: %s: displaced instruction at +%zu is a %s; "
+			       "that needs an int3 probe, not there yet", what,
+			       (size_t)(at - fn.start),
+			       (in.flags & PK_INSN_F_CALL) ? "call" : "trap");
 			return -ENOTSUP;
 		}
 		off += in.len;
@@ -1131,8 +1137,10 @@ int pk_probe_unregister(struct pk_probe *const *probes, size_t n)
 			uint8_t ab[PK_TEXT_MAX];
 
 			armed_bytes(t, ab);
-			err = pk_batch_add(b, (void *)t->addr, t->old, t->len, ab,
-					   PK_TEXT_F_MERGE);
+			/* A thread trapping meanwhile runs the slot's copy. */
+			err = pk_batch_add_via(b, (void *)t->addr, t->old, t->len,
+					       ab, PK_TEXT_F_MERGE,
+					       t->slot + SLOT_COPY);
 		}
 		if (err)
 			goto out;

@@ -69,6 +69,7 @@ struct site {
 	uint8_t expect[PK_TEXT_MAX];
 	uint8_t old[PK_TEXT_MAX];	/* read at commit */
 	struct cont to_new, to_old;
+	uintptr_t via;			/* pk_batch_add_via(), or 0 */
 };
 
 struct pk_batch {
@@ -704,6 +705,11 @@ static int validate(struct site *s, const struct maps *ms)
 				return -EINVAL;
 			}
 	s->changed = memcmp(s->old, s->bytes, s->len) != 0;
+	if (s->via) {
+		/* The caller's equivalent of the new bytes (pk_batch_add_via). */
+		s->to_new.kind = CONT_JMP;
+		s->to_new.target = s->via;
+	}
 	if (s->changed && s->to_new.kind == CONT_NONE) {
 		pk_err("text: site %#" PRIxPTR ": a thread trapping there could "
 		       "not be sent through the new bytes (PC-relative code other "
@@ -959,6 +965,17 @@ int pk_batch_add(struct pk_batch *b, void *addr, const void *bytes, size_t len,
 		memcpy(s->expect, expect, len);
 	}
 	return 0;
+}
+
+int pk_batch_add_via(struct pk_batch *b, void *addr, const void *bytes,
+		     size_t len, const void *expect, unsigned int flags,
+		     uintptr_t via)
+{
+	int err = pk_batch_add(b, addr, bytes, len, expect, flags);
+
+	if (!err)
+		b->sites[b->n - 1].via = via;
+	return err;
 }
 
 void pk_batch_set_hook(struct pk_batch *b, int (*fn)(void *), void *arg)

@@ -16,4 +16,17 @@
 PK_HIDDEN void pk_batch_set_hook(struct pk_batch *b, int (*fn)(void *),
 				 void *arg);
 
+/*
+ * pk_batch_add_via() - pk_batch_add(), and a thread that traps on the site
+ * during the commit is sent to @via instead of through the new bytes. @via
+ * must behave exactly as the new bytes would, then continue after the site
+ * (the probe layer passes a trampoline's relocated copy of the bytes it
+ * restores). This lets PC-relative bytes, which the text layer cannot run
+ * out of line, be written.
+ */
+PK_HIDDEN int pk_batch_add_via(struct pk_batch *b, void *addr,
+			       const void *bytes, size_t len,
+			       const void *expect, unsigned int flags,
+			       uintptr_t via);
+
 #endif /* PK_TEXT_TEXT_H */

@@ -47,7 +47,10 @@ __attribute__((visibility("default"))) long (*pt_get_static_mul(void))(long, lon
  *   pt_asm_loop   a loop branches back to +2, inside the first 5 bytes;
  *   pt_asm_rip    starts with a RIP-relative load;
  *   pt_asm_endbr  endbr64, then plain code: probed at +4;
- *   pt_asm_short  a 1-byte ret.
+ *   pt_asm_short  a 1-byte ret;
+ *   pt_asm_jcc    test; jz (rel8, widened when moved): -1 for 0, else a+1;
+ *   pt_asm_call   starts with a call (would return into the trampoline);
+ *   pt_asm_icall  starts with an indirect call through a register.
  */
 __asm__(".text\n"
 	".globl pt_asm_loop\n.type pt_asm_loop,@function\n"
@@ -75,6 +78,31 @@ __asm__(".text\n"
 	".size pt_asm_endbr, .-pt_asm_endbr\n"
 	".globl pt_asm_short\n.type pt_asm_short,@function\n"
 	"pt_asm_short:\n"
+	".Lpt_short:\n"
 	"	ret\n"
 	".size pt_asm_short, .-pt_asm_short\n"
+	".globl pt_asm_jcc\n.type pt_asm_jcc,@function\n"
+	"pt_asm_jcc:\n"
+	"	test %rdi, %rdi\n"
+	"	jz 1f\n"
+	"	lea 1(%rdi), %rax\n"
+	"	ret\n"
+	"1:	mov $-1, %rax\n"
+	"	ret\n"
+	".size pt_asm_jcc, .-pt_asm_jcc\n"
+	".globl pt_asm_call\n.type pt_asm_call,@function\n"
+	"pt_asm_call:\n"
+	"	call .Lpt_short\n"
+	"	mov %rdi, %rax\n"
+	"	ret\n"
+	".size pt_asm_call, .-pt_asm_call\n"
+	".globl pt_asm_icall\n.type pt_asm_icall,@function\n"
+	"pt_asm_icall:\n"
+	"	call *%rsi\n"
+	"	mov %rdi, %rax\n"
+	"	nop\n"
+	"	nop\n"
+	"	nop\n"
+	"	ret\n"
+	".size pt_asm_icall, .-pt_asm_icall\n"
 	".data\n.balign 8\npt_asm_data: .quad 100\n.text\n");

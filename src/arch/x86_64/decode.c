@@ -24,6 +24,8 @@ int pk_arch_decode(const void *code, size_t avail, uint64_t runtime,
 
 	memset(out, 0, sizeof(*out));
 	out->len = insn.length;
+	if (insn.mnemonic == ZYDIS_MNEMONIC_CALL)
+		out->flags |= PK_INSN_F_CALL;
 	if (insn.meta.category == ZYDIS_CATEGORY_NOP ||
 	    insn.meta.category == ZYDIS_CATEGORY_WIDENOP) {
 		out->kind = PK_INSN_NOP;
