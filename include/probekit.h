@@ -847,19 +847,22 @@ PK_API int pk_watch_remove(struct pk_watch *w);
  *   - its displaced instructions (the first >= 5 bytes) run past the
  *     function's end (functions shorter than a jmp);
  *   - a branch anywhere in the function lands inside them after their first
- *     byte;
- *   - one of them cannot be relocated, or is PC-relative (RIP-relative
- *     operand, jmp, jcc, call): moving those is done by pk_arch_relocate()
- *     and tested, but removing such a probe needs a trapping thread to be
- *     sent through the restored bytes, which the text layer cannot yet do.
+ *     byte, or the function has an indirect jmp (a jump table could);
+ *   - one of them is a call (it would return into the trampoline, where a
+ *     thread cannot be tracked) or an int3;
+ *   - one of them cannot be relocated (loop, jrcxz, prefixed branches; see
+ *     pk_arch_relocate()). RIP-relative operands, jmp and jcc do move.
  *
  * Handlers. A pre-handler runs on the thread that called the probed function,
  * before its first instruction (after endbr64), with the registers in a
  * struct pk_regs. It may change the argument registers (rdi, rsi, rdx, rcx,
  * r8, r9, rax) and the callee-saved ones; the change is seen by the function.
- * Changes to rsp and ip are ignored. Saved and restored around handlers: all
- * general-purpose registers, the flags, and xmm0-xmm7 (the vector argument
- * registers). Not saved: ymm/zmm upper halves, x87 and MXCSR state, so a
+ * Changes to rsp, ip and flags are ignored. Saved and restored around
+ * handlers: all general-purpose registers and xmm0-xmm7 (the vector argument
+ * registers). The flags are saved (regs->flags) but not restored: at a
+ * function's entry no flag is live (SysV ABI; DF is clear there and after
+ * any handler), and popf would cost more than the rest of the trampoline.
+ * Not saved: ymm/zmm upper halves, x87 and MXCSR state, so a
  * handler must not use AVX (compile it without -mavx) nor change the FPU
  * control words. A handler must be async-signal-safe if the probed function
  * can run in a signal handler. A probe hit while this thread is already in a
