@@ -35,9 +35,14 @@
  *   userfault/libsigsegv    ratio_probekit_vs_libsigsegv  nothing_registered
  *                                               / libsigsegv, same run
  *   watch/write             ns_per_hit          a write to a watched 8-byte
- *                                               variable (hardware
- *                                               breakpoint) with an empty
+ *                                               variable with an empty
  *                                               handler, minus a plain write
+ *                                               (hardware breakpoint where
+ *                                               available)
+ *   watch/write,page        ns_per_hit          the same, page protection +
+ *                                               single step (PROBEKIT_WATCH=page)
+ *   watch/unwatched_write,page  ns_per_access   a write to another byte of
+ *                                               the watched page
  *
  * Userfault cases run each in a child of their own (a clean signal state),
  * interleaved within every run; each child keeps its fastest of 5 rounds.
@@ -382,7 +387,10 @@ static void bench_userfault(void)
 
 /* ---------------------------------------------------------- watch */
 
-static volatile uint64_t watched __attribute__((aligned(8)));
+/* The watched variable and a neighbour on its page (page mechanism). */
+static volatile uint64_t wpage_vars[512] __attribute__((aligned(4096)));
+#define watched wpage_vars[0]
+#define neighbour wpage_vars[64]
 static volatile unsigned long watch_hits;
 
 static void on_watch(const struct pk_watch_hit *h, void *ctx)
@@ -392,47 +400,61 @@ static void on_watch(const struct pk_watch_hit *h, void *ctx)
 	watch_hits++;
 }
 
-__attribute__((noinline)) static double write_loop(long n)
+__attribute__((noinline)) static double write_loop(volatile uint64_t *v,
+						   long n)
 {
 	double t0 = bench_now_ns();
 
 	for (long i = 0; i < n; i++)
-		watched = (uint64_t)i;
+		*v = (uint64_t)i;
 	return (bench_now_ns() - t0) / n;
 }
 
-static void bench_watch(void)
+/* One watch case: @page forces page protection; @other writes elsewhere. */
+static void watch_case(const char *cas, const char *metric, int page_mech,
+		       int other)
 {
 	long n = bench_opts.quick ? 200 : 2000;
+	volatile uint64_t *v = other ? &neighbour : &watched;
 	struct bench_series s = { 0 };
 	struct pk_watch *w;
 	int err;
 
+	if (page_mech)
+		setenv("PROBEKIT_WATCH", "page", 1);
 	for (int r = 0; r < bench_opts.runs; r++) {
-		double plain = write_loop(n), hit;
+		double plain = write_loop(v, n), hit;
 
 		err = pk_watch_add((void *)&watched, 8, PK_WATCH_WRITE,
 				   on_watch, NULL, &w);
 		if (err) {
 			char why[96];
 
-			snprintf(why, sizeof(why),
-				 "pk_watch_add: %s (no hardware breakpoints)",
+			snprintf(why, sizeof(why), "pk_watch_add: %s",
 				 strerror(-err));
-			bench_skip("watch", "write", "ns_per_hit", why);
-			return;
+			bench_skip("watch", cas, metric, why);
+			goto out;
 		}
 		watch_hits = 0;
-		hit = write_loop(n);
+		hit = write_loop(v, n);
 		pk_watch_remove(w);
-		if (watch_hits != (unsigned long)n) {
-			bench_skip("watch", "write", "ns_per_hit",
-				   "hits lost: watchpoint not hit on every write");
-			return;
+		if (watch_hits != (other ? 0ul : (unsigned long)n)) {
+			bench_skip("watch", cas, metric,
+				   "wrong number of hits reported");
+			goto out;
 		}
 		bench_add(&s, hit - plain);
 	}
-	bench_report("watch", "write", "ns_per_hit", "ns", &s);
+	bench_report("watch", cas, metric, "ns", &s);
+out:
+	unsetenv("PROBEKIT_WATCH");
+}
+
+static void bench_watch(void)
+{
+	watch_case("write", "ns_per_hit", 0, 0);
+	watch_case("write,page", "ns_per_hit", 1, 0);
+	watch_case("unwatched_write,page", "ns_per_access", 1, 1);
 }
 
 int main(int argc, char **argv)

@@ -784,6 +784,12 @@ PK_API int pk_fault_stats(struct pk_fault_stats *st);
  * is watched, including threads they create later; a child of fork() is
  * not. The handler runs on the thread that made the access, right after
  * it, inside a signal handler (async-signal-safe calls only).
+ *
+ * Where hardware breakpoints are not available (or PROBEKIT_WATCH=page),
+ * the watched page is protected instead and the faulting instruction
+ * single-stepped: slower, the bytes must be in writable memory and in one
+ * page, and a hit racing with another thread's access to the same page can
+ * go unreported (see src/fault/fault.c).
  */
 
 #define PK_WATCH_WRITE 0x2u	/* writes */
@@ -812,10 +818,10 @@ struct pk_watch;
  * @out: receives the watchpoint
  *
  * Context: any thread, may block; not from a chain callback or signal handler.
- * Return: 0, or -EINVAL (bad argument), -EBUSY (no breakpoint register
- * left), -ENOTSUP (no hardware breakpoints here: no PMU, a kernel without
- * sigtrap), -EPERM (perf_event_open refused by policy), -EDEADLK, -ENOMEM;
- * on failure nothing changed.
+ * Return: 0, or -EINVAL (bad argument; for the page mechanism also memory
+ * that is not writable or a range across pages), -EBUSY (16 watchpoints
+ * already), -EEXIST (page mechanism: the page lies in a range registered
+ * with pk_fault_register()), -EDEADLK, -ENOMEM; on failure nothing changed.
  */
 PK_API int pk_watch_add(void *addr, size_t len, unsigned int access,
 			pk_watch_fn fn, void *ctx, struct pk_watch **out);

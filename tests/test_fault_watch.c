@@ -43,6 +43,49 @@ static void *late(void *arg)
 	return NULL;
 }
 
+/* Two threads write at once: nothing crashes, hits are real writes. */
+static volatile int race_stop;
+
+static void *racer(void *arg)
+{
+	uint64_t base = (uint64_t)(uintptr_t)arg;
+
+	for (uint64_t i = 0; i < 2000 && !race_stop; i++)
+		target = base + i;
+	return NULL;
+}
+
+static volatile int race_bad;
+
+static void on_race(const struct pk_watch_hit *h, void *ctx)
+{
+	(void)ctx;
+	if (h->new_value >= 2 * 100000 + 2000 || h->new_value < 100000)
+		race_bad++;
+	__atomic_add_fetch(&hits, 1, __ATOMIC_RELAXED);
+}
+
+static void test_race(void)
+{
+	struct pk_watch *w;
+	pthread_t a, b;
+
+	target = 100000;
+	hits = 0;
+	if (!ASSERT_OK(pk_watch_add((void *)&target, 8, PK_WATCH_WRITE,
+				    on_race, NULL, &w), "watch for the race"))
+		return;
+	pthread_create(&a, NULL, racer, (void *)(uintptr_t)100000);
+	pthread_create(&b, NULL, racer, (void *)(uintptr_t)200000);
+	pthread_join(a, NULL);
+	pthread_join(b, NULL);
+	ASSERT_OK(pk_watch_remove(w), "remove after the race");
+	ASSERT_EQ(race_bad, 0, "every hit reports a value a thread wrote");
+	ASSERT_LE(hits, 4000, "no more hits than writes");
+	ASSERT_GE(hits, 1, "hits reported");
+	printf("race: %d of 4000 writes reported\n", hits);
+}
+
 int main(void)
 {
 	struct pk_watch *w = NULL, *w2 = NULL;
@@ -118,5 +161,6 @@ int main(void)
 	struct pk_fault_stats st = { .sz = sizeof(st) };
 	ASSERT_OK(pk_fault_stats(&st), "stats");
 	ASSERT_EQ(st.watch_hits, 202, "stats.watch_hits");
+	test_race();
 	return t_exit();
 }

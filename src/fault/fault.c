@@ -56,6 +56,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -133,11 +134,17 @@ static struct pk_fault_stats stats;	/* atomic counters */
  * events, waits one grace period and only then frees the slot.
  *
  * Where perf breakpoints are unavailable (no PMU in a VM, perf_event_paranoid
- * too strict, a kernel older than 5.13 without sigtrap), pk_watch_add() says
- * -ENOTSUP or -EPERM; the page-protection mechanism is not written yet.
+ * too strict, a kernel older than 5.13 without sigtrap, all debug registers
+ * taken), or PROBEKIT_WATCH=page, the page-protection mechanism serves the
+ * watchpoint instead (struct wpage below). Its limits: a page whose
+ * protection the program changes is no longer watched; a system call that
+ * writes the page (read(2) into it) fails with EFAULT instead of faulting;
+ * while one thread steps over an access, another can touch the page without
+ * a fault, so a concurrent hit can go unreported; each access to an
+ * unwatched byte of the page costs a fault and a step.
  */
 
-#define WATCH_SLOTS 4
+#define WATCH_SLOTS 16	/* hardware: 4 on x86, the kernel says when */
 #ifndef TRAP_PERF
 #define TRAP_PERF 6	/* <asm-generic/siginfo.h>; glibc 2.36 lacks it */
 #endif
@@ -154,10 +161,39 @@ struct pk_watch {
 	int *fds;		/* one event per thread */
 	size_t nfds, capfds;
 	pid_t *tids;
+	struct wpage *pg;	/* page mechanism: the watched page; else NULL */
+};
+
+/*
+ * Page mechanism: a watched page, protected (PROT_READ for write watches,
+ * PROT_NONE if one watch on it wants reads) and registered as a range of the
+ * fault chain. A fault on it: remember the watched values, give the page its
+ * own protection back, set the trap flag and retry; the single-step SIGTRAP
+ * after the instruction protects the page again and reports the watches it
+ * touched. Unwatched bytes of the page go through the same way, unreported.
+ */
+struct wpage {
+	uintptr_t page;
+	int orig_prot;		/* as found in /proc/self/maps */
+	int prot;		/* while watched (atomic) */
+	unsigned int nw;	/* watches on it (atomic); 0: slot free */
 };
 
 static struct pk_watch watches[WATCH_SLOTS];	/* guarded by fault_lock */
+static struct wpage wpages[WATCH_SLOTS];	/* guarded by fault_lock */
 static size_t n_watch;
+static unsigned long steps_inflight;	/* atomic: threads between fault and step */
+
+/* The single step a thread is in the middle of (page mechanism). */
+struct wstep {
+	struct wpage *pg;
+	uintptr_t addr;		/* the faulting address */
+	unsigned int access;
+	uint64_t old[WATCH_SLOTS];
+};
+static __thread struct wstep wstep __attribute__((tls_model("initial-exec")));
+
+#define X86_EFLAGS_TF 0x100
 
 PK_NOPROBE static uint64_t watch_read(uintptr_t addr, size_t len)
 {
@@ -203,6 +239,76 @@ PK_NOPROBE static int watch_hit(siginfo_t *si, ucontext_t *uc)
 		__atomic_add_fetch(&stats.watch_hits, 1, __ATOMIC_RELAXED);
 	}
 	__atomic_sub_fetch(&readers[idx], 1, __ATOMIC_RELEASE);
+	return 1;
+}
+
+/* Page mechanism, part 1: a fault on a watched page (a fault-chain range). */
+PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
+{
+	struct wpage *pg = ctx;
+	ucontext_t *uc = f->ucontext;
+	long psz = sysconf(_SC_PAGESIZE);
+
+	if (wstep.pg == pg) {
+		/*
+		 * Faulted again before the step: another thread protected
+		 * the page after its own step. Open it again, step on.
+		 */
+		mprotect((void *)pg->page, (size_t)psz, pg->orig_prot);
+		return PK_FAULT_HANDLED;
+	}
+	if (wstep.pg || !__atomic_load_n(&pg->nw, __ATOMIC_ACQUIRE))
+		return PK_FAULT_UNHANDLED;
+	for (unsigned int i = 0; i < WATCH_SLOTS; i++)
+		if (watches[i].pg == pg &&
+		    __atomic_load_n(&watches[i].active, __ATOMIC_ACQUIRE))
+			wstep.old[i] = watch_read(watches[i].addr,
+						  watches[i].len);
+	/* Pairs with the wait in pk_watch_remove(): step before unprotect. */
+	__atomic_add_fetch(&steps_inflight, 1, __ATOMIC_SEQ_CST);
+	wstep.pg = pg;
+	wstep.addr = (uintptr_t)f->addr;
+	wstep.access = f->access;
+	mprotect((void *)pg->page, (size_t)psz, pg->orig_prot);
+	uc->uc_mcontext.gregs[REG_EFL] |= X86_EFLAGS_TF;
+	return PK_FAULT_HANDLED;
+}
+
+/* Page mechanism, part 2: the single-step trap after the access. */
+PK_NOPROBE static int wpage_step(ucontext_t *uc)
+{
+	unsigned int idx = __atomic_load_n(&phase, __ATOMIC_RELAXED) & 1;
+	struct wpage *pg = wstep.pg;
+	long psz = sysconf(_SC_PAGESIZE);
+
+	uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)X86_EFLAGS_TF;
+	__atomic_add_fetch(&readers[idx], 1, __ATOMIC_SEQ_CST);
+	for (unsigned int i = 0; i < WATCH_SLOTS; i++) {
+		struct pk_watch *w = &watches[i];
+		struct pk_watch_hit h;
+		int touched;
+
+		if (w->pg != pg || !__atomic_load_n(&w->active, __ATOMIC_SEQ_CST))
+			continue;
+		h.new_value = watch_read(w->addr, w->len);
+		h.old_value = wstep.old[i];
+		touched = wstep.addr >= w->addr && wstep.addr < w->addr + w->len;
+		if (h.new_value == h.old_value && !touched)
+			continue;	/* an unwatched byte of the page */
+		if (wstep.access == PK_ACCESS_READ && !(w->access & PK_WATCH_READ))
+			continue;
+		h.addr = (void *)w->addr;
+		h.len = w->len;
+		h.access = h.new_value != h.old_value ? PK_ACCESS_WRITE : 0;
+		h.ucontext = uc;
+		w->fn(&h, w->ctx);
+		__atomic_add_fetch(&stats.watch_hits, 1, __ATOMIC_RELAXED);
+	}
+	mprotect((void *)pg->page, (size_t)psz,
+		 __atomic_load_n(&pg->prot, __ATOMIC_ACQUIRE));
+	__atomic_sub_fetch(&readers[idx], 1, __ATOMIC_RELEASE);
+	wstep.pg = NULL;
+	__atomic_sub_fetch(&steps_inflight, 1, __ATOMIC_SEQ_CST);
 	return 1;
 }
 
@@ -288,6 +394,10 @@ PK_NOPROBE static int fault_hook(int sig, siginfo_t *si, ucontext_t *uc)
 		}
 		break;
 	case SIGTRAP:
+		if (wstep.pg) {
+			ret = wpage_step(uc);
+			goto out;
+		}
 		if (si->si_code == TRAP_PERF && watch_hit(si, uc)) {
 			ret = 1;
 			goto out;
@@ -374,7 +484,7 @@ static void tab_replace(struct tab **tabp, struct tab *t)
 /* Hook or unhook the signals as the registrations need them. */
 static int update_hooks(void)
 {
-	int need_fault = (ranges && ranges->n) || n_die;
+	int need_fault = (ranges && ranges->n) || n_die || n_watch;
 	int need_trap = (traps && traps->n) || n_die || n_watch;
 	int err = 0, e;
 
@@ -688,9 +798,110 @@ static int watch_errno(int err)
 	}
 }
 
+/* The protection of the mapping that holds @page, or -EINVAL if unmapped. */
+static int page_prot(uintptr_t page)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	unsigned long lo, hi;
+	char perm[8];
+	int prot = -EINVAL;
+
+	if (!f)
+		return -errno;
+	while (fscanf(f, "%lx-%lx %7s %*[^\n]", &lo, &hi, perm) == 3) {
+		if (page < lo || page >= hi)
+			continue;
+		prot = (perm[0] == 'r' ? PROT_READ : 0) |
+		       (perm[1] == 'w' ? PROT_WRITE : 0) |
+		       (perm[2] == 'x' ? PROT_EXEC : 0);
+		break;
+	}
+	fclose(f);
+	return prot;
+}
+
+/* The protection a watched page gets: reads fault too if one watch wants. */
+static int wpage_prot(const struct wpage *pg)
+{
+	int prot = pg->orig_prot & ~PROT_WRITE;
+
+	for (unsigned int i = 0; i < WATCH_SLOTS; i++)
+		if (watches[i].fn && watches[i].pg == pg &&
+		    (watches[i].access & PK_WATCH_READ))
+			prot = PROT_NONE;
+	return prot;
+}
+
+/* Page mechanism: protect @w's page and join the fault chain. */
+static int watch_page_add(struct pk_watch *w)
+{
+	uintptr_t psz = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t page = w->addr & ~(psz - 1);
+	struct wpage *pg = NULL;
+	int err, prot;
+
+	pk_assert_held(&fault_lock);
+	if (((w->addr + w->len - 1) & ~(psz - 1)) != page)
+		return -EINVAL;
+	for (unsigned int i = 0; i < WATCH_SLOTS; i++)
+		if (wpages[i].nw && wpages[i].page == page)
+			pg = &wpages[i];
+	if (!pg) {
+		for (unsigned int i = 0; i < WATCH_SLOTS && !pg; i++)
+			if (!wpages[i].nw)
+				pg = &wpages[i];
+		prot = page_prot(page);
+		if (prot < 0)
+			return prot;
+		if (!(prot & PROT_WRITE))
+			return -EINVAL;	/* nothing to watch on read-only data */
+		struct ent e = { page, page + psz, wpage_fault, pg };
+
+		err = tab_insert(&ranges, &e);
+		if (err)
+			return err;
+		pg->page = page;
+		pg->orig_prot = prot;
+	}
+	w->pg = pg;
+	__atomic_store_n(&pg->nw, pg->nw + 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&w->active, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&pg->prot, wpage_prot(pg), __ATOMIC_RELEASE);
+	if (mprotect((void *)page, psz, pg->prot)) {
+		err = -errno;
+		return err;	/* the caller undoes */
+	}
+	return 0;
+}
+
+/* Page mechanism: stop reporting, wait for steps, unprotect if last. */
+static void watch_page_remove(struct pk_watch *w)
+{
+	uintptr_t psz = (uintptr_t)sysconf(_SC_PAGESIZE);
+	struct wpage *pg = w->pg;
+
+	pk_assert_held(&fault_lock);
+	__atomic_store_n(&w->active, 0, __ATOMIC_SEQ_CST);
+	w->pg = NULL;
+	wait_readers();
+	/* Pairs with the increment in wpage_fault(). */
+	while (__atomic_load_n(&steps_inflight, __ATOMIC_SEQ_CST))
+		sched_yield();
+	w->fn = NULL;
+	if (--pg->nw) {
+		__atomic_store_n(&pg->prot, wpage_prot(pg), __ATOMIC_RELEASE);
+		mprotect((void *)pg->page, psz, pg->prot);
+		return;
+	}
+	mprotect((void *)pg->page, psz, pg->orig_prot);
+	tab_remove(&ranges, pg->page);
+}
+
 int pk_watch_add(void *addr, size_t len, unsigned int access, pk_watch_fn fn,
 		 void *ctx, struct pk_watch **out)
 {
+	const char *mech = getenv("PROBEKIT_WATCH");
+	int force_page = mech && !strcmp(mech, "page");
 	uintptr_t a = (uintptr_t)addr;
 	struct pk_watch *w = NULL;
 	unsigned int slot;
@@ -721,20 +932,36 @@ int pk_watch_add(void *addr, size_t len, unsigned int access, pk_watch_fn fn,
 	w->shadow = watch_read(a, len);
 	n_watch++;
 	err = update_hooks();
-	/* Published before the first event can fire. */
-	__atomic_store_n(&w->active, 1, __ATOMIC_SEQ_CST);
-	if (!err)
+	if (!err && !force_page) {
+		/* Published before the first event can fire. */
+		__atomic_store_n(&w->active, 1, __ATOMIC_SEQ_CST);
 		err = watch_open_all(w, slot);
+		if (err) {
+			__atomic_store_n(&w->active, 0, __ATOMIC_SEQ_CST);
+			watch_close_all(w);
+			wait_readers();
+			pk_dbg("watch: %p+%zu: perf breakpoint: %s; page "
+			       "protection instead", addr, len, strerror(-err));
+			err = watch_errno(err);
+			if (err == -ENOMEM)
+				goto fail;
+			err = 1;	/* fall back */
+		}
+	}
+	if (err == 1 || (!err && force_page)) {
+		err = watch_page_add(w);
+		if (err) {
+			if (w->pg)
+				watch_page_remove(w);
+			goto fail;
+		}
+	}
 	if (err) {
-		__atomic_store_n(&w->active, 0, __ATOMIC_SEQ_CST);
-		watch_close_all(w);
-		wait_readers();
+fail:
 		w->fn = NULL;
+		w->pg = NULL;
 		n_watch--;
 		update_hooks();
-		pk_dbg("watch: %p+%zu: perf breakpoint: %s", addr, len,
-		       strerror(-err));
-		err = watch_errno(err);
 		goto out;
 	}
 	*out = w;
@@ -756,10 +983,14 @@ int pk_watch_remove(struct pk_watch *w)
 		err = -ENOENT;
 		goto out;
 	}
-	__atomic_store_n(&w->active, 0, __ATOMIC_SEQ_CST);
-	watch_close_all(w);
-	wait_readers();
-	w->fn = NULL;
+	if (w->pg) {
+		watch_page_remove(w);
+	} else {
+		__atomic_store_n(&w->active, 0, __ATOMIC_SEQ_CST);
+		watch_close_all(w);
+		wait_readers();
+		w->fn = NULL;
+	}
 	n_watch--;
 	update_hooks();
 out:
