@@ -195,6 +195,9 @@ static __thread struct wstep wstep __attribute__((tls_model("initial-exec")));
 
 #define X86_EFLAGS_TF 0x100
 
+/* Set by fault_init(): sysconf() is not on POSIX's async-signal-safe list. */
+static long page_size = 4096;
+
 PK_NOPROBE static uint64_t watch_read(uintptr_t addr, size_t len)
 {
 	switch (len) {
@@ -247,7 +250,7 @@ PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 {
 	struct wpage *pg = ctx;
 	ucontext_t *uc = f->ucontext;
-	long psz = sysconf(_SC_PAGESIZE);
+	long psz = page_size;
 
 	if (wstep.pg == pg) {
 		/*
@@ -279,7 +282,7 @@ PK_NOPROBE static int wpage_step(ucontext_t *uc)
 {
 	unsigned int idx = __atomic_load_n(&phase, __ATOMIC_RELAXED) & 1;
 	struct wpage *pg = wstep.pg;
-	long psz = sysconf(_SC_PAGESIZE);
+	long psz = page_size;
 
 	uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)X86_EFLAGS_TF;
 	__atomic_add_fetch(&readers[idx], 1, __ATOMIC_SEQ_CST);
@@ -574,6 +577,7 @@ static void atfork_parent(void)
 
 __attribute__((constructor)) static void fault_init(void)
 {
+	page_size = sysconf(_SC_PAGESIZE);
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
