@@ -885,7 +885,7 @@ PK_API int pk_watch_remove(struct pk_watch *w);
  * one found between displaced instructions is moved to the same place in
  * the trampoline's copy. Removing waits, with the same signal, until every
  * thread has been seen outside the removed trampolines and outside any
- * handler. A thread that blocks the signal delays both; after 2 seconds
+ * handler. A thread that blocks the signal delays both; after 10 seconds
  * arming fails with -EBUSY (nothing changed) and removal gives up reusing
  * the trampolines (they leak; nothing breaks). A program that uses that
  * signal itself must pick another with PROBEKIT_PROBE_SIGNAL.

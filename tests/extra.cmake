@@ -93,7 +93,7 @@ endif()
 # ---- end probe ----
 
 # ---- probe: tests that call libprobetarget.so directly ----
-foreach(name test_probe_basic stress_probe)
+foreach(name test_probe_basic test_probe_fail stress_probe)
   if(TARGET ${name} AND TARGET probetarget)
     target_link_libraries(${name} PRIVATE probetarget)
     set_target_properties(${name} PROPERTIES ENABLE_EXPORTS ON)

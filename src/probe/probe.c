@@ -78,7 +78,7 @@
 #define CHUNK_NSLOTS ((CHUNK_SIZE - CHUNK_SLOTS0) / SLOT_SIZE)
 /* Every slot of a chunk must reach the probe point and back with a rel32. */
 #define REACH ((int64_t)0x7fffffff - 2 * CHUNK_SIZE)
-#define SWEEP_TIMEOUT_NS 2000000000LL
+#define SWEEP_TIMEOUT_NS 10000000000LL
 
 struct chunk {
 	uintptr_t base;
@@ -457,7 +457,7 @@ static int sweep(const struct fix *fix, size_t nfix, const uintptr_t *retired,
 			break;
 		}
 		{
-			struct timespec ts = { 0, 200000 };
+			struct timespec ts = { 0, 1000000 };
 
 			nanosleep(&ts, NULL);
 		}
@@ -1057,8 +1057,10 @@ int pk_probe_register(struct pk_probe *const *probes, size_t n)
 			uint8_t ab[PK_TEXT_MAX];
 
 			armed_bytes(t, ab);
-			err = pk_batch_add(b, (void *)t->addr, ab, t->len, t->old,
-					   PK_TEXT_F_MERGE);
+			/* Rolled back, a trapping thread runs the slot's copy. */
+			err = pk_batch_add_via(b, (void *)t->addr, ab, t->len,
+					       t->old, PK_TEXT_F_MERGE, 0,
+					       t->slot + SLOT_COPY);
 		}
 		ac.fix[ac.nfix++] = (struct fix){ t->addr, t, FIX_ARM };
 	}
@@ -1147,7 +1149,7 @@ int pk_probe_unregister(struct pk_probe *const *probes, size_t n)
 			/* A thread trapping meanwhile runs the slot's copy. */
 			err = pk_batch_add_via(b, (void *)t->addr, t->old, t->len,
 					       ab, PK_TEXT_F_MERGE,
-					       t->slot + SLOT_COPY);
+					       t->slot + SLOT_COPY, 0);
 		}
 		if (err)
 			goto out;

@@ -69,7 +69,7 @@ struct site {
 	uint8_t expect[PK_TEXT_MAX];
 	uint8_t old[PK_TEXT_MAX];	/* read at commit */
 	struct cont to_new, to_old;
-	uintptr_t via;			/* pk_batch_add_via(), or 0 */
+	uintptr_t via, via_old;		/* pk_batch_add_via(), or 0 */
 };
 
 struct pk_batch {
@@ -705,10 +705,14 @@ static int validate(struct site *s, const struct maps *ms)
 				return -EINVAL;
 			}
 	s->changed = memcmp(s->old, s->bytes, s->len) != 0;
+	/* The caller's equivalents of the new and old bytes (pk_batch_add_via). */
 	if (s->via) {
-		/* The caller's equivalent of the new bytes (pk_batch_add_via). */
 		s->to_new.kind = CONT_JMP;
 		s->to_new.target = s->via;
+	}
+	if (s->via_old) {
+		s->to_old.kind = CONT_JMP;
+		s->to_old.target = s->via_old;
 	}
 	if (s->changed && s->to_new.kind == CONT_NONE) {
 		pk_err("text: site %#" PRIxPTR ": a thread trapping there could "
@@ -969,12 +973,14 @@ int pk_batch_add(struct pk_batch *b, void *addr, const void *bytes, size_t len,
 
 int pk_batch_add_via(struct pk_batch *b, void *addr, const void *bytes,
 		     size_t len, const void *expect, unsigned int flags,
-		     uintptr_t via)
+		     uintptr_t via, uintptr_t via_old)
 {
 	int err = pk_batch_add(b, addr, bytes, len, expect, flags);
 
-	if (!err)
+	if (!err) {
 		b->sites[b->n - 1].via = via;
+		b->sites[b->n - 1].via_old = via_old;
+	}
 	return err;
 }
 

@@ -18,15 +18,17 @@ PK_HIDDEN void pk_batch_set_hook(struct pk_batch *b, int (*fn)(void *),
 
 /*
  * pk_batch_add_via() - pk_batch_add(), and a thread that traps on the site
- * during the commit is sent to @via instead of through the new bytes. @via
- * must behave exactly as the new bytes would, then continue after the site
- * (the probe layer passes a trampoline's relocated copy of the bytes it
- * restores). This lets PC-relative bytes, which the text layer cannot run
- * out of line, be written.
+ * during the commit is sent to @via instead of through the new bytes (0:
+ * the text layer's own way), or to @via_old instead of through the old ones
+ * while a failed batch rolls back. Each must behave exactly as those bytes
+ * would, then continue after the site (the probe layer passes a
+ * trampoline's relocated copy of the original bytes). This lets PC-relative
+ * bytes, which the text layer cannot run out of line, be written, and
+ * spares an out-of-line slot per site.
  */
 PK_HIDDEN int pk_batch_add_via(struct pk_batch *b, void *addr,
 			       const void *bytes, size_t len,
 			       const void *expect, unsigned int flags,
-			       uintptr_t via);
+			       uintptr_t via, uintptr_t via_old);
 
 #endif /* PK_TEXT_TEXT_H */
