@@ -888,7 +888,10 @@ PK_API int pk_watch_remove(struct pk_watch *w);
  * handler. A thread that blocks the signal delays both; after 10 seconds
  * arming fails with -EBUSY (nothing changed) and removal gives up reusing
  * the trampolines (they leak; nothing breaks). A program that uses that
- * signal itself must pick another with PROBEKIT_PROBE_SIGNAL.
+ * signal itself must pick another with PROBEKIT_PROBE_SIGNAL. Like any
+ * signal, it cuts short the sleeps SA_RESTART does not restart (nanosleep,
+ * poll, epoll_wait...: EINTR) in the threads it visits. A thread running
+ * another probe's handler does not delay an unregister.
  */
 
 enum pk_sym_table {

@@ -2,6 +2,8 @@
 /* test_probe_basic.c - symbols, entry probes on a library and the executable, refusals. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -285,11 +287,74 @@ static void test_refusals(void)
 	pk_set_log(NULL, NULL);
 }
 
+/* Unregister waits for a handler that is running, and only for its own. */
+static volatile int blk_entered, blk_release, blk_left;
+
+static void blocker(struct pk_probe *p, struct pk_regs *r, void *ctx)
+{
+	(void)p, (void)r, (void)ctx;
+	blk_entered = 1;
+	while (!blk_release)
+		__asm__ volatile("pause");
+	blk_left = 1;
+}
+
+static void *call_sum6(void *arg)
+{
+	(void)arg;
+	pt_sum6(1, 1, 1, 1, 1, 1);
+	return NULL;
+}
+
+static void *release_later(void *arg)
+{
+	double end = t_now() + 0.2;
+
+	(void)arg;
+	/* The sweep signal cuts a sleep short (EINTR), as any signal does. */
+	while (t_now() < end)
+		usleep(10000);
+	blk_release = 1;
+	return NULL;
+}
+
+static void test_unregister_waits(void)
+{
+	struct pk_probe *a = NULL, *b = NULL;
+	pthread_t t1, t2;
+	double t0;
+
+	if (!ASSERT_OK(attach("pt_sum6", NULL, blocker, NULL, &a), "blocker") ||
+	    !ASSERT_OK(attach("exe_mix", NULL, record, &order_log, &b), "other") ||
+	    !ASSERT_OK(pk_probe_register(&a, 1), "register blocker") ||
+	    !ASSERT_OK(pk_probe_register(&b, 1), "register other"))
+		goto out;
+	pthread_create(&t1, NULL, call_sum6, NULL);
+	while (!blk_entered)
+		usleep(1000);
+	t0 = t_now();
+	ASSERT_OK(pk_probe_unregister(&b, 1), "unregister an unrelated probe");
+	ASSERT_LE((t_now() - t0) * 1000, 5000, "not held up by another probe's handler (ms)");
+	ASSERT_EQ(blk_left, 0, "blocker still running");
+	pthread_create(&t2, NULL, release_later, NULL);
+	t0 = t_now();
+	ASSERT_OK(pk_probe_unregister(&a, 1), "unregister the running one");
+	ASSERT_EQ(blk_left, 1, "returned only after its handler left");
+	ASSERT_GE((t_now() - t0) * 1000, 150, "waited for it (ms)");
+	pthread_join(t1, NULL);
+	pthread_join(t2, NULL);
+out:
+	blk_release = 1;
+	pk_probe_destroy(a);
+	pk_probe_destroy(b);
+}
+
 int main(void)
 {
 	test_symbols();
 	test_entry_probe();
 	test_shared_and_regs();
 	test_refusals();
+	test_unregister_waits();
 	return t_exit();
 }

@@ -34,8 +34,11 @@
  *             where the jmp would have taken it.
  *   freeing   a slot is reused, and a probe freed, only once every thread has
  *             been seen, after the disarming commit, with its ip outside the
- *             removed slots, the stubs and probekit's PK_NOPROBE code, and
- *             its per-thread handler depth at 0. That depth is a thread-local
+ *             changed slots (going, or with probes unlinked), the stubs and
+ *             probekit's PK_NOPROBE code, and not running the handlers of a
+ *             changed trampoline (per-thread depth and current trampoline,
+ *             so a thread busy in other probes' handlers does not hold an
+ *             unregister up). That depth is a thread-local
  *             counter: no shared cache line is written on a hit, which a
  *             per-probe in-flight counter would do (the hit cost must not
  *             grow with threads), and unlike urcu-bp it never registers a
@@ -125,6 +128,9 @@ static int sweep_sig;			/* 0 until installed */
 /* Handler depth of this thread: > 0 while it runs pk_probe_dispatch(). */
 static __thread unsigned long probe_depth
 	__attribute__((tls_model("initial-exec")));
+/* The trampoline whose handlers this thread runs (depth 1), or NULL. */
+static __thread const struct tramp *probe_cur
+	__attribute__((tls_model("initial-exec")));
 
 extern const char __start_pk_noprobe_text[] __attribute__((weak, visibility("hidden")));
 extern const char __stop_pk_noprobe_text[] __attribute__((weak, visibility("hidden")));
@@ -143,6 +149,10 @@ PK_NOPROBE void pk_probe_dispatch(struct pk_regs *r)
 	probe_depth = d + 1;
 	/* The sweep handler runs on this thread: order against it only. */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (!d) {
+		probe_cur = t;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	}
 	r->ip = t->addr;
 	/* Pairs with the release stores that link probes (pk_probe_register). */
 	for (p = __atomic_load_n(&t->probes, __ATOMIC_ACQUIRE); p;
@@ -153,6 +163,10 @@ PK_NOPROBE void pk_probe_dispatch(struct pk_regs *r)
 			p->pre(p, r, p->ctx);
 	}
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (!d) {
+		probe_cur = NULL;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	}
 	probe_depth = d;
 }
 
@@ -199,8 +213,16 @@ PK_NOPROBE static int busy_at(const struct sweep *sw, uintptr_t ip)
 {
 	const struct chunk *c;
 
-	if (probe_depth)
-		return 1;
+	if (probe_depth) {
+		/*
+		 * In handlers: only those of a changed trampoline matter (its
+		 * probes were unlinked, or it goes). Not yet known which: busy.
+		 */
+		const struct tramp *cur = probe_cur;
+
+		if (!cur || in_retired(sw, cur->slot))
+			return 1;
+	}
 	if ((uintptr_t)__start_pk_noprobe_text <= ip &&
 	    ip < (uintptr_t)__stop_pk_noprobe_text)
 		return 1;
@@ -986,21 +1008,19 @@ static int check_set(struct pk_probe *const *probes, size_t n, int arming)
 	return -EINVAL;
 }
 
-/* Wait until no thread can be in @slots or a handler, then free them. */
-static void retire(struct tramp **ts, size_t n)
+/*
+ * Wait until no thread is in the slots of @changed (trampolines going, or
+ * whose probe lists changed; sorted in place) or in their handlers, then
+ * free the trampolines @ts.
+ */
+static void retire(struct tramp **ts, size_t n, uintptr_t *changed,
+		   size_t nchanged)
 {
-	uintptr_t *slots = calloc(n ? n : 1, sizeof(*slots));
 	int err;
 
-	if (!slots) {
-		pk_warn("probe: out of memory; %zu trampoline(s) leak", n);
-		return;
-	}
-	for (size_t i = 0; i < n; i++)
-		slots[i] = ts[i]->slot;
-	qsort(slots, n, sizeof(*slots), addr_cmp);
-	err = sweep(NULL, 0, slots, n, 1);
-	free(slots);
+	if (nchanged > 1)
+		qsort(changed, nchanged, sizeof(*changed), addr_cmp);
+	err = sweep(NULL, 0, changed, nchanged, 1);
 	if (err) {
 		pk_warn("probe: %zu trampoline(s) kept forever: a thread may "
 			"still be inside", n);
@@ -1072,9 +1092,19 @@ int pk_probe_register(struct pk_probe *const *probes, size_t n)
 			err = 0;
 		if (err) {
 			/* A thread may have trapped into a new slot meanwhile. */
-			for (size_t i = 0; i < nfresh; i++)
+			uintptr_t *slots = calloc(nfresh, sizeof(*slots));
+
+			for (size_t i = 0; i < nfresh; i++) {
 				tramp_unhash(fresh[i]);
-			retire(fresh, nfresh);
+				if (slots)
+					slots[i] = fresh[i]->slot;
+			}
+			if (slots)
+				retire(fresh, nfresh, slots, nfresh);
+			else
+				pk_warn("probe: out of memory; %zu trampoline(s) "
+					"leak", nfresh);
+			free(slots);
 		}
 	} else if (err) {
 		/* Built but never reachable. */
@@ -1114,6 +1144,7 @@ int pk_probe_unregister(struct pk_probe *const *probes, size_t n)
 	struct tramp **dead = NULL;
 	struct pk_batch *b = NULL;
 	struct arm_ctx ac = { 0 };
+	uintptr_t *changed = NULL;	/* slots of trampolines that change */
 	size_t ndead = 0;
 	int err = 0;
 
@@ -1127,7 +1158,8 @@ int pk_probe_unregister(struct pk_probe *const *probes, size_t n)
 	}
 	dead = calloc(n, sizeof(*dead));
 	ac.fix = calloc(n, sizeof(*ac.fix));
-	if (!dead || !ac.fix || pk_batch_create(&b)) {
+	changed = calloc(n, sizeof(*changed));
+	if (!dead || !ac.fix || !changed || pk_batch_create(&b)) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -1174,7 +1206,21 @@ int pk_probe_unregister(struct pk_probe *const *probes, size_t n)
 	for (size_t j = 0; j < ndead; j++)
 		tramp_unhash(dead[j]);
 	/* One wait for the whole set: no thread in a handler or a dead slot. */
-	retire(dead, ndead);
+	{
+		size_t nchanged = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			struct tramp *t = probes[i]->t;
+
+			if (!(t->mark & 2)) {
+				t->mark |= 2;
+				changed[nchanged++] = t->slot;
+			}
+		}
+		for (size_t i = 0; i < n; i++)
+			probes[i]->t->mark = 0;
+		retire(dead, ndead, changed, nchanged);
+	}
 	for (size_t i = 0; i < n; i++) {
 		probes[i]->armed = 0;
 		probes[i]->t = NULL;
@@ -1188,6 +1234,7 @@ out:
 	}
 	pthread_mutex_unlock(&probe_lock);
 	pk_batch_free(b);
+	free(changed);
 	free(dead);
 	free(ac.fix);
 	return err;
