@@ -177,12 +177,13 @@ struct wpage {
 	int orig_prot;		/* as found in /proc/self/maps */
 	int prot;		/* while watched (atomic) */
 	unsigned int nw;	/* watches on it (atomic); 0: slot free */
+	unsigned long steps;	/* atomic: threads between fault and step */
 };
 
 static struct pk_watch watches[WATCH_SLOTS];	/* guarded by fault_lock */
 static struct wpage wpages[WATCH_SLOTS];	/* guarded by fault_lock */
 static size_t n_watch;
-static unsigned long steps_inflight;	/* atomic: threads between fault and step */
+static int watch_used;		/* a watchpoint existed once: see update_hooks() */
 
 /* The single step a thread is in the middle of (page mechanism). */
 struct wstep {
@@ -267,8 +268,8 @@ PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 		    __atomic_load_n(&watches[i].active, __ATOMIC_ACQUIRE))
 			wstep.old[i] = watch_read(watches[i].addr,
 						  watches[i].len);
-	/* Pairs with the wait in pk_watch_remove(): step before unprotect. */
-	__atomic_add_fetch(&steps_inflight, 1, __ATOMIC_SEQ_CST);
+	/* Pairs with the wait in watch_page_remove(). */
+	__atomic_add_fetch(&pg->steps, 1, __ATOMIC_SEQ_CST);
 	wstep.pg = pg;
 	wstep.addr = (uintptr_t)f->addr;
 	wstep.access = f->access;
@@ -311,8 +312,37 @@ PK_NOPROBE static int wpage_step(ucontext_t *uc)
 		 __atomic_load_n(&pg->prot, __ATOMIC_ACQUIRE));
 	__atomic_sub_fetch(&readers[idx], 1, __ATOMIC_RELEASE);
 	wstep.pg = NULL;
-	__atomic_sub_fetch(&steps_inflight, 1, __ATOMIC_SEQ_CST);
+	__atomic_sub_fetch(&pg->steps, 1, __ATOMIC_SEQ_CST);
 	return 1;
+}
+
+/*
+ * A thread can fault on a watched page and reach the fault chain only after
+ * the last watchpoint on it went away and its range was removed: the access
+ * would succeed now. Pages whose protection probekit gave back recently are
+ * remembered in a small ring; a protection fault there is retried once per
+ * thread (a second fault at the same address in a row is a real one).
+ */
+#define RETIRED_N 8
+static uintptr_t retired[RETIRED_N];	/* atomic; written under fault_lock */
+static unsigned int retired_pos;
+static __thread uintptr_t retry_addr __attribute__((tls_model("initial-exec")));
+
+PK_NOPROBE static int wpage_retired(uintptr_t addr)
+{
+	uintptr_t page = addr & ~(uintptr_t)(page_size - 1);
+
+	for (unsigned int i = 0; i < RETIRED_N; i++) {
+		if (__atomic_load_n(&retired[i], __ATOMIC_ACQUIRE) != page)
+			continue;
+		if (retry_addr == addr) {
+			retry_addr = 0;
+			return 0;
+		}
+		retry_addr = addr;
+		return 1;
+	}
+	return 0;
 }
 
 /* ------------------------------------------------------------ signal path */
@@ -393,6 +423,11 @@ PK_NOPROBE static int fault_hook(int sig, siginfo_t *si, ucontext_t *uc)
 		    dispatch(&ranges, (uintptr_t)si->si_addr, &f)) {
 			__atomic_add_fetch(&stats.faults, 1, __ATOMIC_RELAXED);
 			ret = 1;
+			goto out;
+		}
+		if (sig == SIGSEGV && si->si_code == SEGV_ACCERR &&
+		    wpage_retired((uintptr_t)si->si_addr)) {
+			ret = 1;	/* a watchpoint's page, open again: retry */
 			goto out;
 		}
 		break;
@@ -487,8 +522,14 @@ static void tab_replace(struct tab **tabp, struct tab *t)
 /* Hook or unhook the signals as the registrations need them. */
 static int update_hooks(void)
 {
-	int need_fault = (ranges && ranges->n) || n_die || n_watch;
-	int need_trap = (traps && traps->n) || n_die || n_watch;
+	/*
+	 * Once a watchpoint has existed, SIGTRAP and SIGSEGV stay hooked: a
+	 * breakpoint's SIGTRAP or a fault on a page that was just unwatched
+	 * may still be on its way to a thread after pk_watch_remove().
+	 */
+	int need_fault = (ranges && ranges->n) || n_die || n_watch ||
+			 watch_used;
+	int need_trap = (traps && traps->n) || n_die || n_watch || watch_used;
 	int err = 0, e;
 
 	pk_assert_held(&fault_lock);
@@ -881,23 +922,38 @@ static int watch_page_add(struct pk_watch *w)
 /* Page mechanism: stop reporting, wait for steps, unprotect if last. */
 static void watch_page_remove(struct pk_watch *w)
 {
-	uintptr_t psz = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t psz = (uintptr_t)page_size;
 	struct wpage *pg = w->pg;
+	int last = pg->nw == 1;
 
 	pk_assert_held(&fault_lock);
 	__atomic_store_n(&w->active, 0, __ATOMIC_SEQ_CST);
 	w->pg = NULL;
-	wait_readers();
-	/* Pairs with the increment in wpage_fault(). */
-	while (__atomic_load_n(&steps_inflight, __ATOMIC_SEQ_CST))
-		sched_yield();
+	/*
+	 * The new protection first (the page's own after the last watch), so
+	 * threads stop faulting on it and a step in flight re-protects with
+	 * it; remembered as retired before the range goes (wpage_retired()).
+	 */
+	__atomic_store_n(&pg->prot, last ? pg->orig_prot : wpage_prot(pg),
+			 __ATOMIC_RELEASE);
+	if (last)
+		__atomic_store_n(&retired[retired_pos++ % RETIRED_N], pg->page,
+				 __ATOMIC_RELEASE);
+	mprotect((void *)pg->page, psz, pg->prot);
+	wait_readers();		/* no handler runs w->fn after this */
 	w->fn = NULL;
-	if (--pg->nw) {
-		__atomic_store_n(&pg->prot, wpage_prot(pg), __ATOMIC_RELEASE);
-		mprotect((void *)pg->page, psz, pg->prot);
+	if (!last) {
+		__atomic_store_n(&pg->nw, pg->nw - 1, __ATOMIC_RELEASE);
 		return;
 	}
-	mprotect((void *)pg->page, psz, pg->orig_prot);
+	/*
+	 * The slot may serve another page next: wait for threads still
+	 * stepping over this one (a bounded wait: the page faults no more).
+	 * Pairs with the increment in wpage_fault().
+	 */
+	while (__atomic_load_n(&pg->steps, __ATOMIC_SEQ_CST))
+		sched_yield();
+	__atomic_store_n(&pg->nw, 0, __ATOMIC_RELEASE);
 	tab_remove(&ranges, pg->page);
 }
 
@@ -935,6 +991,7 @@ int pk_watch_add(void *addr, size_t len, unsigned int access, pk_watch_fn fn,
 	w->ctx = ctx;
 	w->shadow = watch_read(a, len);
 	n_watch++;
+	watch_used = 1;
 	err = update_hooks();
 	if (!err && !force_page) {
 		/* Published before the first event can fire. */
