@@ -193,7 +193,7 @@ static const char *bench_uprobe(struct bench_series *over, unsigned long n)
 {
 	struct find_off f = { (uintptr_t)bp_target, -1 };
 	const char *dir = tracefs();
-	char exe[512], ev[700];
+	char exe[512], ev[700], grp[32], del[64], en[96];
 	ssize_t l;
 
 	if (!dir)
@@ -204,25 +204,28 @@ static const char *bench_uprobe(struct bench_series *over, unsigned long n)
 	if (f.off < 0 || l <= 0)
 		return "cannot find the function's file offset";
 	exe[l] = 0;
-	snprintf(ev, sizeof(ev), "p:pkbench/bp_target %s:0x%lx\n", exe, f.off);
-	write_file(dir, "uprobe_events", "-:pkbench/bp_target\n", 1);
+	/* A group per process: a parallel run must not remove our event. */
+	snprintf(grp, sizeof(grp), "pkbench%d", (int)getpid());
+	snprintf(ev, sizeof(ev), "p:%s/bp_target %s:0x%lx\n", grp, exe, f.off);
+	snprintf(del, sizeof(del), "-:%s/bp_target\n", grp);
+	snprintf(en, sizeof(en), "events/%s/bp_target/enable", grp);
 	if (write_file(dir, "uprobe_events", ev, 1))
 		return "writing uprobe_events failed";
-	if (write_file(dir, "events/pkbench/bp_target/enable", "1", 0)) {
-		write_file(dir, "uprobe_events", "-:pkbench/bp_target\n", 1);
+	if (write_file(dir, en, "1", 0)) {
+		write_file(dir, "uprobe_events", del, 1);
 		return "enabling the uprobe failed";
 	}
 	for (int r = 0; r < bench_opts.runs; r++) {
 		double probed, plain;
 
-		write_file(dir, "events/pkbench/bp_target/enable", "1", 0);
+		write_file(dir, en, "1", 0);
 		probed = loop_ns(n);
-		write_file(dir, "events/pkbench/bp_target/enable", "0", 0);
+		write_file(dir, en, "0", 0);
 		plain = loop_ns(n);
 		bench_add(over, probed - plain);
 	}
-	write_file(dir, "events/pkbench/bp_target/enable", "0", 0);
-	write_file(dir, "uprobe_events", "-:pkbench/bp_target\n", 1);
+	write_file(dir, en, "0", 0);
+	write_file(dir, "uprobe_events", del, 1);
 	return NULL;
 }
 
@@ -287,7 +290,15 @@ int main(int argc, char **argv)
 	}
 	bench_report("probe", "entry,threads=64", "ratio_vs_1_thread", "x", &ratio64);
 
-	why = bench_uprobe(&up, bench_opts.quick ? 5000 : 100000);
+	/*
+	 * Not with --quick (the test suite's smoke run): uprobe events used by
+	 * two processes at once (this and test_probe_zlib with
+	 * PK_TEST_UPROBES=1 in a parallel ctest) left tasks in D state in the
+	 * kernel's uprobe code on the 6.18 VM this was written on.
+	 */
+	why = bench_opts.quick ? "not run with --quick (kernel uprobe events "
+				 "hung when two processes used them at once)"
+			       : bench_uprobe(&up, 100000);
 	if (why) {
 		bench_skip("probe", "uprobe", "ns_overhead", why);
 		bench_skip("probe", "entry", "ratio_uprobe_vs_probekit", why);

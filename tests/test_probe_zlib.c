@@ -221,13 +221,16 @@ static int tf_write(const char *file, const char *text, int append)
 	return ok ? 0 : -1;
 }
 
+/* Per process: runs in other build trees must not remove our events. */
+static char group[32], group_enable[64];
+
 static void uprobes_clear(void)
 {
 	char ev[128];
 
-	tf_write("events/pkztest/enable", "0", 0);
+	tf_write(group_enable, "0", 0);
 	for (int i = 0; i < nfns; i++) {
-		snprintf(ev, sizeof(ev), "-:pkztest/f%d\n", i);
+		snprintf(ev, sizeof(ev), "-:%s/f%d\n", group, i);
 		tf_write("uprobe_events", ev, 1);
 	}
 }
@@ -239,21 +242,30 @@ static int uprobe_counts(unsigned long *sums)
 	FILE *f;
 	int n = 0;
 
+	/*
+	 * Opt-in: two processes using uprobe events at once (this test and
+	 * bench_probe in a parallel ctest) left tasks in D state inside the
+	 * kernel's uprobe code on the 6.18 VM this was written on.
+	 */
+	if (!getenv("PK_TEST_UPROBES") || strcmp(getenv("PK_TEST_UPROBES"), "1"))
+		return -2;
 	if (!tracefs())
 		return -1;
+	snprintf(group, sizeof(group), "pkztest%d", (int)getpid());
+	snprintf(group_enable, sizeof(group_enable), "events/%s/enable", group);
 	uprobes_clear();
 	for (int i = 0; i < nfns; i++) {
-		snprintf(ev, sizeof(ev), "p:pkztest/f%d %s:0x%lx\n", i, libpath,
+		snprintf(ev, sizeof(ev), "p:%s/f%d %s:0x%lx\n", group, i, libpath,
 			 fns[i].offset);
 		fns[i].have_uprobe = !tf_write("uprobe_events", ev, 1);
 		n += fns[i].have_uprobe;
 	}
-	if (!n || tf_write("events/pkztest/enable", "1", 0)) {
+	if (!n || tf_write(group_enable, "1", 0)) {
 		uprobes_clear();
 		return -1;
 	}
 	round_trip(sums);
-	tf_write("events/pkztest/enable", "0", 0);
+	tf_write(group_enable, "0", 0);
 	f = fopen("/sys/kernel/tracing/uprobe_profile", "r");
 	while (f && fgets(line, sizeof(line), f)) {
 		char path[512], name[128];
@@ -317,10 +329,14 @@ int main(int argc, char **argv)
 		unsigned char *ref = malloc(ref_len);
 
 		memcpy(ref, packed, ref_len);
-		have_uprobes = uprobe_counts(usums) == 0;
+		int ur = uprobe_counts(usums);
+
+		have_uprobes = ur == 0;
 		if (!have_uprobes)
-			printf("no uprobes (%s): hit counts are not compared\n",
-			       geteuid() ? "not root" : "tracefs not writable");
+			printf("no uprobes (%s): hit counts are compared with the "
+			       "calls this test makes itself only\n",
+			       ur == -2 ? "PK_TEST_UPROBES=1 turns them on"
+			       : geteuid() ? "not root" : "tracefs not writable");
 		if (!getenv("PROBEKIT_LOG"))
 			pk_set_log(quiet, NULL);
 		for (int i = 0; i < nfns; i++) {
@@ -368,6 +384,15 @@ int main(int argc, char **argv)
 		}
 		printf("%d probed functions were hit; %d hit counts compared with uprobes\n",
 		       hit, compared);
+		/* Functions this test calls once per round trip itself. */
+		for (int i = 0; i < nfns; i++) {
+			static const char *const once[] = { "compress2", "uncompress",
+				"deflateInit_", "inflateInit_", "compressBound" };
+
+			for (size_t k = 0; k < sizeof(once) / sizeof(once[0]); k++)
+				if (fns[i].probed && !strcmp(fns[i].name, once[k]))
+					ASSERT_GE(fns[i].hits, 1, once[k]);
+		}
 		ASSERT_GE(hit, 5, "functions hit");
 	}
 	for (int i = 0; i < nfns; i++)
