@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "../tests/tracefs.h"
 #include "probekit.h"
 
 #define NOINLINE __attribute__((noinline))
@@ -133,24 +134,6 @@ static void must(int err, const char *what)
 
 /* ------------------------------------------------------------- uprobes */
 
-static const char *tracefs(void)
-{
-	static const char *const dirs[] = { "/sys/kernel/tracing",
-					    "/sys/kernel/debug/tracing" };
-	char p[128];
-
-	for (int pass = 0; pass < 2; pass++) {
-		for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-			snprintf(p, sizeof(p), "%s/uprobe_events", dirs[i]);
-			if (!access(p, W_OK))
-				return dirs[i];
-		}
-		if (pass == 0 && geteuid() == 0)
-			mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL);
-	}
-	return NULL;
-}
-
 struct find_off {
 	uintptr_t addr;
 	long off;
@@ -192,13 +175,12 @@ static int write_file(const char *dir, const char *name, const char *text,
 static const char *bench_uprobe(struct bench_series *over, unsigned long n)
 {
 	struct find_off f = { (uintptr_t)bp_target, -1 };
-	const char *dir = tracefs();
+	const char *dir = TRACEFS_DIR, *why = tracefs_uprobes_unusable();
 	char exe[512], ev[700], grp[32], del[64], en[96];
 	ssize_t l;
 
-	if (!dir)
-		return geteuid() ? "needs root for tracefs uprobe_events"
-				 : "tracefs uprobe_events not available";
+	if (why)
+		return why;
 	dl_iterate_phdr(find_off_cb, &f);
 	l = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (f.off < 0 || l <= 0)

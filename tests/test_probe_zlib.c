@@ -28,6 +28,7 @@
 #include <zlib.h>
 
 #include "harness.h"
+#include "tracefs.h"
 #include "probekit.h"
 
 #define MAXF 512
@@ -199,14 +200,6 @@ static void count(struct pk_probe *p, struct pk_regs *r, void *ctx)
 	((struct fn *)ctx)->hits++;
 }
 
-static const char *tracefs(void)
-{
-	if (access("/sys/kernel/tracing/uprobe_events", W_OK) && geteuid() == 0)
-		mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL);
-	return access("/sys/kernel/tracing/uprobe_events", W_OK) ? NULL
-								: "/sys/kernel/tracing";
-}
-
 static int tf_write(const char *file, const char *text, int append)
 {
 	char p[128];
@@ -239,6 +232,7 @@ static void uprobes_clear(void)
 static int uprobe_counts(unsigned long *sums)
 {
 	char ev[512], line[1024];
+	const char *why;
 	FILE *f;
 	int n = 0;
 
@@ -249,8 +243,11 @@ static int uprobe_counts(unsigned long *sums)
 	 */
 	if (!getenv("PK_TEST_UPROBES") || strcmp(getenv("PK_TEST_UPROBES"), "1"))
 		return -2;
-	if (!tracefs())
+	why = tracefs_uprobes_unusable();
+	if (why) {
+		printf("uprobes: %s\n", why);
 		return -1;
+	}
 	snprintf(group, sizeof(group), "pkztest%d", (int)getpid());
 	snprintf(group_enable, sizeof(group_enable), "events/%s/enable", group);
 	uprobes_clear();
