@@ -121,8 +121,6 @@ static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
 #define THASH 4096
 static struct tramp *thash[THASH];	/* by address; guarded by probe_lock */
 static struct chunk *chunks;		/* append-only, release-published */
-static int mem_fd = -1;			/* guarded by probe_lock */
-static pid_t mem_pid;
 static int sweep_sig;			/* 0 until installed */
 
 /* Handler depth of this thread: > 0 while it runs pk_probe_dispatch(). */
@@ -534,41 +532,6 @@ static int addr_cmp(const void *a, const void *b)
 
 /* -------------------------------------------------------------- memory */
 
-static int open_mem(void)
-{
-	pid_t pid = getpid();
-
-	if (mem_fd >= 0 && mem_pid == pid)
-		return 0;
-	if (mem_fd >= 0)
-		close(mem_fd);
-	mem_fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
-	if (mem_fd < 0) {
-		int err = errno;
-
-		pk_err("probe: cannot open /proc/self/mem: %s", strerror(err));
-		return err == EACCES ? -EPERM : -err;
-	}
-	mem_pid = pid;
-	return 0;
-}
-
-/* Fill read+execute memory through /proc/self/mem: it is never writable. */
-static int mem_write(uintptr_t addr, const void *buf, size_t len)
-{
-	ssize_t r;
-
-	do
-		r = pwrite(mem_fd, buf, len, (off_t)addr);
-	while (r < 0 && errno == EINTR);
-	if (r != (ssize_t)len) {
-		pk_err("probe: writing a trampoline at %#" PRIxPTR " failed: %s",
-		       addr, r < 0 ? strerror(errno) : "short write");
-		return -EPERM;
-	}
-	return 0;
-}
-
 static size_t build_stub(uint8_t *b, uintptr_t base)
 {
 	static const uint8_t save[] = {
@@ -703,7 +666,7 @@ static struct chunk *chunk_new(uintptr_t near)
 	memset(stub, PK_ARCH_TRAP_BYTE, sizeof(stub));
 	build_stub(stub, c->base);
 	memcpy(stub + CHUNK_DISPATCH, &disp, sizeof(disp));
-	if (mem_write(c->base, stub, sizeof(stub))) {
+	if (pk_text_fill((void *)c->base, stub, sizeof(stub))) {
 		munmap(p, CHUNK_SIZE);
 		free(c);
 		return NULL;
@@ -974,7 +937,7 @@ static int tramp_build(struct pk_probe *p, struct tramp **out)
 	if (n < 0 ||
 	    pk_arch_encode_jmp(slot + SLOT_COPY + n, t->slot + SLOT_COPY + (size_t)n,
 			       t->addr + t->len) ||
-	    mem_write(t->slot, slot, sizeof(slot))) {
+	    pk_text_fill((void *)t->slot, slot, sizeof(slot))) {
 		slot_free(t->chunk, t->slot);
 		free(t);
 		return n < 0 ? -ENOTSUP : -EPERM;
@@ -1054,8 +1017,6 @@ int pk_probe_register(struct pk_probe *const *probes, size_t n)
 	checked = !err;
 	if (!err)
 		err = install_sweep();
-	if (!err)
-		err = open_mem();
 	if (!err)
 		err = pk_batch_create(&b);
 	for (size_t i = 0; i < n && !err; i++) {

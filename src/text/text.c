@@ -921,6 +921,18 @@ out:
 	return (int)n;
 }
 
+int pk_text_fill(void *addr, const void *bytes, size_t len)
+{
+	int err;
+
+	pthread_mutex_lock(&text_lock);
+	err = open_mem();
+	if (!err)
+		err = mem_write((uintptr_t)addr, bytes, len);
+	pthread_mutex_unlock(&text_lock);
+	return err;
+}
+
 /* ------------------------------------------------------------ public API */
 
 static pthread_once_t text_once_ctl = PTHREAD_ONCE_INIT;

@@ -31,4 +31,13 @@ PK_HIDDEN int pk_batch_add_via(struct pk_batch *b, void *addr,
 			       const void *expect, unsigned int flags,
 			       uintptr_t via, uintptr_t via_old);
 
+/*
+ * pk_text_fill() - write @len bytes of code at @addr that no thread can be
+ * running yet (a new trampoline in a read+execute page), through the text
+ * layer's /proc/self/mem descriptor and without the int3 protocol.
+ * Context: not from a signal handler; takes the text lock.
+ * Return: 0, or -EPERM (writing code refused), -errno.
+ */
+PK_HIDDEN int pk_text_fill(void *addr, const void *bytes, size_t len);
+
 #endif /* PK_TEXT_TEXT_H */
