@@ -427,6 +427,19 @@ void pk_chain_fork_child(void)
 		PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
 }
 
+/* A writer section on @c: fork excluded (shared), then the chain's lock. */
+static void chain_writer_lock(struct pk_chain *c)
+{
+	pthread_rwlock_rdlock(&chain_fork_lock);
+	pthread_mutex_lock(&c->pk_private_lock);
+}
+
+static void chain_writer_unlock(struct pk_chain *c)
+{
+	pthread_mutex_unlock(&c->pk_private_lock);
+	pthread_rwlock_unlock(&chain_fork_lock);
+}
+
 /*
  * Locking: c->pk_private_lock guards c->pk_private_head as written (readers
  * follow it without the lock), every nb->pk_private_next on the chain,
@@ -449,8 +462,7 @@ int pk_chain_register(struct pk_chain *c, struct pk_notifier *nb)
 	if (chain_tls.depth)
 		return -EDEADLK;
 
-	pthread_rwlock_rdlock(&chain_fork_lock);
-	pthread_mutex_lock(&c->pk_private_lock);
+	chain_writer_lock(c);
 	for (pp = &c->pk_private_head; (p = *pp); pp = &p->pk_private_next) {
 		if (p == nb) {
 			ret = -EEXIST;
@@ -478,8 +490,7 @@ int pk_chain_register(struct pk_chain *c, struct pk_notifier *nb)
 	/* Publishes nb's fields (call, priority, next) to readers. */
 	chain_publish(*pos, nb);
 out:
-	pthread_mutex_unlock(&c->pk_private_lock);
-	pthread_rwlock_unlock(&chain_fork_lock);
+	chain_writer_unlock(c);
 	errno = saved;
 	return ret;
 }
@@ -498,8 +509,7 @@ int pk_chain_unregister(struct pk_chain *c, struct pk_notifier *nb)
 	if (chain_tls.depth)
 		return -EDEADLK;
 
-	pthread_rwlock_rdlock(&chain_fork_lock);
-	pthread_mutex_lock(&c->pk_private_lock);
+	chain_writer_lock(c);
 	for (pp = &c->pk_private_head; (p = *pp); pp = &p->pk_private_next) {
 		if (p != nb)
 			continue;
@@ -522,8 +532,7 @@ int pk_chain_unregister(struct pk_chain *c, struct pk_notifier *nb)
 		else
 			c->pk_private_reserved[0] = NULL;
 	}
-	pthread_mutex_unlock(&c->pk_private_lock);
-	pthread_rwlock_unlock(&chain_fork_lock);
+	chain_writer_unlock(c);
 	errno = saved;
 	return ret;
 }
