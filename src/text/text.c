@@ -9,7 +9,7 @@
  *   1. write int3 on the first byte of every site;        sync
  *   2. write the tail bytes of every site;                 sync
  *   3. write the first byte of every site;                 sync
- *   4. unpublish the table and wait for handlers still reading it.
+ *   4. unpublish the table; it is freed once no handler can still read it.
  *
  * "sync" makes every core that runs this process serialise its instruction
  * stream (membarrier SYNC_CORE), so no core executes bytes older than the
@@ -89,6 +89,7 @@ struct pk_batch {
 struct inflight {
 	size_t n;
 	int rolling_back;
+	struct inflight *retired_next;	/* on the retired list, see unpublish() */
 	struct {
 		uintptr_t addr;
 		uintptr_t end;
@@ -795,15 +796,40 @@ static int write_phase(struct site *s, size_t n, const struct maps *ms,
 	return runs;
 }
 
+/*
+ * Unpublished tables wait on this list (guarded by text_lock) until
+ * trap_readers is seen at zero, rather than the commit waiting for that: a
+ * thread preempted inside the handler could hold a commit for milliseconds.
+ */
+static struct inflight *retired;
+
+/* Free every retired table if no handler can still be reading one. */
+static void reap_retired(void)
+{
+	pk_assert_held(&text_lock);
+	/*
+	 * Pairs with the increment in pk_text_trap(): a handler counted
+	 * after this load loads inflight after the exchange that retired
+	 * each table on the list, so it cannot see one of them.
+	 */
+	if (!retired || __atomic_load_n(&trap_readers, __ATOMIC_SEQ_CST))
+		return;
+	while (retired) {
+		struct inflight *t = retired;
+
+		retired = t->retired_next;
+		free(t);
+	}
+}
+
 static void unpublish(void)
 {
 	struct inflight *t = __atomic_exchange_n(&inflight, NULL,
 						 __ATOMIC_SEQ_CST);
 
-	/* Pairs with the increment in pk_text_trap(). */
-	while (__atomic_load_n(&trap_readers, __ATOMIC_SEQ_CST))
-		sched_yield();
-	free(t);
+	t->retired_next = retired;
+	retired = t;
+	reap_retired();
 }
 
 /*
@@ -838,6 +864,7 @@ static int commit_locked(struct pk_batch *b)
 	int err;
 
 	pk_assert_held(&text_lock);
+	reap_retired();
 	commit_writes = 0;
 	err = open_mem();
 	if (err)
