@@ -82,6 +82,15 @@ foreach(name test_text_basic stress_text)
     endif()
   endforeach()
 endforeach()
+# Kernels before 6.11 have no PROCMAP_QUERY: the text layer reads maps whole.
+foreach(name test_text_basic test_text_errors)
+  if(TARGET ${name})
+    add_test(NAME ${name}_maps_read COMMAND ${name})
+    set_tests_properties(${name}_maps_read PROPERTIES SKIP_RETURN_CODE 77
+      LABELS quick TIMEOUT 120
+      ENVIRONMENT "${PK_TEST_ENV};PROBEKIT_TEST_MAPS_READ=1")
+  endif()
+endforeach()
 # ---- end text ----
 
 # ---- probe: relocator golden files, probe targets ----

@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/ucontext.h>
@@ -107,6 +108,9 @@ static unsigned long trap_readers;	/* atomic: handlers inside the table */
  */
 static pthread_mutex_t text_lock = PTHREAD_MUTEX_INITIALIZER;
 static int mem_fd = -1;
+static int maps_fd = -1;		/* /proc/self/maps kept for PROCMAP_QUERY */
+static pid_t maps_pid;
+static int procmap_query_ok = -1;	/* -1 unknown, 0 no, 1 yes */
 static pid_t mem_pid;
 static int sync_kind;			/* enum sync_kind, 0 until chosen */
 static int trap_installed;
@@ -241,10 +245,13 @@ void pk_text_fork_parent(void)
 
 void pk_text_fork_child(void)
 {
-	/* The descriptor still names the parent's memory: never write it. */
+	/* The descriptors still name the parent's memory: never use them. */
 	if (mem_fd >= 0)
 		close(mem_fd);
 	mem_fd = -1;
+	if (maps_fd >= 0)
+		close(maps_fd);
+	maps_fd = -1;
 	sync_kind = SYNC_NONE;	/* membarrier registration is per process */
 	pthread_mutex_unlock(&text_lock);
 }
@@ -469,10 +476,96 @@ struct map {
 	int exec, read;
 };
 
+/*
+ * The mappings a commit looks at, sorted. With PROCMAP_QUERY (Linux 6.11)
+ * only the ones holding sites are fetched, one ioctl each, as they are
+ * looked up; otherwise /proc/self/maps is read whole (a process with many
+ * threads has hundreds of lines: tens of microseconds per commit).
+ */
 struct maps {
 	struct map *m;
-	size_t n;
+	size_t n, alloc;
+	int query_fd;		/* /proc/self/maps for PROCMAP_QUERY, or -1 */
 };
+
+/* PROCMAP_QUERY's argument (uapi linux/fs.h, 104 bytes; Debian 12's headers predate it). */
+struct pk_procmap_query {
+	uint64_t size, query_flags, query_addr;
+	uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset;
+	uint64_t inode;
+	uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
+	uint64_t vma_name_addr, build_id_addr;
+};
+#define PK_PROCMAP_QUERY _IOWR('f', 17, struct pk_procmap_query)
+#define PK_PROCMAP_VMA_READABLE 0x1
+#define PK_PROCMAP_VMA_EXECUTABLE 0x4
+
+
+static int maps_add(struct maps *ms, size_t at, struct map m)
+{
+	if (ms->n == ms->alloc) {
+		size_t na = ms->alloc ? ms->alloc * 2 : 128;
+		struct map *nm = realloc(ms->m, na * sizeof(*nm));
+
+		if (!nm)
+			return -ENOMEM;
+		ms->m = nm;
+		ms->alloc = na;
+	}
+	memmove(&ms->m[at + 1], &ms->m[at], (ms->n - at) * sizeof(*ms->m));
+	ms->m[at] = m;
+	ms->n++;
+	return 0;
+}
+
+/* The mapping holding @addr from the kernel; 1 found, 0 none, -errno. */
+static int maps_query(int fd, uintptr_t addr, struct map *out)
+{
+	struct pk_procmap_query q;
+
+	memset(&q, 0, sizeof(q));
+	q.size = sizeof(q);
+	q.query_addr = addr;
+	if (ioctl(fd, PK_PROCMAP_QUERY, &q))
+		return errno == ENOENT ? 0 : -errno;
+	*out = (struct map){ q.vma_start, q.vma_end,
+			     !!(q.vma_flags & PK_PROCMAP_VMA_EXECUTABLE),
+			     !!(q.vma_flags & PK_PROCMAP_VMA_READABLE) };
+	return 1;
+}
+
+static int maps_read(struct maps *ms);
+
+/* Start a commit's view of the mappings. */
+static int maps_open(struct maps *ms)
+{
+	pid_t pid = getpid();
+	struct map probe;
+
+	memset(ms, 0, sizeof(*ms));
+	ms->query_fd = -1;
+	if (maps_fd >= 0 && maps_pid != pid) {
+		close(maps_fd);
+		maps_fd = -1;
+	}
+	if (maps_fd < 0 && procmap_query_ok != 0) {
+		maps_fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+		maps_pid = pid;
+	}
+	if (maps_fd >= 0 && procmap_query_ok < 0) {
+		/* PROBEKIT_TEST_MAPS_READ=1 keeps the older path tested. */
+		procmap_query_ok = !pk_env_flag("TEST_MAPS_READ") &&
+				   maps_query(maps_fd, (uintptr_t)maps_open,
+					      &probe) == 1;
+		pk_dbg("text: mappings by %s", procmap_query_ok
+			       ? "PROCMAP_QUERY" : "reading /proc/self/maps");
+	}
+	if (maps_fd >= 0 && procmap_query_ok == 1) {
+		ms->query_fd = maps_fd;
+		return 0;
+	}
+	return maps_read(ms);
+}
 
 /* Parse /proc/self/maps: one read loop and a hand parser (sscanf is slow). */
 static int maps_read(struct maps *ms)
@@ -520,13 +613,18 @@ static int maps_read(struct maps *ms)
 		memmove(buf, p, have);
 	}
 	close(fd);
+	ms->alloc = alloc;
 	return 0;
 }
 
-/* The mapping holding @addr, or NULL. */
-static const struct map *maps_find(const struct maps *ms, uintptr_t addr)
+/*
+ * The mapping holding @addr, or NULL (fetched from the kernel when @ms
+ * queries). The pointer is good until the next maps_find().
+ */
+static const struct map *maps_find(struct maps *ms, uintptr_t addr)
 {
 	size_t lo = 0, hi = ms->n;
+	struct map m;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -536,11 +634,16 @@ static const struct map *maps_find(const struct maps *ms, uintptr_t addr)
 		else
 			hi = mid;
 	}
-	return lo < ms->n && ms->m[lo].start <= addr ? &ms->m[lo] : NULL;
+	if (lo < ms->n && ms->m[lo].start <= addr)
+		return &ms->m[lo];
+	if (ms->query_fd < 0 || maps_query(ms->query_fd, addr, &m) != 1 ||
+	    maps_add(ms, lo, m))
+		return NULL;
+	return &ms->m[lo];
 }
 
 /* [addr, addr+len) lies in executable mappings; 1 if they are all readable. */
-static int range_exec(const struct maps *ms, uintptr_t addr, size_t len,
+static int range_exec(struct maps *ms, uintptr_t addr, size_t len,
 		      int *readable)
 {
 	uintptr_t end = addr + len;
@@ -665,7 +768,7 @@ static int site_cmp(const void *a, const void *b)
 }
 
 /* Check one site against memory and fill in its old bytes and continuations. */
-static int validate(struct site *s, const struct maps *ms)
+static int validate(struct site *s, struct maps *ms)
 {
 	uint8_t old_starts[PK_TEXT_MAX], new_starts[PK_TEXT_MAX];
 	int readable, err;
@@ -735,7 +838,7 @@ enum pick { PICK_TRAP, PICK_NEW, PICK_OLD };
 #define MERGE_GAP 512
 #define RUN_MAX (64 * 1024)
 
-static int write_phase(struct site *s, size_t n, const struct maps *ms,
+static int write_phase(struct site *s, size_t n, struct maps *ms,
 		       size_t off, size_t len_max, enum pick pick)
 {
 	static uint8_t buf[RUN_MAX];	/* guarded by text_lock */
@@ -838,7 +941,7 @@ static void unpublish(void)
  * meanwhile run the old bytes. If even that fails the table stays published
  * forever, so a thread that meets a leftover int3 still gets through.
  */
-static void rollback(struct site *s, size_t n, const struct maps *ms)
+static void rollback(struct site *s, size_t n, struct maps *ms)
 {
 	int err;
 
@@ -882,7 +985,7 @@ static int commit_locked(struct pk_batch *b)
 			       " overlap", s[i - 1].addr, s[i].addr);
 			return -EINVAL;
 		}
-	err = maps_read(&ms);
+	err = maps_open(&ms);
 	if (err)
 		return err;
 	for (size_t i = 0; i < n && !err; i++) {
