@@ -624,7 +624,7 @@ static int maps_read(struct maps *ms)
 static const struct map *maps_find(struct maps *ms, uintptr_t addr)
 {
 	size_t lo = 0, hi = ms->n;
-	struct map m;
+	struct map m = { 0 };
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
