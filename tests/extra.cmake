@@ -125,3 +125,17 @@ if(TARGET test_fault_watch)
     LABELS quick TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV};PROBEKIT_WATCH=page")
 endif()
 # ---- end fault ----
+
+# ---- cli: the probekit command end to end ----
+add_executable(cli_target cli_target.c)
+if(PK_SANITIZE)
+  set(PK_CLI_SANITIZED 1)
+else()
+  set(PK_CLI_SANITIZED 0)
+endif()
+add_test(NAME cli
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli.sh $<TARGET_FILE:probekit_cli>
+          $<TARGET_FILE:cli_target> ${PK_CLI_SANITIZED})
+set_tests_properties(cli PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+# ---- end cli ----

@@ -47,4 +47,19 @@ build_run() { # $1: compiler, $2: std, $3: source
 }
 build_run "$cc" -std=c11 "$src/tests/consumer/consumer.c"
 build_run "$cxx" -std=c++17 "$src/tests/consumer/consumer.cc"
+
+# The installed command finds its installed agent (not the build tree's).
+case "$extra" in *sanitize*)
+	echo "install-consumer: probekit count not run: sanitizer build (the agent needs the ASan runtime loaded first)" ;;
+*)
+	if [ ! -x "$prefix/bin/probekit" ]; then
+		echo "install-consumer: bin/probekit not installed"; fail=1
+	elif ! "$prefix/bin/probekit" count -p malloc -- sh -c 'echo hi' >"$tmp/pk.out" 2>"$tmp/pk.err" ||
+	     ! grep -Eq '^ +[1-9][0-9]*  malloc$' "$tmp/pk.err"; then
+		cat "$tmp/pk.err"; echo "install-consumer: installed probekit count failed"; fail=1
+	else
+		echo "install-consumer: installed probekit count ok"
+	fi ;;
+esac
+[ -f "$prefix/share/man/man1/probekit.1" ] || { echo "install-consumer: probekit.1 not installed"; fail=1; }
 exit $fail

@@ -1,0 +1,93 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# cli.sh - the probekit command end to end: counts against known call
+# numbers (tests/cli_target.c), fork/exec aggregation, exit statuses, JSON,
+# failure paths, and a real program (ls).
+# usage: cli.sh PROBEKIT CLI_TARGET [sanitized]
+set -u
+pk=$1
+target=$2
+if [ "${3:-}" = 1 ]; then
+	echo "SKIP: sanitizer build: the agent needs the ASan runtime loaded first, which an uninstrumented COMMAND does not do"
+	exit 77
+fi
+fails=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+check() { # description, then a shell condition
+	desc=$1
+	shift
+	if eval "$@"; then
+		echo "ok   $desc"
+	else
+		echo "FAIL $desc   [$*]"
+		fails=$((fails + 1))
+	fi
+}
+
+run() { # run probekit with the report in $tmp/rep; status in $rc
+	"$pk" "$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+}
+
+# Counts equal to the calls the program made, in a static function.
+run count -p cli_target_fn -o "$tmp/rep" -- "$target" 1000
+check "exit status of COMMAND" '[ $rc -eq 0 ]'
+check "COMMAND output untouched" 'grep -qx "cli_target done" "$tmp/out"'
+check "1000 calls counted" 'grep -Eq "^ +1000  cli_target_fn$" "$tmp/rep"'
+
+# fork (shared file) + exec (its own file) + JSON.
+run count --json -p cli_target_fn -o "$tmp/rep" -- "$target" 1000 fork 300 exec 200
+check "fork+exec: status 0" '[ $rc -eq 0 ]'
+check "fork+exec: 1500 calls in 2 processes" \
+	'grep -q "\"processes\":2,.*\"hits\":1500,\"armed_in\":2" "$tmp/rep"'
+check "json: one line, command recorded" \
+	'[ $(wc -l <"$tmp/rep") -eq 1 ] && grep -q "^{\"command\":\\[\"$target\",\"1000\"" "$tmp/rep"'
+
+# Exit statuses and counts of processes that die without destructors.
+run count -p cli_target_fn -o "$tmp/rep" -- "$target" 10 exit 7
+check "exit 7 passed on" '[ $rc -eq 7 ]'
+run count -p cli_target_fn -o "$tmp/rep" -- "$target" 50 _exit
+check "_exit: 50 calls still counted" '[ $rc -eq 0 ] && grep -Eq "^ +50  cli_target_fn$" "$tmp/rep"'
+run count -p cli_target_fn -o "$tmp/rep" -- "$target" 60 kill
+check "killed by SIGTERM: 128+15, 60 calls counted" \
+	'[ $rc -eq 143 ] && grep -Eq "^ +60  cli_target_fn$" "$tmp/rep"'
+
+# A real program: ls, probing libc's malloc.
+run count -p malloc -p libc.so.6:free -- ls /
+check "ls: status 0 and its listing on stdout" '[ $rc -eq 0 ] && grep -qx proc "$tmp/out"'
+check "ls: malloc and free counted" \
+	'grep -Eq "^ +[1-9][0-9]*  malloc$" "$tmp/err" && grep -Eq "^ +[1-9][0-9]*  libc.so.6:free$" "$tmp/err"'
+
+# Failure paths: clear message, the right status, nothing left behind.
+before=$(ls -d /tmp/probekit-count.* 2>/dev/null | wc -l)
+run count -p cli_target_fn -- /nonexistent/program
+check "command not found: 127" '[ $rc -eq 127 ] && grep -q "No such file" "$tmp/err"'
+printf 'data\n' >"$tmp/noexec"
+chmod 644 "$tmp/noexec"
+run count -p cli_target_fn -- "$tmp/noexec"
+check "command not executable: 126" '[ $rc -eq 126 ]'
+run count -- "$target" 1
+check "no probe: 125 with usage" '[ $rc -eq 125 ] && grep -q "no probe given" "$tmp/err"'
+run count -p cli_target_fn
+check "no command: 125" '[ $rc -eq 125 ] && grep -q "no command given" "$tmp/err"'
+run count -p no_such_function_anywhere -- "$target" 1
+check "unknown function only: 125, named in the report" \
+	'[ $rc -eq 125 ] && grep -q "no_such_function_anywhere.*not probed in 1 of 1" "$tmp/err"'
+run count -p cli_target_fn -p no_such_function_anywhere -o "$tmp/rep" -- "$target" 5
+check "one unknown of two: COMMAND status, the other counted" \
+	'[ $rc -eq 0 ] && grep -Eq "^ +5  cli_target_fn$" "$tmp/rep"'
+run frobnicate
+check "unknown subcommand: 125" '[ $rc -eq 125 ] && grep -q "unknown command" "$tmp/err"'
+PROBEKIT_AGENT=/nonexistent.so run count -p malloc -- true
+check "missing agent: 125, says which" '[ $rc -eq 125 ] && grep -q "cannot find the agent /nonexistent.so" "$tmp/err"'
+run count -p malloc -o /nonexistent/dir/rep -- true
+check "unwritable report file: 125" '[ $rc -eq 125 ]'
+after=$(ls -d /tmp/probekit-count.* 2>/dev/null | wc -l)
+check "no temporary directory left behind" '[ "$after" -le "$before" ]'
+run --version
+check "--version" '[ $rc -eq 0 ] && grep -q "^probekit [0-9]" "$tmp/out"'
+
+[ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
+echo "all checks passed"

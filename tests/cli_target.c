@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: MIT
+/* cli_target.c - a program for tests/cli.sh: calls a static function a known number of times, then forks, execs or dies as told. */
+
+/*
+ * cli_target N [fork M] [exec K] [exit CODE | _exit | kill]
+ *
+ *   N        calls of cli_target_fn() in this process
+ *   fork M   a forked child calls it M more times (its counts land in the
+ *            parent's counts file, which the child shares)
+ *   exec K   a forked child runs "cli_target K" anew (a file of its own)
+ *   exit C   end with exit(C); _exit: with _exit(0), no destructors;
+ *            kill: by SIGTERM
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static volatile unsigned long sink;
+
+/* static: found through .symtab, not .dynsym */
+__attribute__((noinline)) static void cli_target_fn(unsigned long i)
+{
+	sink += i * 3 + 1;
+	__asm__ volatile("" ::: "memory");
+}
+
+static void calls(long n)
+{
+	for (long i = 0; i < n; i++)
+		cli_target_fn((unsigned long)i);
+}
+
+int main(int argc, char **argv)
+{
+	int code = 0;
+
+	if (argc < 2)
+		return 2;
+	calls(atol(argv[1]));
+	for (int i = 2; i < argc; i++) {
+		pid_t pid;
+
+		if (!strcmp(argv[i], "fork") && i + 1 < argc) {
+			long m = atol(argv[++i]);
+
+			pid = fork();
+			if (pid == 0) {
+				calls(m);
+				_exit(0);
+			}
+			waitpid(pid, NULL, 0);
+		} else if (!strcmp(argv[i], "exec") && i + 1 < argc) {
+			char *args[] = { argv[0], argv[++i], NULL };
+
+			pid = fork();
+			if (pid == 0) {
+				execv("/proc/self/exe", args);
+				_exit(127);
+			}
+			waitpid(pid, NULL, 0);
+		} else if (!strcmp(argv[i], "exit") && i + 1 < argc) {
+			code = atoi(argv[++i]);
+		} else if (!strcmp(argv[i], "_exit")) {
+			_exit(0);
+		} else if (!strcmp(argv[i], "kill")) {
+			raise(SIGTERM);
+		} else {
+			return 2;
+		}
+	}
+	printf("cli_target done\n");
+	return code;
+}

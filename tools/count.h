@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/* count.h - the counts file shared by `probekit count` and its preloaded agent. */
+#ifndef PK_TOOLS_COUNT_H
+#define PK_TOOLS_COUNT_H
+
+#include <stdint.h>
+
+/*
+ * `probekit count` runs the command with the agent (libprobekit-count.so) in
+ * LD_PRELOAD and these in the environment:
+ *
+ *   PROBEKIT_COUNT_DIR     a directory private to this run
+ *   PROBEKIT_COUNT_PROBES  the probe specs, separated by PKC_SEP
+ *
+ * Every process that loads the agent creates DIR/<pid>.cnt, one struct
+ * pkc_file, maps it shared and counts hits straight into it. So counts
+ * survive a process that ends by _exit() or by a signal (no destructor has
+ * to run), and a fork()ed child, which keeps the mapping, adds to its
+ * parent's file. A program started by exec() gets a file of its own.
+ */
+#define PKC_MAGIC 0x706b636eu	/* "pkcn" */
+#define PKC_VERSION 1
+#define PKC_MAX 64		/* probe specs per run */
+#define PKC_SEP '\n'
+#define PKC_PENDING INT32_MIN	/* status before the agent tried the spec */
+
+struct pkc_file {
+	uint32_t magic;		/* PKC_MAGIC, written first */
+	uint32_t version;
+	uint32_t n;		/* specs in this file */
+	int32_t pid;
+	int32_t status[PKC_MAX]; /* 0 armed, -errno, or PKC_PENDING */
+	uint64_t count[PKC_MAX]; /* hits; atomic */
+	char why[PKC_MAX][96];	/* the log line of a failure */
+};
+
+#endif /* PK_TOOLS_COUNT_H */

@@ -1,0 +1,387 @@
+// SPDX-License-Identifier: MIT
+/* probekit.c - the probekit command: count calls of functions in a program run. */
+
+/*
+ * probekit count [-p SPEC]... [--json] [-o FILE] -- COMMAND [ARG]...
+ *
+ * Runs COMMAND with the counting agent preloaded (see count.h), waits for
+ * it, and reports how often each function was entered, summed over every
+ * process of the command. Like perf stat and strace -c, the report goes to
+ * stderr (or FILE), so COMMAND's own output stays as it was.
+ *
+ * Exit status, as timeout(1) and env(1) have it: COMMAND's own status, or
+ * 128+N when a signal N killed it; 125 when probekit itself failed (bad
+ * usage, no agent, no probe armed anywhere), 126 when COMMAND could not be
+ * run, 127 when it was not found.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "count.h"
+
+/* Both set by tools/CMakeLists.txt from the install directories. */
+#ifndef PKC_AGENT_PATH
+#define PKC_AGENT_PATH "/usr/local/lib/probekit/libprobekit-count.so"
+#endif
+#ifndef PKC_AGENT_REL
+#define PKC_AGENT_REL "../lib/probekit/libprobekit-count.so"
+#endif
+#define AGENT_NAME "libprobekit-count.so"
+
+#define EXIT_OWN 125
+#define EXIT_CANNOT_RUN 126
+#define EXIT_NOT_FOUND 127
+
+struct spec_total {
+	const char *spec;
+	unsigned long long hits;
+	int armed;		/* processes that armed it */
+	int failed;		/* processes that could not */
+	int last_err;		/* the last -errno seen */
+	char why[96];		/* and its log line */
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: probekit count [-p SPEC]... [--json] [-o FILE] -- COMMAND [ARG]...\n"
+		"       probekit --help | --version\n"
+		"\n"
+		"Counts calls of functions while COMMAND runs, in every process it starts.\n"
+		"  -p, --probe SPEC  a function: NAME or OBJECT:NAME (e.g. malloc,\n"
+		"                    libz.so.1:inflate, a static function of the program)\n"
+		"  -j, --json        the report as one JSON object\n"
+		"  -o, --output FILE the report to FILE instead of stderr\n"
+		"Exit status: COMMAND's; 128+N if killed by signal N; 125 probekit failed;\n"
+		"126 COMMAND could not run; 127 COMMAND not found.\n");
+}
+
+/*
+ * The agent: $PROBEKIT_AGENT; else next to this executable (the build
+ * tree); else where an install put it relative to this executable (so a
+ * prefix can be moved, or chosen at `cmake --install --prefix`); else the
+ * configured install path.
+ */
+static int find_agent(char *out, size_t len)
+{
+	static const char *const rel[] = { AGENT_NAME, PKC_AGENT_REL };
+	const char *env = getenv("PROBEKIT_AGENT");
+	char self[4096];
+	ssize_t n;
+
+	if (env) {
+		snprintf(out, len, "%s", env);
+		return access(out, R_OK) ? -errno : 0;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0 && strrchr(self, '/')) {
+		self[n] = 0;
+		*strrchr(self, '/') = 0;
+		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++)
+			if ((size_t)snprintf(out, len, "%s/%s", self, rel[i]) <
+				    len &&
+			    !access(out, R_OK))
+				return 0;
+	}
+	snprintf(out, len, "%s", PKC_AGENT_PATH);
+	return access(out, R_OK) ? -errno : 0;
+}
+
+static int set_env(const char *dir, const char *agent, char **specs, int n)
+{
+	const char *pre = getenv("LD_PRELOAD");
+	size_t len = 1;
+	char *list, *preload;
+
+	for (int i = 0; i < n; i++)
+		len += strlen(specs[i]) + 1;
+	list = calloc(1, len);
+	if (!list)
+		return -ENOMEM;
+	for (int i = 0, at = 0; i < n; i++) {
+		size_t l = strlen(specs[i]);
+
+		memcpy(list + at, specs[i], l);
+		at += (int)l;
+		if (i + 1 < n)
+			list[at++] = PKC_SEP;
+	}
+	if (asprintf(&preload, "%s%s%s", agent, pre && *pre ? ":" : "",
+		     pre ? pre : "") < 0) {
+		free(list);
+		return -ENOMEM;
+	}
+	if (setenv("PROBEKIT_COUNT_DIR", dir, 1) ||
+	    setenv("PROBEKIT_COUNT_PROBES", list, 1) ||
+	    setenv("LD_PRELOAD", preload, 1)) {
+		free(list);
+		free(preload);
+		return -errno;
+	}
+	free(list);
+	free(preload);
+	return 0;
+}
+
+/* Sum every process's counts file in @dir into @t, removing the files. */
+static int collect(const char *dir, struct spec_total *t, int n)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int procs = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		struct pkc_file f;
+		char path[4096];
+		ssize_t got = -1;
+		int fd;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			got = read(fd, &f, sizeof(f));
+			close(fd);
+		}
+		unlink(path);
+		if (got != (ssize_t)sizeof(f) || f.magic != PKC_MAGIC ||
+		    f.version != PKC_VERSION)
+			continue;
+		procs++;
+		for (int i = 0; i < n && i < (int)f.n; i++) {
+			t[i].hits += f.count[i];
+			if (f.status[i] == 0) {
+				t[i].armed++;
+			} else if (f.status[i] != PKC_PENDING) {
+				t[i].failed++;
+				t[i].last_err = -f.status[i];
+				f.why[i][sizeof(f.why[i]) - 1] = 0;
+				if (f.why[i][0])
+					memcpy(t[i].why, f.why[i],
+					       sizeof(t[i].why));
+			}
+		}
+	}
+	closedir(d);
+	return procs;
+}
+
+static void json_str(FILE *o, const char *s)
+{
+	fputc('"', o);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(o, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(o, "\\u%04x", c);
+		else
+			fputc(c, o);
+	}
+	fputc('"', o);
+}
+
+static void report(FILE *o, int json, char **argv, int status, int procs,
+		   struct spec_total *t, int n)
+{
+	if (json) {
+		fprintf(o, "{\"command\":[");
+		for (int i = 0; argv[i]; i++) {
+			if (i)
+				fputc(',', o);
+			json_str(o, argv[i]);
+		}
+		fprintf(o, "],\"exit_status\":%d,\"processes\":%d,"
+			   "\"probes\":[", status, procs);
+		for (int i = 0; i < n; i++) {
+			fprintf(o, "%s{\"spec\":", i ? "," : "");
+			json_str(o, t[i].spec);
+			fprintf(o, ",\"hits\":%llu,\"armed_in\":%d,"
+				   "\"failed_in\":%d", t[i].hits, t[i].armed,
+				t[i].failed);
+			if (t[i].failed) {
+				fprintf(o, ",\"error\":");
+				json_str(o, t[i].why[0] ? t[i].why
+						       : strerror(t[i].last_err));
+			}
+			fputc('}', o);
+		}
+		fprintf(o, "]}\n");
+		return;
+	}
+	fprintf(o, "\n probekit count: %d process%s, exit status %d\n\n",
+		procs, procs == 1 ? "" : "es", status);
+	fprintf(o, " %16s  %s\n", "calls", "function");
+	for (int i = 0; i < n; i++) {
+		if (t[i].armed)
+			fprintf(o, " %16llu  %s", t[i].hits, t[i].spec);
+		else
+			fprintf(o, " %16s  %s", "-", t[i].spec);
+		if (t[i].failed)
+			fprintf(o, "  (not probed in %d of %d: %s)", t[i].failed,
+				procs, t[i].why[0] ? t[i].why
+						  : strerror(t[i].last_err));
+		fputc('\n', o);
+	}
+}
+
+static int cmd_count(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "probe", required_argument, NULL, 'p' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	char *specs[PKC_MAX], agent[4096], dir[] = "/tmp/probekit-count.XXXXXX";
+	struct spec_total t[PKC_MAX];
+	const char *out_path = NULL;
+	int n = 0, json = 0, c, status, code, procs, armed = 0, err[2];
+	struct sigaction ign = { .sa_handler = SIG_IGN }, old_int, old_quit;
+	FILE *out = stderr;
+	pid_t pid;
+
+	while ((c = getopt_long(argc, argv, "+p:jo:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (n == PKC_MAX || !*optarg || strchr(optarg, PKC_SEP)) {
+				fprintf(stderr, "probekit: %s\n", n == PKC_MAX
+					? "too many probes (at most 64)"
+					: "empty or multi-line probe spec");
+				return EXIT_OWN;
+			}
+			specs[n++] = optarg;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case 'o':
+			out_path = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return EXIT_OWN;
+		}
+	}
+	if (!n || optind >= argc) {
+		fprintf(stderr, "probekit: %s\n", !n ? "no probe given (-p NAME)"
+						     : "no command given");
+		usage(stderr);
+		return EXIT_OWN;
+	}
+	if (find_agent(agent, sizeof(agent))) {
+		fprintf(stderr, "probekit: cannot find the agent %s (set "
+				"PROBEKIT_AGENT): %s\n", agent, strerror(errno));
+		return EXIT_OWN;
+	}
+	if (out_path && !(out = fopen(out_path, "we"))) {
+		fprintf(stderr, "probekit: %s: %s\n", out_path, strerror(errno));
+		return EXIT_OWN;
+	}
+	if (!mkdtemp(dir)) {
+		fprintf(stderr, "probekit: mkdtemp: %s\n", strerror(errno));
+		return EXIT_OWN;
+	}
+	if (set_env(dir, agent, specs, n) || pipe2(err, O_CLOEXEC)) {
+		fprintf(stderr, "probekit: %s\n", strerror(errno));
+		rmdir(dir);
+		return EXIT_OWN;
+	}
+
+	/* Like time(1): the terminal's ^C and ^\ are for COMMAND. */
+	sigaction(SIGINT, &ign, &old_int);
+	sigaction(SIGQUIT, &ign, &old_quit);
+	pid = fork();
+	if (pid == 0) {
+		int e;
+
+		sigaction(SIGINT, &old_int, NULL);
+		sigaction(SIGQUIT, &old_quit, NULL);
+		execvp(argv[optind], &argv[optind]);
+		e = errno;
+		if (write(err[1], &e, sizeof(e)) < 0)
+			_exit(EXIT_OWN);
+		_exit(e == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN);
+	}
+	close(err[1]);
+	if (pid < 0) {
+		fprintf(stderr, "probekit: fork: %s\n", strerror(errno));
+		rmdir(dir);
+		return EXIT_OWN;
+	}
+	{
+		int e;
+
+		if (read(err[0], &e, sizeof(e)) == (ssize_t)sizeof(e)) {
+			fprintf(stderr, "probekit: %s: %s\n", argv[optind],
+				strerror(e));
+			waitpid(pid, NULL, 0);
+			rmdir(dir);
+			return e == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
+		}
+		close(err[0]);
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	code = WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+				   : WEXITSTATUS(status);
+
+	memset(t, 0, sizeof(t));
+	for (int i = 0; i < n; i++)
+		t[i].spec = specs[i];
+	procs = collect(dir, t, n);
+	rmdir(dir);
+	report(out, json, &argv[optind], code, procs, t, n);
+	if (out != stderr)
+		fclose(out);
+	for (int i = 0; i < n; i++)
+		armed += t[i].armed;
+	if (!procs) {
+		fprintf(stderr, "probekit: no process of the command loaded the "
+				"agent (a static or setuid program?)\n");
+		return EXIT_OWN;
+	}
+	if (!armed) {
+		fprintf(stderr, "probekit: no probe could be armed in any "
+				"process\n");
+		return EXIT_OWN;
+	}
+	return code;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 2 && !strcmp(argv[1], "count"))
+		return cmd_count(argc - 1, argv + 1);
+	if (argc >= 2 && !strcmp(argv[1], "--version")) {
+		printf("probekit %s\n", PKC_VERSION_STRING);
+		return 0;
+	}
+	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		usage(stdout);
+		return 0;
+	}
+	if (argc >= 2)
+		fprintf(stderr, "probekit: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return EXIT_OWN;
+}
