@@ -948,12 +948,20 @@ struct pk_probe;
 typedef void (*pk_probe_handler_fn)(struct pk_probe *p, struct pk_regs *regs,
 				    void *ctx);
 
+/* pk_probe_opts.flags */
+#define PK_PROBE_F_INT3 0x1u	/* an int3 probe even where a jump probe fits */
+
 struct pk_probe_opts {
 	size_t sz;		/* sizeof(struct pk_probe_opts) */
 	const char *symbol;	/* "name" or "object:name"; or NULL and ... */
 	void *addr;		/* ... the address of a function's first byte */
-	pk_probe_handler_fn pre; /* called before the function runs */
-	void *ctx;		/* passed to the handler */
+	pk_probe_handler_fn pre; /* called before the probed instruction */
+	void *ctx;		/* passed to the handlers */
+	size_t offset;		/* probe point: bytes from the function's first
+				 * byte, on an instruction boundary; 0: its
+				 * entry (after an endbr64) */
+	pk_probe_handler_fn post; /* called after the probed instruction ran */
+	unsigned int flags;	/* PK_PROBE_F_* */
 };
 
 #define PK_OPTS(type, name, ...)                                               \
@@ -1012,16 +1020,26 @@ PK_API int pk_probe_unregister(struct pk_probe *const *probes, size_t n);
  */
 PK_API void pk_probe_destroy(struct pk_probe *p);
 
+/* How a probe reaches its handlers (pk_probe_info.kind). */
+enum pk_probe_kind {
+	PK_PROBE_JUMP = 1,	/* a jmp to a trampoline */
+	PK_PROBE_INT3 = 2,	/* an int3, through the fault layer's trap chain */
+};
+
 struct pk_probe_info {
 	size_t sz;		/* sizeof(struct pk_probe_info) */
 	uintptr_t addr;		/* the probed address (after any endbr64) */
 	uintptr_t func;		/* the function's first byte */
-	size_t displaced;	/* bytes replaced by the jmp */
+	size_t displaced;	/* bytes replaced by the jmp; an int3 probe:
+				   the probed instruction's length */
 	int armed;
 	unsigned long missed;	/* hits skipped: already inside a handler */
 	size_t bytes;		/* memory this probe costs: its share of its
 				   trampoline, the trampoline's and its own
 				   metadata */
+	int kind;		/* enum pk_probe_kind: what it is armed as
+				   (several probes on one address share the
+				   first one's kind), or would be */
 };
 
 /**
