@@ -30,8 +30,9 @@
  * (pk_arch_relocate_one()), so nothing ever returns into a slot.
  *
  * The stubs (two per chunk) save flags, all GPRs and xmm0-7 into a struct
- * pk_regs, align the stack, call pk_probe_dispatch() through a pointer at
- * CHUNK_DISPATCH, restore everything (so handlers may change registers) and
+ * pk_regs, align the stack, call pk_probe_dispatch() (STUB_FAST) or
+ * pk_probe_dispatch_full() (STUB_FULL) through a pointer at CHUNK_DISPATCH
+ * or CHUNK_DISPATCH_FULL, restore everything (so handlers may change registers) and
  * return into the slot: call and ret pair up, so the return stack buffer
  * predicts them. The dispatcher finds the tramp from the return address,
  * and from its offset in the slot whether pre- or post-handlers are due.
@@ -106,7 +107,8 @@
 #define CHUNK_SIZE (64 * 1024)
 #define STUB_FAST 0		/* flags not restored: function entries */
 #define STUB_FULL 256		/* ends in popf */
-#define CHUNK_DISPATCH 504	/* the dispatcher's address */
+#define CHUNK_DISPATCH 496	/* pk_probe_dispatch's address, for STUB_FAST */
+#define CHUNK_DISPATCH_FULL 504	/* pk_probe_dispatch_full's, for STUB_FULL */
 #define CHUNK_SLOTS0 512	/* first slot */
 #define CHUNK_NSLOTS ((CHUNK_SIZE - CHUNK_SLOTS0) / SLOT_SIZE)
 /* Every slot of a chunk must reach the probe point and back with a rel32. */
@@ -176,15 +178,16 @@ extern const char __stop_pk_noprobe_text[] __attribute__((weak, visibility("hidd
 /* ---------------------------------------------------------- dispatcher */
 
 PK_NOPROBE void pk_probe_dispatch(struct pk_regs *r);
+PK_NOPROBE void pk_probe_dispatch_full(struct pk_regs *r);
 
-PK_NOPROBE void pk_probe_dispatch(struct pk_regs *r)
+/*
+ * The handlers of the trampoline whose slot @r's return address is in:
+ * pre-handlers, or (@post) post-handlers.
+ */
+static inline __attribute__((always_inline)) void
+dispatch(struct pk_regs *r, const struct tramp *t, int post)
 {
-	uintptr_t ret = r->pk_private_ret;
-	const struct tramp *t =
-		*(struct tramp *const *)(ret & ~(uintptr_t)(SLOT_SIZE - 1));
-	int post = (ret & (SLOT_SIZE - 1)) != SLOT_RET;
 	unsigned long d = probe_depth;
-	uint64_t flags = r->flags;
 	struct pk_probe *p;
 
 	probe_depth = d + 1;
@@ -207,13 +210,37 @@ PK_NOPROBE void pk_probe_dispatch(struct pk_regs *r)
 			fn(p, r, p->ctx);
 		}
 	}
-	r->flags = (r->flags & USER_FLAGS) | (flags & ~USER_FLAGS);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (!d) {
 		probe_cur = NULL;
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	}
 	probe_depth = d;
+}
+
+static inline const struct tramp *tramp_of(uintptr_t ret)
+{
+	return *(struct tramp *const *)(ret & ~(uintptr_t)(SLOT_SIZE - 1));
+}
+
+/* STUB_FAST's: pre-handlers at a function's entry; flags are not restored. */
+PK_NOPROBE void pk_probe_dispatch(struct pk_regs *r)
+{
+	dispatch(r, tramp_of(r->pk_private_ret), 0);
+}
+
+/*
+ * STUB_FULL's: pre-handlers inside a function, or post-handlers (called
+ * from further into the slot than SLOT_RET); the flags are restored, of
+ * which handlers may change USER_FLAGS only.
+ */
+PK_NOPROBE void pk_probe_dispatch_full(struct pk_regs *r)
+{
+	uintptr_t ret = r->pk_private_ret;
+	uint64_t flags = r->flags;
+
+	dispatch(r, tramp_of(ret), (ret & (SLOT_SIZE - 1)) != SLOT_RET);
+	r->flags = (r->flags & USER_FLAGS) | (flags & ~USER_FLAGS);
 }
 
 /*
@@ -668,7 +695,8 @@ static size_t build_stub(uint8_t *b, size_t off, int full)
 	n = sizeof(save);
 	b[n++] = 0xff;		/* call [rip+rel32] */
 	b[n++] = 0x15;
-	rel = (int32_t)(CHUNK_DISPATCH - (off + n + 4));
+	rel = (int32_t)((full ? CHUNK_DISPATCH_FULL : CHUNK_DISPATCH) -
+			(off + n + 4));
 	memcpy(b + n, &rel, 4);
 	n += 4;
 	memcpy(b + n, restore, sizeof(restore));
@@ -728,7 +756,8 @@ static uintptr_t find_gap(uintptr_t near)
 static struct chunk *chunk_new(uintptr_t near)
 {
 	uint8_t stub[CHUNK_SLOTS0];
-	uintptr_t disp = (uintptr_t)pk_probe_dispatch;
+	uintptr_t disp = (uintptr_t)pk_probe_dispatch,
+		  disp_full = (uintptr_t)pk_probe_dispatch_full;
 	struct chunk *c;
 	void *p = MAP_FAILED;
 
@@ -761,6 +790,7 @@ static struct chunk *chunk_new(uintptr_t near)
 	    build_stub(stub + STUB_FULL, STUB_FULL, 1) > CHUNK_DISPATCH - STUB_FULL)
 		abort();	/* the layout above is wrong */
 	memcpy(stub + CHUNK_DISPATCH, &disp, sizeof(disp));
+	memcpy(stub + CHUNK_DISPATCH_FULL, &disp_full, sizeof(disp_full));
 	if (pk_text_fill((void *)c->base, stub, sizeof(stub))) {
 		munmap(p, CHUNK_SIZE);
 		free(c);
