@@ -268,6 +268,42 @@ static void test_offset_live(void)
 	}
 }
 
+/* Clears CF, sets ZF, and tries TF (not a flag a handler may change). */
+static void edit_flags(struct pk_probe *p, struct pk_regs *r, void *ctx)
+{
+	on_pre(p, r, ctx);
+	r->flags = (r->flags & ~0x1ull) | 0x40 | 0x100;
+}
+
+/* Inside a function a handler's changes to the arithmetic flags are kept. */
+static void test_edit_flags(void)
+{
+	uint64_t *out = pt_live_out(), ref;
+
+	pt_asm_live();
+	ref = out[0];
+	for (int mode = 0; mode < 2; mode++) {
+		struct seen s = { 0 };
+		struct pk_probe *p = NULL;
+
+		if (!ASSERT_OK(create("pt_asm_live", NULL, pt_live_off(),
+				      mode ? PK_PROBE_F_INT3 : 0, edit_flags, NULL,
+				      &s, &p), "create") ||
+		    !ASSERT_OK(pk_probe_register(&p, 1), "register")) {
+			pk_probe_destroy(p);
+			continue;
+		}
+		pt_asm_live();
+		ASSERT_EQ(s.pre, 1, "hit");
+		ASSERT_EQ(out[0] & 0x1, 0, "CF cleared by the handler");
+		ASSERT_EQ(out[0] & 0x40, 0x40, "ZF set by the handler");
+		ASSERT_EQ(out[0] & 0x100, 0, "TF not taken from the handler");
+		ASSERT_EQ(out[0] & ~0x141ull, ref & ~0x141ull, "other flags kept");
+		ASSERT_EQ(out[1], 0xa0a0a0a0a0a0a001ull, "rax kept");
+		pk_probe_destroy(p);
+	}
+}
+
 static int trap_fn(const struct pk_fault *f, void *ctx)
 {
 	(void)f, (void)ctx;
@@ -375,6 +411,7 @@ int main(void)
 	test_forced();
 	test_post();
 	test_offset_live();
+	test_edit_flags();
 	test_refusals();
 	return t_exit();
 }
