@@ -915,9 +915,10 @@ PK_API int pk_watch_remove(struct pk_watch *w);
  * signal, it cuts short the sleeps SA_RESTART does not restart (nanosleep,
  * poll, epoll_wait...: EINTR) in the threads it visits. A thread running
  * another probe's handler does not delay an unregister; a thread that is
- * inside a SIGTRAP handler or a trampoline's register save does (many
- * threads hitting int3 probes all the time make removal take up to about a
- * second on 2 cores).
+ * inside a trampoline's register save, probekit's dispatcher or a SIGTRAP
+ * handler does, until it is seen elsewhere: 16 threads calling probed
+ * functions without pause on 2 cores (tests/stress_probe*.c) make one
+ * removal take up to seconds.
  *
  * fork(): probekit's locks are taken around fork (pthread_atfork), so a
  * child never inherits one held; its probes stay armed, count its hits and
