@@ -11,7 +11,8 @@
  *   +13  call stub                   the chunk's shared register save
  *   +18  lea rsp, [rsp+128]
  *   +26  the displaced instructions, relocated; with post-handlers, after
- *        the first of them: lea rsp,[rsp-128]; call stub_full; lea rsp,[rsp+128]
+ *        the first of them: lea rsp,[rsp-128]; call STUB_FULL;
+ *        lea rsp,[rsp+128]
  *        jmp P+len                   (none after a call: see below)
  *
  * A jump probe displaces the whole instructions in [P, P+len), len >= 5.
@@ -32,10 +33,11 @@
  * The stubs (two per chunk) save flags, all GPRs and xmm0-7 into a struct
  * pk_regs, align the stack, call pk_probe_dispatch() (STUB_FAST) or
  * pk_probe_dispatch_full() (STUB_FULL) through a pointer at CHUNK_DISPATCH
- * or CHUNK_DISPATCH_FULL, restore everything (so handlers may change registers) and
- * return into the slot: call and ret pair up, so the return stack buffer
- * predicts them. The dispatcher finds the tramp from the return address,
- * and from its offset in the slot whether pre- or post-handlers are due.
+ * or CHUNK_DISPATCH_FULL, restore everything (so handlers may change
+ * registers) and return into the slot: call and ret pair up, so the return
+ * stack buffer predicts them. The dispatcher finds the tramp from the
+ * return address, and from its offset in the slot whether pre- or
+ * post-handlers are due.
  * STUB_FAST skips the saved flags instead of popf (which costs more than
  * the rest of the stub): at a function's entry no flag is live (SysV ABI;
  * DF is clear there and after the handler). STUB_FULL ends in popf: probes
@@ -45,7 +47,8 @@
  * synchronize_rcu_tasks; user space has no such thing, so we ask each thread
  * with a signal; see sweep()):
  *
- *   arming    a thread preempted between two displaced instructions would
+ *   arming    (jump probes; an int3 probe changes no instruction boundary)
+ *             a thread preempted between two displaced instructions would
  *             resume inside the new jmp. pk_batch_set_hook() calls us after
  *             int3 is on every site's first byte (no new thread gets past
  *             it), and each other thread, in the sweep signal's handler,
