@@ -56,7 +56,8 @@ PK_HIDDEN int pk_gettid(void);
 /*
  * fork(): util.c registers one pthread_atfork triple that takes every
  * layer's locks in lock order (probe, sym, fault, chain, urcu-bp, key,
- * text) before fork and releases them after, so a child never inherits a
+ * text, and util.c's log lock, which any of them may hold while logging)
+ * before fork and releases them after, so a child never inherits a
  * lock held by a thread it does not have, nor a commit half done. The
  * order is the nesting order of the code: probe_lock is held around text
  * commits, pk_text_fill() and trap-chain (fault) registrations; fault_lock
