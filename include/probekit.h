@@ -856,8 +856,10 @@ PK_API int pk_watch_remove(struct pk_watch *w);
  *     SIGTRAP is looked up by address in the fault layer's trap chain (no
  *     other handler is walked), which sends the thread to the same kind of
  *     trampoline; the instruction runs out of line (a call is emulated as
- *     push + jmp). No single-step. A hit costs a signal (microseconds, not
- *     nanoseconds). PK_PROBE_F_INT3 asks for one where a jump probe fits.
+ *     push + jmp, which a CET shadow stack, if the process enabled one,
+ *     would reject at the callee's ret). No single-step. A hit costs a
+ *     signal (microseconds, not nanoseconds). PK_PROBE_F_INT3 asks for one
+ *     where a jump probe fits.
  *   An int3 probe is used where a jump probe is impossible:
  *   - the displaced instructions (the first >= 5 bytes) run past the
  *     function's end (functions shorter than a jmp);
