@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* bench_probe.c - entry-probe hit cost (1..64 threads), memory per probe, arming many probes, vs a kernel uprobe. */
+/* bench_probe.c - entry, int3 and post probe hit cost (1..64 threads), memory per probe, arming many probes, vs a kernel uprobe. */
 
 /*
  * probe / entry / ns_overhead        a noinline function called in a loop,
@@ -11,6 +11,11 @@
  *                                    do not count; overhead as above, mean
  *                                    over threads; ratio_vs_1_thread
  * probe / entry / bytes_per_probe    pk_probe_get_info().bytes
+ * probe / int3 / ns_overhead         the same function with an int3 probe
+ *                                    (PK_PROBE_F_INT3): SIGTRAP, trap chain,
+ *                                    trampoline; probed minus unprobed
+ * probe / entry,post / ns_overhead   a jump probe with a pre- and a post-
+ *                                    handler (a second stub call, popf)
  * probe_arm / probes=N               N generated functions (bench/
  *                                    gen_probe_funcs.cmake): register all as
  *                                    one batch vs one pk_probe_register()
@@ -111,9 +116,11 @@ static double threads_ns(int t, unsigned long n)
 	return sum / t;
 }
 
-static struct pk_probe *make_probe(void *addr)
+static struct pk_probe *make_probe_opts(void *addr, unsigned int flags,
+					 pk_probe_handler_fn post)
 {
-	PK_OPTS(pk_probe_opts, o, .addr = addr, .pre = empty);
+	PK_OPTS(pk_probe_opts, o, .addr = addr, .pre = empty, .flags = flags,
+		.post = post);
 	struct pk_probe *p = NULL;
 	int err = pk_probe_create(&o, &p);
 
@@ -122,6 +129,11 @@ static struct pk_probe *make_probe(void *addr)
 		exit(1);
 	}
 	return p;
+}
+
+static struct pk_probe *make_probe(void *addr)
+{
+	return make_probe_opts(addr, 0, NULL);
 }
 
 static void must(int err, const char *what)
@@ -247,6 +259,36 @@ int main(int argc, char **argv)
 	bench_report("probe", "entry", "ns_overhead", "ns", &entry);
 	bench_report("probe", "entry", "bytes_per_probe", "B", &bytes);
 
+	/* An int3 probe costs a signal per hit: fewer calls. */
+	{
+		struct bench_series int3 = { 0 }, post = { 0 };
+		struct pk_probe *q = make_probe_opts((void *)bp_target,
+						     PK_PROBE_F_INT3, NULL);
+		unsigned long n3 = bench_opts.quick ? 20000 : 200000;
+
+		for (int r = 0; r < bench_opts.runs; r++) {
+			double plain = loop_ns(n3), probed;
+
+			must(pk_probe_register(&q, 1), "register int3");
+			probed = loop_ns(n3);
+			must(pk_probe_unregister(&q, 1), "unregister int3");
+			bench_add(&int3, probed - plain);
+		}
+		pk_probe_destroy(q);
+		bench_report("probe", "int3", "ns_overhead", "ns", &int3);
+		q = make_probe_opts((void *)bp_target, 0, empty);
+		for (int r = 0; r < bench_opts.runs; r++) {
+			double plain = loop_ns(n), probed;
+
+			must(pk_probe_register(&q, 1), "register post");
+			probed = loop_ns(n);
+			must(pk_probe_unregister(&q, 1), "unregister post");
+			bench_add(&post, probed - plain);
+		}
+		pk_probe_destroy(q);
+		bench_report("probe", "entry,post", "ns_overhead", "ns", &post);
+	}
+
 	for (int r = 0; r < bench_opts.runs; r++) {
 		double o1 = 0;
 
@@ -305,11 +347,10 @@ int main(int argc, char **argv)
 		for (int k = 0; k < 2; k++) {
 			struct bench_series batch = { 0 }, one = { 0 };
 			size_t cnt = counts[k];
-			int runs = bench_opts.runs > 3 ? 3 : bench_opts.runs;
+			/* Medians of at least 5 runs: arming times vary. */
+			int runs = bench_opts.runs < 5 ? 5 : bench_opts.runs;
 			char cas[32];
 
-			if (bench_opts.quick && cnt == PF_N)
-				runs = 1;
 			for (int r = 0; r < runs; r++) {
 				double t0 = bench_now_ns();
 

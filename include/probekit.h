@@ -838,48 +838,73 @@ PK_API int pk_watch_remove(struct pk_watch *w);
 /* ---------------------------------------------------------------- probe */
 
 /*
- * Probes: kprobes for user space. What exists today (issue 3, part 1):
+ * Probes: kprobes for user space.
  *
  *   - symbol lookup across the executable and every loaded library, from
  *     .dynsym and .symtab (static functions), pk_sym_lookup();
- *   - jump-optimized entry probes: the first instructions of a function
- *     (after an endbr64, which stays in place) become a jmp to a trampoline
- *     that calls the pre-handlers and then runs the displaced instructions
- *     out of line. Registering or removing a set of probes is one text batch.
+ *   - probes at a function's entry (after an endbr64, which stays in place)
+ *     or at any instruction boundary inside it (pk_probe_opts.offset, checked
+ *     by decoding the function from its start), with a pre-handler (before
+ *     the probed instruction) and a post-handler (after it). Registering or
+ *     removing a set of probes is one text batch. Return probes: not yet.
  *
- * Not yet: int3 probes (they need the fault layer's trap chain), probes at an
- * offset inside a function, post-handlers, return probes. Until then a
- * function that cannot take a jump probe is refused with -ENOTSUP:
- *   - its displaced instructions (the first >= 5 bytes) run past the
+ * Two kinds (pk_probe_info.kind):
+ *   - PK_PROBE_JUMP: the instructions covering 5 bytes at the probe point
+ *     become a jmp to a trampoline that calls the handlers and runs them
+ *     relocated out of line. Only where that is safe; otherwise
+ *   - PK_PROBE_INT3: int3 on the probed instruction's first byte; its
+ *     SIGTRAP is looked up by address in the fault layer's trap chain (no
+ *     other handler is walked), which sends the thread to the same kind of
+ *     trampoline; the instruction runs out of line (a call is emulated as
+ *     push + jmp, which a CET shadow stack, if the process enabled one,
+ *     would reject at the callee's ret). No single-step. A hit costs a
+ *     signal (microseconds, not nanoseconds). PK_PROBE_F_INT3 asks for one
+ *     where a jump probe fits.
+ *   An int3 probe is used where a jump probe is impossible:
+ *   - the displaced instructions (the first >= 5 bytes) run past the
  *     function's end (functions shorter than a jmp);
  *   - a branch anywhere in the function lands inside them after their first
  *     byte, or the function has an indirect jmp (a jump table could);
  *   - one of them is a call (it would return into the trampoline, where a
- *     thread cannot be tracked) or an int3;
+ *     thread cannot be tracked), an int3, or a static key's site;
  *   - one of them cannot be relocated (loop, jrcxz, prefixed branches; see
- *     pk_arch_relocate()). RIP-relative operands, jmp and jcc do move.
+ *     pk_arch_relocate()), or with a post-handler they do not fit a slot.
+ *   -ENOTSUP only where neither fits: the probed instruction itself cannot
+ *   move (loop, jrcxz, a call through rsp, an int3 already there).
  *
- * Handlers. A pre-handler runs on the thread that called the probed function,
- * before its first instruction (after endbr64), with the registers in a
- * struct pk_regs. It may change the argument registers (rdi, rsi, rdx, rcx,
- * r8, r9, rax) and the callee-saved ones; the change is seen by the function.
- * Changes to rsp, ip and flags are ignored. Saved and restored around
- * handlers: all general-purpose registers and xmm0-xmm7 (the vector argument
- * registers). The flags are saved (regs->flags) but not restored: at a
- * function's entry no flag is live (SysV ABI; DF is clear there and after
- * any handler), and popf would cost more than the rest of the trampoline.
- * Not saved: ymm/zmm upper halves, x87 and MXCSR state, so a
- * handler must not use AVX (compile it without -mavx) nor change the FPU
- * control words. A handler must be async-signal-safe if the probed function
- * can run in a signal handler. A probe hit while this thread is already in a
- * handler (a handler calling a probed function) skips the handlers and counts
- * a miss (pk_probe_info.missed), as kprobes does.
+ * Several probes on one address share one trampoline, whose kind and whether
+ * it calls post-handlers the first registered decides: a probe that needs an
+ * int3 or a post-handler where an armed one has none gets -EBUSY (register
+ * it first). A probe whose instruction overlaps another armed probe's
+ * displaced bytes gets -EBUSY too.
+ *
+ * Handlers. A handler runs on the thread that reached the probe point, with
+ * the registers in a struct pk_regs: a pre-handler before the probed
+ * instruction (regs->ip is the probe point), a post-handler after it, with
+ * the registers as that instruction left them (regs->ip is the address of
+ * the next instruction in the original code). A post-handler needs an
+ * instruction that falls through: not a branch, call, ret or trap
+ * (-ENOTSUP). A handler may change the general-purpose registers (the
+ * change is seen by the code) and the arithmetic flags and DF (CF PF AF ZF
+ * SF DF OF) where flags are restored; changes to rsp, ip and other flags
+ * are ignored. Saved and restored around handlers: all general-purpose
+ * registers and xmm0-xmm7 (the vector argument registers); the flags inside
+ * a function (an offset probe) and around post-handlers. At a function's
+ * entry the flags are saved (regs->flags) but not restored: no flag is live
+ * there (SysV ABI; DF is clear there and after any handler), and popf would
+ * cost more than the rest of the trampoline. The 128-byte red zone below
+ * the stack pointer is never touched. Not saved: ymm/zmm upper halves, x87
+ * and MXCSR state, so a handler must not use AVX (compile it without -mavx)
+ * nor change the FPU control words. A handler must be async-signal-safe if
+ * the probed code can run in a signal handler. A probe hit while this thread
+ * is already in a handler (a handler calling a probed function) skips the
+ * handlers and counts a miss (pk_probe_info.missed), as kprobes does.
  *
  * Trampolines live in 64 KiB chunks mapped read+execute within +-2 GiB of
  * the probed code and written through /proc/self/mem; never writable.
  *
- * Arming and removing move threads. Arming replaces several instructions by
- * one jmp; a thread stopped between two of them (preempted there) would
+ * Arming and removing move threads. Arming a jump probe replaces several
+ * instructions by one jmp; a thread stopped between two of them (preempted there) would
  * resume in the middle of the jmp. After the int3 step of the commit, every
  * other thread is sent a signal (SIGRTMAX - 2, or PROBEKIT_PROBE_SIGNAL=N);
  * one found between displaced instructions is moved to the same place in
@@ -891,7 +916,15 @@ PK_API int pk_watch_remove(struct pk_watch *w);
  * signal itself must pick another with PROBEKIT_PROBE_SIGNAL. Like any
  * signal, it cuts short the sleeps SA_RESTART does not restart (nanosleep,
  * poll, epoll_wait...: EINTR) in the threads it visits. A thread running
- * another probe's handler does not delay an unregister.
+ * another probe's handler does not delay an unregister; a thread that is
+ * inside a trampoline's register save, probekit's dispatcher or a SIGTRAP
+ * handler does, until it is seen elsewhere: 16 threads calling probed
+ * functions without pause on 2 cores (tests/stress_probe*.c) make one
+ * removal take up to seconds.
+ *
+ * fork(): probekit's locks are taken around fork (pthread_atfork), so a
+ * child never inherits one held; its probes stay armed, count its hits and
+ * can be removed there.
  */
 
 enum pk_sym_table {
@@ -948,29 +981,43 @@ struct pk_probe;
 typedef void (*pk_probe_handler_fn)(struct pk_probe *p, struct pk_regs *regs,
 				    void *ctx);
 
+/* pk_probe_opts.flags */
+#define PK_PROBE_F_INT3 0x1u	/* an int3 probe even where a jump probe fits */
+
 struct pk_probe_opts {
 	size_t sz;		/* sizeof(struct pk_probe_opts) */
 	const char *symbol;	/* "name" or "object:name"; or NULL and ... */
 	void *addr;		/* ... the address of a function's first byte */
-	pk_probe_handler_fn pre; /* called before the function runs */
-	void *ctx;		/* passed to the handler */
+	pk_probe_handler_fn pre; /* called before the probed instruction */
+	void *ctx;		/* passed to the handlers */
+	size_t offset;		/* probe point: bytes from the function's first
+				 * byte, on an instruction boundary; 0: its
+				 * entry (after an endbr64) */
+	pk_probe_handler_fn post; /* called after the probed instruction ran */
+	unsigned int flags;	/* PK_PROBE_F_* */
 };
 
 #define PK_OPTS(type, name, ...)                                               \
 	struct type name = { .sz = sizeof(struct type), __VA_ARGS__ }
 
 /**
- * pk_probe_create() - prepare an entry probe (not armed yet)
- * @opts: where and what to call
+ * pk_probe_create() - prepare a probe (not armed yet)
+ * @opts: where (@opts->symbol or @opts->addr, then @opts->offset) and what to
+ *        call (@opts->pre, @opts->post, @opts->ctx); @opts->flags
+ *        PK_PROBE_F_INT3 for an int3 probe
  * @out: receives the probe
  *
- * Decodes the whole function (its size from the symbol table) and checks
- * that a jump probe is safe there (see the top of this section).
+ * Decodes the whole function (its size from the symbol table), as it was
+ * before any probe was armed in it, checks that @opts->offset is an
+ * instruction boundary, and picks the kind: a jump probe where that is safe,
+ * else an int3 probe (see the top of this section).
  *
  * Context: any thread, may block; not from a signal handler or probe handler.
- * Return: 0, or -EINVAL (bad @opts; address not the start of a known
- * function; probekit's own trap path, a key site or a trampoline), -ENOENT
- * (symbol not found), -ENOTSUP (no jump probe possible there yet), -ENOMEM.
+ * Return: 0, or -EINVAL (bad @opts or an unknown flag; address not the start
+ * of a known function; offset past its end or not on an instruction
+ * boundary; probekit's own trap path, a key site or a trampoline), -ENOENT
+ * (symbol not found), -ENOTSUP (the probed instruction can be neither moved
+ * nor emulated; a post-handler after a branch, call, ret or trap), -ENOMEM.
  */
 PK_API int pk_probe_create(const struct pk_probe_opts *opts,
 			   struct pk_probe **out);
@@ -986,7 +1033,11 @@ PK_API int pk_probe_create(const struct pk_probe_opts *opts,
  * Context: any thread, may block; not from a signal handler or probe handler.
  * Return: 0, or -EINVAL (NULL, already armed, the same probe twice), -ENOMEM,
  * -ERANGE (no trampoline memory within +-2 GiB), -EBUSY (a thread could not
- * be moved out of the displaced bytes in time), -EPERM (code writes refused).
+ * be moved out of the displaced bytes in time; the probe's instruction
+ * overlaps another armed probe's displaced bytes; a probe of another kind,
+ * or without post-handlers, is armed at the address; the trap chain has an
+ * entry at an int3 probe's address), -ENOTSUP (the trampoline could not be
+ * built), -EPERM (code writes refused).
  * On failure no probe of the set is armed.
  */
 PK_API int pk_probe_register(struct pk_probe *const *probes, size_t n);
@@ -1012,16 +1063,26 @@ PK_API int pk_probe_unregister(struct pk_probe *const *probes, size_t n);
  */
 PK_API void pk_probe_destroy(struct pk_probe *p);
 
+/* How a probe reaches its handlers (pk_probe_info.kind). */
+enum pk_probe_kind {
+	PK_PROBE_JUMP = 1,	/* a jmp to a trampoline */
+	PK_PROBE_INT3 = 2,	/* an int3, through the fault layer's trap chain */
+};
+
 struct pk_probe_info {
 	size_t sz;		/* sizeof(struct pk_probe_info) */
 	uintptr_t addr;		/* the probed address (after any endbr64) */
 	uintptr_t func;		/* the function's first byte */
-	size_t displaced;	/* bytes replaced by the jmp */
+	size_t displaced;	/* bytes replaced by the jmp; an int3 probe:
+				   the probed instruction's length */
 	int armed;
 	unsigned long missed;	/* hits skipped: already inside a handler */
 	size_t bytes;		/* memory this probe costs: its share of its
 				   trampoline, the trampoline's and its own
 				   metadata */
+	int kind;		/* enum pk_probe_kind: what it is armed as
+				   (several probes on one address share the
+				   first one's kind), or would be */
 };
 
 /**

@@ -55,10 +55,23 @@ PK_HIDDEN int pk_gettid(void);
 
 /*
  * fork(): util.c registers one pthread_atfork triple that takes every
- * layer's locks in lock order (chain, urcu-bp, key, text) before fork and
- * releases them after, so a child never inherits a lock held by a thread it
- * does not have, nor a commit half done.
+ * layer's locks in lock order (probe, sym, fault, chain, urcu-bp, key,
+ * text, and util.c's log lock, which any of them may hold while logging)
+ * before fork and releases them after, so a child never inherits a
+ * lock held by a thread it does not have, nor a commit half done. The
+ * order is the nesting order of the code: probe_lock is held around text
+ * commits, pk_text_fill() and trap-chain (fault) registrations; fault_lock
+ * around die-chain (chain) registrations; key's lock around text commits.
+ * sym's cache lock and the text lock nest nothing of these.
  */
+PK_HIDDEN void pk_probe_fork_prepare(void);
+PK_HIDDEN void pk_probe_fork_parent(void);
+PK_HIDDEN void pk_probe_fork_child(void);
+PK_HIDDEN void pk_sym_fork_prepare(void);
+PK_HIDDEN void pk_sym_fork_release(void);
+PK_HIDDEN void pk_fault_fork_prepare(void);
+PK_HIDDEN void pk_fault_fork_parent(void);
+PK_HIDDEN void pk_fault_fork_child(void);
 PK_HIDDEN void pk_chain_fork_prepare(void);
 PK_HIDDEN void pk_chain_fork_parent(void);
 PK_HIDDEN void pk_chain_fork_child(void);

@@ -70,25 +70,39 @@ int pk_env_flag(const char *name)
 	return v && !strcmp(v, "1");
 }
 
+/* Lock order: see internal.h. Released in the reverse order. */
 static void fork_prepare(void)
 {
+	pk_probe_fork_prepare();
+	pk_sym_fork_prepare();
+	pk_fault_fork_prepare();
 	pk_chain_fork_prepare();	/* also urcu-bp's */
 	pk_key_fork_prepare();
 	pk_text_fork_prepare();
+	/* Innermost: any layer logs with its own lock held. */
+	pthread_mutex_lock(&log_lock);
 }
 
 static void fork_parent(void)
 {
+	pthread_mutex_unlock(&log_lock);
 	pk_text_fork_parent();
 	pk_key_fork_release();
 	pk_chain_fork_parent();
+	pk_fault_fork_parent();
+	pk_sym_fork_release();
+	pk_probe_fork_parent();
 }
 
 static void fork_child(void)
 {
+	pthread_mutex_unlock(&log_lock);
 	pk_text_fork_child();
 	pk_key_fork_release();
 	pk_chain_fork_child();
+	pk_fault_fork_child();
+	pk_sym_fork_release();
+	pk_probe_fork_child();
 }
 
 /* At load, so the handlers exist before any lock can be taken. */

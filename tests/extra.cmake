@@ -102,7 +102,8 @@ endif()
 # ---- end probe ----
 
 # ---- probe: tests that call libprobetarget.so directly ----
-foreach(name test_probe_basic test_probe_fail stress_probe)
+foreach(name test_probe_basic test_probe_fail test_probe_int3 test_probe_fork
+             stress_probe stress_probe_int3)
   if(TARGET ${name} AND TARGET probetarget)
     target_link_libraries(${name} PRIVATE probetarget)
     set_target_properties(${name} PROPERTIES ENABLE_EXPORTS ON)

@@ -2,10 +2,13 @@
 /* test_arch_reloc.c - golden files for the x86-64 relocator: tests/cases/reloc/NAME.in -> NAME.out. */
 
 /*
- * NAME.in:   "# what it is", "from 0xADDR", "to 0xADDR", "bytes XX XX ..."
+ * NAME.in:   "# what it is", "from 0xADDR", "to 0xADDR", "bytes XX XX ...",
+ *            and "one" to relocate one instruction for an int3 probe's slot
+ *            (pk_arch_relocate_one(): calls become push + jmp)
  * NAME.out:  "bytes XX ..." (the copy) followed by "map S:D ..." (where each
- *            instruction starts in the source and in the copy), or
- *            "error ENAME" when the relocator refuses.
+ *            instruction starts in the source and in the copy) or, with
+ *            "one", "falls_through 0|1"; or "error ENAME" when the relocator
+ *            refuses.
  *
  * PK_REBASE=1 rewrites every .out from what the relocator does now (review
  * the diff before committing it), as Zydis' regression.py rebase does.
@@ -31,7 +34,7 @@ static const char *errname(int e)
 }
 
 static int parse_in(const char *path, uint64_t *from, uint64_t *to,
-		    uint8_t *bytes, size_t *n)
+		    uint8_t *bytes, size_t *n, int *one)
 {
 	char line[512];
 	FILE *f = fopen(path, "r");
@@ -43,7 +46,9 @@ static int parse_in(const char *path, uint64_t *from, uint64_t *to,
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long v;
 
-		if (sscanf(line, "from %llx", &v) == 1) {
+		if (!strcmp(line, "one\n")) {
+			*one = 1;
+		} else if (sscanf(line, "from %llx", &v) == 1) {
 			*from = v;
 			have |= 1;
 		} else if (sscanf(line, "to %llx", &v) == 1) {
@@ -68,7 +73,7 @@ static int parse_in(const char *path, uint64_t *from, uint64_t *to,
 }
 
 static void render(char *buf, size_t cap, int ret, const uint8_t *out,
-		   const struct pk_reloc_map *map)
+		   const struct pk_reloc_map *map, int falls_through)
 {
 	size_t o = 0;
 
@@ -79,6 +84,10 @@ static void render(char *buf, size_t cap, int ret, const uint8_t *out,
 	o += (size_t)snprintf(buf + o, cap - o, "bytes");
 	for (int i = 0; i < ret; i++)
 		o += (size_t)snprintf(buf + o, cap - o, " %02x", out[i]);
+	if (falls_through >= 0) {
+		snprintf(buf + o, cap - o, "\nfalls_through %d\n", falls_through);
+		return;
+	}
 	o += (size_t)snprintf(buf + o, cap - o, "\nmap");
 	for (unsigned int i = 0; i < map->n; i++)
 		o += (size_t)snprintf(buf + o, cap - o, " %u:%u", map->src[i],
@@ -119,17 +128,21 @@ int main(void)
 		uint64_t from = 0, to = 0;
 		size_t len;
 		FILE *f;
-		int ret;
+		int ret, one = 0, ft = -1;
 
 		snprintf(in, sizeof(in), "%s/%s", dir, ents[i]->d_name);
 		snprintf(outp, sizeof(outp), "%.*s.out",
 			 (int)(strlen(in) - 3), in);
-		if (!ASSERT_OK(parse_in(in, &from, &to, bytes, &len), in))
+		if (!ASSERT_OK(parse_in(in, &from, &to, bytes, &len, &one), in))
 			continue;
 		memset(out, 0xcc, sizeof(out));
-		ret = pk_arch_relocate(bytes, len, from, out, sizeof(out), to,
-				       &map);
-		render(got, sizeof(got), ret, out, &map);
+		if (one)
+			ret = pk_arch_relocate_one(bytes, len, from, out,
+						   sizeof(out), to, &ft);
+		else
+			ret = pk_arch_relocate(bytes, len, from, out, sizeof(out),
+					       to, &map);
+		render(got, sizeof(got), ret, out, &map, one ? ft : -1);
 		if (rebase) {
 			f = fopen(outp, "w");
 			if (ASSERT_TRUE(f, outp)) {

@@ -1,18 +1,22 @@
 // SPDX-License-Identifier: MIT
-/* test_probe_zlib.c - probe every function of a private copy of libz during a real round trip; compare hit counts with kernel uprobes. */
+/* test_probe_zlib.c - probe every function of a private copy of libz during a real round trip; compare hit counts with an int3-only run (and kernel uprobes on request). */
 
 /*
  * 1. Copy libz.so.1 to a temporary directory and dlopen the copy, so that
  *    kernel uprobes on it (which are per file) see only this process.
- * 2. Round trip (compress2 + uncompress, crc32, adler32) on real data (this
- *    test's own executable file) without probes: the reference output.
- * 3. Where tracefs is writable (root): a uprobe on every function of the
- *    copy; run the round trip once; read each one's hit count from
- *    uprobe_profile; remove them. That is the independent count.
- * 4. pk_probe_create() on every function of .dynsym of 5 bytes or more
- *    (those refused with -ENOTSUP are counted and skipped), one batch; the
- *    same round trip: output byte-identical, and each probe's hits equal to
- *    its uprobe's.
+ * 2. Round trip (compress2 + uncompress, streaming deflate and inflate,
+ *    crc32, adler32) on real data (this test's own executable file) without
+ *    probes: the reference output.
+ * 3. Only with PK_TEST_UPROBES=1 and where tracefs is writable (root): a
+ *    uprobe on every function of the copy; run the round trip once; read
+ *    each one's hit count from uprobe_profile; remove them.
+ * 4. The independent count: an int3 probe (PK_PROBE_F_INT3) on every
+ *    function of .dynsym of 5 bytes or more, one batch; the same round
+ *    trip: output byte-identical; each function's hits recorded.
+ * 5. pk_probe_create() on the same functions as the library picks (jump
+ *    probes where safe, int3 probes elsewhere), one batch; the same round
+ *    trip: output byte-identical, and each probe's hits equal to the int3
+ *    run's (and to its uprobe's, where step 3 ran).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -45,9 +49,9 @@ struct fn {
 	char name[64];
 	unsigned long value, offset;	/* vaddr in the file, file offset */
 	unsigned long size;
-	unsigned long hits, uprobe_hits;
-	int probed, have_uprobe;
-	struct pk_probe *p;
+	unsigned long hits, uprobe_hits, int3_hits;
+	int probed, int3_probed, have_uprobe, kind;
+	struct pk_probe *p, *q;
 };
 
 static struct fn fns[MAXF];
@@ -200,6 +204,12 @@ static void count(struct pk_probe *p, struct pk_regs *r, void *ctx)
 	((struct fn *)ctx)->hits++;
 }
 
+static void count_int3(struct pk_probe *p, struct pk_regs *r, void *ctx)
+{
+	(void)p, (void)r;
+	((struct fn *)ctx)->int3_hits++;
+}
+
 static int tf_write(const char *file, const char *text, int append)
 {
 	char p[128];
@@ -290,7 +300,7 @@ int main(int argc, char **argv)
 	unsigned long ref_len, len, ref_sums[2], sums[2], usums[2];
 	char dir[] = "/tmp/pkzlib-XXXXXX";
 	struct pk_probe *ps[MAXF];
-	int nps = 0, refused = 0, have_uprobes;
+	int nps = 0, refused = 0, njump = 0, have_uprobes;
 	void *sys = dlopen("libz.so.1", RTLD_NOW);
 	Dl_info di;
 	FILE *f;
@@ -330,15 +340,38 @@ int main(int argc, char **argv)
 
 		have_uprobes = ur == 0;
 		if (!have_uprobes)
-			printf("no uprobes (%s): hit counts are compared with the "
-			       "calls this test makes itself only\n",
+			printf("no uprobes (%s): hit counts are compared with an "
+			       "int3-only run\n",
 			       ur == -2 ? "PK_TEST_UPROBES=1 turns them on"
 			       : geteuid() ? "not root" : "tracefs not writable");
 		if (!getenv("PROBEKIT_LOG"))
 			pk_set_log(quiet, NULL);
+		/* The independent count: int3 probes only. */
+		for (int i = 0; i < nfns; i++) {
+			PK_OPTS(pk_probe_opts, o, .addr = (void *)(base + fns[i].value),
+				.pre = count_int3, .ctx = &fns[i], .flags = PK_PROBE_F_INT3);
+
+			if (pk_probe_create(&o, &fns[i].q))
+				continue;
+			fns[i].int3_probed = 1;
+			ps[nps++] = fns[i].q;
+		}
+		printf("%d functions of 5 bytes or more: %d int3 probes\n", nfns, nps);
+		ASSERT_GE(nps, nfns * 9 / 10, "nearly every function takes an int3 probe");
+		if (ASSERT_OK(pk_probe_register(ps, (size_t)nps), "register int3 probes, one batch")) {
+			len = round_trip(sums);
+			ASSERT_EQ(len, ref_len, "int3: compressed length");
+			ASSERT_MEM_EQ(packed, ref, ref_len, "int3: compressed bytes identical");
+			ASSERT_MEM_EQ(unpacked, input, in_len, "int3: round trip identical");
+			ASSERT_EQ(sums[0], ref_sums[0], "int3: crc32");
+			ASSERT_EQ(sums[1], ref_sums[1], "int3: adler32");
+			ASSERT_OK(pk_probe_unregister(ps, (size_t)nps), "unregister int3 probes");
+		}
+		nps = 0;
 		for (int i = 0; i < nfns; i++) {
 			PK_OPTS(pk_probe_opts, o, .addr = (void *)(base + fns[i].value),
 				.pre = count, .ctx = &fns[i]);
+			struct pk_probe_info info = { .sz = sizeof(info) };
 			int err = pk_probe_create(&o, &fns[i].p);
 
 			if (err == -ENOTSUP) {
@@ -348,12 +381,15 @@ int main(int argc, char **argv)
 			if (!ASSERT_OK(err, fns[i].name))
 				continue;
 			fns[i].probed = 1;
+			pk_probe_get_info(fns[i].p, &info);
+			fns[i].kind = info.kind;
+			njump += info.kind == PK_PROBE_JUMP;
 			ps[nps++] = fns[i].p;
 		}
 		pk_set_log(NULL, NULL);
-		printf("%d functions of 5 bytes or more: %d probed, %d refused (-ENOTSUP)\n",
-		       nfns, nps, refused);
-		ASSERT_GE(nps, nfns / 3, "most functions take a jump probe");
+		printf("%d functions of 5 bytes or more: %d probed (%d jump, %d int3), "
+		       "%d refused (-ENOTSUP)\n", nfns, nps, njump, nps - njump, refused);
+		ASSERT_GE(njump, nfns / 3, "most functions take a jump probe");
 		if (ASSERT_OK(pk_probe_register(ps, (size_t)nps), "register all, one batch")) {
 			len = round_trip(sums);
 			ASSERT_EQ(len, ref_len, "compressed length");
@@ -366,12 +402,20 @@ int main(int argc, char **argv)
 		free(ref);
 	}
 	{
-		int compared = 0, hit = 0;
+		int compared = 0, hit = 0, vs_int3 = 0;
 
 		for (int i = 0; i < nfns; i++) {
 			if (!fns[i].probed)
 				continue;
 			hit += fns[i].hits > 0;
+			if (fns[i].int3_probed) {
+				vs_int3++;
+				if (!ASSERT_EQ(fns[i].hits, fns[i].int3_hits, fns[i].name))
+					fprintf(stderr, "  %s (%s probe): %lu, int3-only run %lu\n",
+						fns[i].name, fns[i].kind == PK_PROBE_JUMP ?
+						"jump" : "int3", fns[i].hits,
+						fns[i].int3_hits);
+			}
 			if (have_uprobes && fns[i].have_uprobe) {
 				compared++;
 				if (!ASSERT_EQ(fns[i].hits, fns[i].uprobe_hits, fns[i].name))
@@ -379,8 +423,9 @@ int main(int argc, char **argv)
 						fns[i].name, fns[i].hits, fns[i].uprobe_hits);
 			}
 		}
-		printf("%d probed functions were hit; %d hit counts compared with uprobes\n",
-		       hit, compared);
+		printf("%d probed functions were hit; %d hit counts compared with the "
+		       "int3-only run, %d with uprobes\n", hit, vs_int3, compared);
+		ASSERT_GE(vs_int3, nps * 9 / 10, "counts compared with the int3 run");
 		/* Functions this test calls once per round trip itself. */
 		for (int i = 0; i < nfns; i++) {
 			static const char *const once[] = { "compress2", "uncompress",
@@ -392,8 +437,10 @@ int main(int argc, char **argv)
 		}
 		ASSERT_GE(hit, 5, "functions hit");
 	}
-	for (int i = 0; i < nfns; i++)
+	for (int i = 0; i < nfns; i++) {
 		pk_probe_destroy(fns[i].p);
+		pk_probe_destroy(fns[i].q);
+	}
 out:
 	unlink(libpath);
 	rmdir(dir);

@@ -20,6 +20,9 @@ enum pk_insn_kind {
 
 #define PK_INSN_F_INDIRECT_JMP 0x1	/* jmp through a register or memory */
 #define PK_INSN_F_CALL 0x2		/* any call: it pushes its own address */
+#define PK_INSN_F_BRANCH 0x4		/* may not fall through to the next
+					   instruction: jmp, jcc, call, ret,
+					   int/int3, ud2, hlt */
 
 struct pk_insn {
 	uint8_t len;
@@ -81,5 +84,21 @@ struct pk_reloc_map {
 PK_HIDDEN int pk_arch_relocate(const void *src, size_t len, uint64_t from,
 			       uint8_t *dst, size_t cap, uint64_t to,
 			       struct pk_reloc_map *map);
+
+/*
+ * pk_arch_relocate_one() - the one instruction at @src (running at @from) as
+ * code that runs at @to and behaves the same: pk_arch_relocate() for most;
+ * a call (rel32, or indirect through a register or memory not based on rsp)
+ * becomes "push the original return address; jmp to the callee", so the
+ * callee returns to @from + length and never into the copy.
+ * @avail: bytes readable at @src
+ * @falls_through: set to 1 if the copy ends by falling through to its next
+ *                 byte (the caller appends the way back), 0 if it never does
+ *                 (a call: it continues at the callee)
+ * Return: bytes written at @dst, or the errors of pk_arch_relocate().
+ */
+PK_HIDDEN int pk_arch_relocate_one(const void *src, size_t avail, uint64_t from,
+				   uint8_t *dst, size_t cap, uint64_t to,
+				   int *falls_through);
 
 #endif /* PK_ARCH_H */

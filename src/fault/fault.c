@@ -599,19 +599,23 @@ static int writer_lock(void)
 	return 0;
 }
 
-/* In a child of fork() only the forking thread exists: no other readers. */
-static void atfork_child(void)
+/*
+ * fork(): util.c's atfork triple calls these in lock order (the probe layer
+ * registers trap entries with its own lock held, so fault_lock comes after
+ * it). In a child only the forking thread exists: no other readers.
+ */
+void pk_fault_fork_child(void)
 {
 	readers[0] = readers[1] = 0;
 	pthread_mutex_init(&fault_lock, NULL);
 }
 
-static void atfork_prepare(void)
+void pk_fault_fork_prepare(void)
 {
 	pthread_mutex_lock(&fault_lock);
 }
 
-static void atfork_parent(void)
+void pk_fault_fork_parent(void)
 {
 	pthread_mutex_unlock(&fault_lock);
 }
@@ -619,7 +623,6 @@ static void atfork_parent(void)
 __attribute__((constructor)) static void fault_init(void)
 {
 	page_size = sysconf(_SC_PAGESIZE);
-	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
 int pk_fault_register(void *addr, size_t len, pk_fault_fn fn, void *ctx)

@@ -1,30 +1,54 @@
 // SPDX-License-Identifier: MIT
-/* probe.c - jump-optimized entry probes: trampolines, arming in batches, moving threads. */
+/* probe.c - probes: jump-optimized and int3, at entry or any instruction; trampolines, arming in batches, moving threads. */
 
 /*
- * A probe point P (a function's first instruction, after any endbr64)
- * displaces the whole instructions in [P, P+len), len >= 5. Armed, those
- * bytes are NOPs then "jmp slot+8", and the slot (64 bytes in a chunk of
- * trampolines within +-2 GiB of P) holds:
+ * A probe point P (a function's first instruction, after any endbr64, or
+ * any instruction boundary inside it) has a trampoline slot (64 bytes in a
+ * chunk of trampolines within +-2 GiB of P):
  *
  *   +0   pointer to the struct tramp (read by the dispatcher)
  *   +8   lea rsp, [rsp-128]          step over the red zone
  *   +13  call stub                   the chunk's shared register save
  *   +18  lea rsp, [rsp+128]
- *   +26  the displaced instructions, relocated
- *        jmp P+len
+ *   +26  the displaced instructions, relocated; with post-handlers, after
+ *        the first of them: lea rsp,[rsp-128]; call STUB_FULL;
+ *        lea rsp,[rsp+128]
+ *        jmp P+len                   (none after a call: see below)
  *
- * The stub (one per chunk) saves flags, all GPRs and xmm0-7 into a struct
- * pk_regs, aligns the stack, calls pk_probe_dispatch() through a pointer at
- * CHUNK_DISPATCH, restores everything (so handlers may change registers) and
- * returns into the slot: call and ret pair up, so the return stack buffer
- * predicts them. The dispatcher finds the tramp from the return address.
+ * A jump probe displaces the whole instructions in [P, P+len), len >= 5.
+ * Armed, those bytes are NOPs then "jmp slot+8". Only where that is safe:
+ * the bytes lie inside the function, no branch of the function lands
+ * inside them after P, no indirect jmp could, and they relocate.
+ *
+ * Elsewhere (or with PK_PROBE_F_INT3) an int3 probe: P's instruction keeps
+ * its bytes but the first, which becomes int3 (one text batch arms them
+ * all). Its SIGTRAP reaches probe_trap() through the fault layer's trap
+ * chain, found by address (no walk over other handlers; lock-free), which
+ * only sets the thread's ip to slot+8: the handlers then run in the
+ * trampoline as for a jump probe, out of the signal handler, and the
+ * instruction runs out of line from the slot's copy. No single-step. A call
+ * there is copied as "push the return address; jmp callee"
+ * (pk_arch_relocate_one()), so nothing ever returns into a slot.
+ *
+ * The stubs (two per chunk) save flags, all GPRs and xmm0-7 into a struct
+ * pk_regs, align the stack, call pk_probe_dispatch() (STUB_FAST) or
+ * pk_probe_dispatch_full() (STUB_FULL) through a pointer at CHUNK_DISPATCH
+ * or CHUNK_DISPATCH_FULL, restore everything (so handlers may change
+ * registers) and return into the slot: call and ret pair up, so the return
+ * stack buffer predicts them. The dispatcher finds the tramp from the
+ * return address, and from its offset in the slot whether pre- or
+ * post-handlers are due.
+ * STUB_FAST skips the saved flags instead of popf (which costs more than
+ * the rest of the stub): at a function's entry no flag is live (SysV ABI;
+ * DF is clear there and after the handler). STUB_FULL ends in popf: probes
+ * inside a function and post-handlers, where any flag may be live.
  *
  * Which thread may be where, and how we know (the kernel waits for this with
  * synchronize_rcu_tasks; user space has no such thing, so we ask each thread
  * with a signal; see sweep()):
  *
- *   arming    a thread preempted between two displaced instructions would
+ *   arming    (jump probes; an int3 probe changes no instruction boundary)
+ *             a thread preempted between two displaced instructions would
  *             resume inside the new jmp. pk_batch_set_hook() calls us after
  *             int3 is on every site's first byte (no new thread gets past
  *             it), and each other thread, in the sweep signal's handler,
@@ -47,7 +71,14 @@
  *
  * Locking: probe_lock guards the tramp list, the chunks' free slots, the
  * probes' armed state and everything in "sweep" but cur_sweep's readers. The
- * text lock is taken inside it (by pk_batch_commit), never the reverse.
+ * text lock (pk_batch_commit, pk_text_fill) and the fault layer's lock
+ * (pk_trap_register/unregister for int3 probes) are taken inside it, never
+ * the reverse; fork takes them in that order (src/internal.h).
+ *
+ * An int3 probe's trap entry goes only after the retiring sweep: a thread
+ * that hit the int3 before the disarming commit may still be in the signal
+ * handler (PK_NOPROBE code, so the sweep waits for it) on its way to the
+ * trap chain.
  */
 
 #include <dirent.h>
@@ -74,14 +105,20 @@
 #define SLOT_CALL 13
 #define SLOT_RET 18
 #define SLOT_COPY 26
+#define CALL_SEQ 18	/* lea rsp,[rsp-128]; call stub; lea rsp,[rsp+128] */
 #define SLOT_COPY_MAX (SLOT_SIZE - SLOT_COPY - PK_ARCH_JMP_LEN)
 #define CHUNK_SIZE (64 * 1024)
-#define CHUNK_DISPATCH 248	/* the dispatcher's address */
-#define CHUNK_SLOTS0 256	/* first slot */
+#define STUB_FAST 0		/* flags not restored: function entries */
+#define STUB_FULL 256		/* ends in popf */
+#define CHUNK_DISPATCH 496	/* pk_probe_dispatch's address, for STUB_FAST */
+#define CHUNK_DISPATCH_FULL 504	/* pk_probe_dispatch_full's, for STUB_FULL */
+#define CHUNK_SLOTS0 512	/* first slot */
 #define CHUNK_NSLOTS ((CHUNK_SIZE - CHUNK_SLOTS0) / SLOT_SIZE)
 /* Every slot of a chunk must reach the probe point and back with a rel32. */
 #define REACH ((int64_t)0x7fffffff - 2 * CHUNK_SIZE)
 #define SWEEP_TIMEOUT_NS 10000000000LL
+/* Flags a handler may change: CF PF AF ZF SF DF OF. */
+#define USER_FLAGS 0xcd5ull
 
 struct chunk {
 	uintptr_t base;
@@ -98,23 +135,31 @@ struct tramp {
 	struct chunk *chunk;
 	struct pk_probe *probes;	/* published with release; see dispatch */
 	struct tramp *next;		/* hash chain; guarded by probe_lock */
-	uint8_t len;			/* displaced bytes */
+	uint8_t len;			/* displaced bytes (int3: the insn) */
 	uint8_t mark;			/* scratch of one (un)register call */
 	uint8_t old[PK_TEXT_MAX];
 	uint8_t nmap;			/* instruction starts: source, copy */
 	uint8_t map_src[TRAMP_MAP], map_dst[TRAMP_MAP];
+	uint8_t kind;			/* enum pk_probe_kind */
+	uint8_t post;			/* the slot calls post-handlers */
+	uint8_t full;			/* pre-handlers through STUB_FULL */
+	uint8_t first_len;		/* the probed instruction's length */
 };
 
 struct pk_probe {
-	pk_probe_handler_fn pre;
+	pk_probe_handler_fn pre, post;
 	void *ctx;
 	uintptr_t func, addr;
 	struct tramp *t;		/* while armed */
 	struct pk_probe *next;		/* on t->probes */
 	unsigned long missed;		/* atomic */
-	uint8_t len;
+	uint8_t len;			/* displaced bytes as planned */
 	uint8_t armed;
 	uint8_t mark;			/* scratch of one (un)register call */
+	uint8_t kind;			/* as planned */
+	uint8_t full;			/* inside a function: flags live */
+	uint8_t first_len;
+	uint8_t armed_kind, armed_len;	/* its trampoline's, while armed */
 };
 
 static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -136,11 +181,15 @@ extern const char __stop_pk_noprobe_text[] __attribute__((weak, visibility("hidd
 /* ---------------------------------------------------------- dispatcher */
 
 PK_NOPROBE void pk_probe_dispatch(struct pk_regs *r);
+PK_NOPROBE void pk_probe_dispatch_full(struct pk_regs *r);
 
-PK_NOPROBE void pk_probe_dispatch(struct pk_regs *r)
+/*
+ * The handlers of the trampoline whose slot @r's return address is in:
+ * pre-handlers, or (@post) post-handlers.
+ */
+static inline __attribute__((always_inline)) void
+dispatch(struct pk_regs *r, const struct tramp *t, int post)
 {
-	const struct tramp *t =
-		*(struct tramp *const *)(r->pk_private_ret & ~(uint64_t)(SLOT_SIZE - 1));
 	unsigned long d = probe_depth;
 	struct pk_probe *p;
 
@@ -151,14 +200,18 @@ PK_NOPROBE void pk_probe_dispatch(struct pk_regs *r)
 		probe_cur = t;
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	}
-	r->ip = t->addr;
+	r->ip = post ? t->addr + t->first_len : t->addr;
 	/* Pairs with the release stores that link probes (pk_probe_register). */
 	for (p = __atomic_load_n(&t->probes, __ATOMIC_ACQUIRE); p;
 	     p = __atomic_load_n(&p->next, __ATOMIC_ACQUIRE)) {
-		if (d)
-			__atomic_add_fetch(&p->missed, 1, __ATOMIC_RELAXED);
-		else if (p->pre)
-			p->pre(p, r, p->ctx);
+		pk_probe_handler_fn fn = post ? p->post : p->pre;
+
+		if (d) {
+			if (!post)
+				__atomic_add_fetch(&p->missed, 1, __ATOMIC_RELAXED);
+		} else if (fn) {
+			fn(p, r, p->ctx);
+		}
 	}
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (!d) {
@@ -166,6 +219,44 @@ PK_NOPROBE void pk_probe_dispatch(struct pk_regs *r)
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	}
 	probe_depth = d;
+}
+
+static inline const struct tramp *tramp_of(uintptr_t ret)
+{
+	return *(struct tramp *const *)(ret & ~(uintptr_t)(SLOT_SIZE - 1));
+}
+
+/* STUB_FAST's: pre-handlers at a function's entry; flags are not restored. */
+PK_NOPROBE void pk_probe_dispatch(struct pk_regs *r)
+{
+	dispatch(r, tramp_of(r->pk_private_ret), 0);
+}
+
+/*
+ * STUB_FULL's: pre-handlers inside a function, or post-handlers (called
+ * from further into the slot than SLOT_RET); the flags are restored, of
+ * which handlers may change USER_FLAGS only.
+ */
+PK_NOPROBE void pk_probe_dispatch_full(struct pk_regs *r)
+{
+	uintptr_t ret = r->pk_private_ret;
+	uint64_t flags = r->flags;
+
+	dispatch(r, tramp_of(ret), (ret & (SLOT_SIZE - 1)) != SLOT_RET);
+	r->flags = (r->flags & USER_FLAGS) | (flags & ~USER_FLAGS);
+}
+
+/*
+ * An int3 probe's SIGTRAP (the fault layer's trap chain, by address): on to
+ * the trampoline, which calls the handlers and runs the instruction.
+ */
+PK_NOPROBE static int probe_trap(const struct pk_fault *f, void *ctx)
+{
+	const struct tramp *t = ctx;
+	ucontext_t *uc = f->ucontext;
+
+	uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(t->slot + SLOT_ENTRY);
+	return PK_FAULT_HANDLED;
 }
 
 /* ---------------------------------------------------------------- sweep */
@@ -191,6 +282,30 @@ struct sweep {
 
 static struct sweep *cur_sweep;		/* atomic */
 static unsigned long sweep_readers;	/* atomic: handlers inside cur_sweep */
+
+/* ----------------------------------------------------------------- fork */
+
+/*
+ * util.c's atfork triple: probe_lock first (it is held around text commits
+ * and trap-chain registrations). No sweep runs while it is held, so a child
+ * has no sweep in flight; a thread of the parent that was inside
+ * sweep_handler() does not exist in the child, so its count goes.
+ */
+void pk_probe_fork_prepare(void)
+{
+	pthread_mutex_lock(&probe_lock);
+}
+
+void pk_probe_fork_parent(void)
+{
+	pthread_mutex_unlock(&probe_lock);
+}
+
+void pk_probe_fork_child(void)
+{
+	__atomic_store_n(&sweep_readers, 0, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&probe_lock);
+}
 
 PK_NOPROBE static int in_retired(const struct sweep *sw, uintptr_t ip)
 {
@@ -532,7 +647,8 @@ static int addr_cmp(const void *a, const void *b)
 
 /* -------------------------------------------------------------- memory */
 
-static size_t build_stub(uint8_t *b, uintptr_t base)
+/* The register save around the dispatcher, at @off in its chunk. */
+static size_t build_stub(uint8_t *b, size_t off, int full)
 {
 	static const uint8_t save[] = {
 		0x9c, 0x50, 0x51, 0x52, 0x53,		/* pushf; rax rcx rdx rbx */
@@ -565,13 +681,14 @@ static size_t build_stub(uint8_t *b, uintptr_t base)
 		0x5f, 0x5e, 0x5d,			/* rdi rsi rbp */
 		0x48, 0x83, 0xc4, 0x08,			/* skip rsp */
 		0x5b, 0x5a, 0x59, 0x58,			/* rbx rdx rcx rax */
-		/*
-		 * Skip the saved flags instead of popf (which costs more than
-		 * the rest of the stub): at a function's entry no flag is live
-		 * (SysV ABI; DF is 0 there and after the handler). A probe
-		 * inside a function will need a stub that ends in popf.
-		 */
+	};
+	/* STUB_FAST skips the saved flags; STUB_FULL restores them. */
+	static const uint8_t skip_flags[] = {
 		0x48, 0x8d, 0x64, 0x24, 0x08,		/* lea rsp,[rsp+8] */
+		0xc3,					/* ret into the slot */
+	};
+	static const uint8_t pop_flags[] = {
+		0x9d,					/* popf */
 		0xc3,					/* ret into the slot */
 	};
 	size_t n = 0;
@@ -581,12 +698,19 @@ static size_t build_stub(uint8_t *b, uintptr_t base)
 	n = sizeof(save);
 	b[n++] = 0xff;		/* call [rip+rel32] */
 	b[n++] = 0x15;
-	rel = (int32_t)(CHUNK_DISPATCH - (n + 4));
+	rel = (int32_t)((full ? CHUNK_DISPATCH_FULL : CHUNK_DISPATCH) -
+			(off + n + 4));
 	memcpy(b + n, &rel, 4);
 	n += 4;
 	memcpy(b + n, restore, sizeof(restore));
 	n += sizeof(restore);
-	(void)base;
+	if (full) {
+		memcpy(b + n, pop_flags, sizeof(pop_flags));
+		n += sizeof(pop_flags);
+	} else {
+		memcpy(b + n, skip_flags, sizeof(skip_flags));
+		n += sizeof(skip_flags);
+	}
 	return n;
 }
 
@@ -635,7 +759,8 @@ static uintptr_t find_gap(uintptr_t near)
 static struct chunk *chunk_new(uintptr_t near)
 {
 	uint8_t stub[CHUNK_SLOTS0];
-	uintptr_t disp = (uintptr_t)pk_probe_dispatch;
+	uintptr_t disp = (uintptr_t)pk_probe_dispatch,
+		  disp_full = (uintptr_t)pk_probe_dispatch_full;
 	struct chunk *c;
 	void *p = MAP_FAILED;
 
@@ -664,8 +789,11 @@ static struct chunk *chunk_new(uintptr_t near)
 	}
 	c->base = (uintptr_t)p;
 	memset(stub, PK_ARCH_TRAP_BYTE, sizeof(stub));
-	build_stub(stub, c->base);
+	if (build_stub(stub + STUB_FAST, STUB_FAST, 0) > STUB_FULL - STUB_FAST ||
+	    build_stub(stub + STUB_FULL, STUB_FULL, 1) > CHUNK_DISPATCH - STUB_FULL)
+		abort();	/* the layout above is wrong */
 	memcpy(stub + CHUNK_DISPATCH, &disp, sizeof(disp));
+	memcpy(stub + CHUNK_DISPATCH_FULL, &disp_full, sizeof(disp_full));
 	if (pk_text_fill((void *)c->base, stub, sizeof(stub))) {
 		munmap(p, CHUNK_SIZE);
 		free(c);
@@ -723,12 +851,153 @@ static int in_chunks(uintptr_t a)
 
 /* ------------------------------------------------------------ planning */
 
-static int plan(struct pk_probe *p, const char *what)
+static size_t thash_of(uintptr_t addr)
+{
+	return (addr ^ addr >> 12 ^ addr >> 24) & (THASH - 1);
+}
+
+static struct tramp *tramp_find(uintptr_t addr)
+{
+	for (struct tramp *t = thash[thash_of(addr)]; t; t = t->next)
+		if (t->addr == addr)
+			return t;
+	return NULL;
+}
+
+/* The @size bytes at @start as they were before any probe was armed there. */
+static void orig_code(uintptr_t start, size_t size, uint8_t *buf)
+{
+	pk_assert_held(&probe_lock);
+	memcpy(buf, (const void *)start, size);
+	for (uintptr_t a = start - PK_TEXT_MAX + 1; a < start + size; a++) {
+		const struct tramp *t = tramp_find(a);
+
+		for (size_t i = 0; t && i < t->len; i++)
+			if (a + i >= start && a + i < start + size)
+				buf[a + i - start] = t->old[i];
+	}
+}
+
+static int key_site_in(const struct pk_func *fn, uintptr_t at, size_t len)
+{
+	for (size_t i = 0; fn->jump_table && i + sizeof(struct pk_jump_entry) <=
+			   fn->jump_table_size; i += sizeof(struct pk_jump_entry)) {
+		const struct pk_jump_entry *je =
+			(const struct pk_jump_entry *)(fn->jump_table + i);
+
+		if (je->code < at + len && at < je->code + PK_ARCH_JMP_LEN)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Whether a jump probe is safe at p->addr; @code holds the function's
+ * original bytes. -ENOTSUP (logged at debug level) means "an int3 probe".
+ */
+static int plan_jump(struct pk_probe *p, const struct pk_func *fn,
+		     const uint8_t *code, const char *what)
+{
+	uintptr_t end = fn->start + fn->size;
+	size_t off, cap = SLOT_COPY_MAX - (p->post ? CALL_SEQ : 0);
+	uint8_t copy[64];
+	int err;
+
+	/* The displaced instructions: whole ones covering a jmp. */
+	for (off = 0; off < PK_ARCH_JMP_LEN;) {
+		struct pk_insn in;
+		uintptr_t at = p->addr + off;
+
+		if (at >= end || pk_arch_decode(code + (at - fn->start), end - at,
+						at, &in)) {
+			pk_dbg("probe: %s: the instructions from the probe point "
+			       "end before %d bytes (function of %zu bytes): int3 "
+			       "probe", what, PK_ARCH_JMP_LEN, fn->size);
+			return -ENOTSUP;
+		}
+		if (key_site_in(fn, at, in.len)) {
+			pk_dbg("probe: %s: a static key's branch site follows: "
+			       "int3 probe", what);
+			return -ENOTSUP;
+		}
+		/*
+		 * A call would return into the slot, where no sweep can see
+		 * the thread (its ip is in the callee); int3 cannot be moved.
+		 * RIP-relative operands, jmp and jcc move (pk_arch_relocate).
+		 */
+		if ((in.flags & PK_INSN_F_CALL) || in.kind == PK_INSN_TRAP) {
+			pk_dbg("probe: %s: displaced instruction at +%zu is a %s: "
+			       "int3 probe", what, (size_t)(at - fn->start),
+			       (in.flags & PK_INSN_F_CALL) ? "call" : "trap");
+			return -ENOTSUP;
+		}
+		off += in.len;
+	}
+	p->len = (uint8_t)off;
+	if (off > PK_TEXT_MAX)
+		return -ENOTSUP;
+	/* No branch of the function may land inside them after their first byte. */
+	for (uintptr_t at = fn->start; at < end;) {
+		struct pk_insn in;
+
+		if (pk_arch_decode(code + (at - fn->start), end - at, at, &in)) {
+			pk_dbg("probe: %s: cannot decode the function at +%zu, so "
+			       "cannot prove no branch lands in the displaced "
+			       "bytes: int3 probe", what, (size_t)(at - fn->start));
+			return -ENOTSUP;
+		}
+		if (in.flags & PK_INSN_F_INDIRECT_JMP) {
+			pk_dbg("probe: %s: an indirect jmp at +%zu (a jump table?) "
+			       "could land anywhere: int3 probe", what,
+			       (size_t)(at - fn->start));
+			return -ENOTSUP;
+		}
+		if (in.target > p->addr && in.target < p->addr + p->len) {
+			pk_dbg("probe: %s: the branch at +%zu lands inside the "
+			       "displaced bytes: int3 probe", what,
+			       (size_t)(at - fn->start));
+			return -ENOTSUP;
+		}
+		at += in.len;
+	}
+	/* Relocatable, and short enough for a slot (checked at a nearby address). */
+	err = pk_arch_relocate(code + (p->addr - fn->start), p->len, p->addr,
+			       copy, cap, p->addr + 4096, NULL);
+	if (err < 0) {
+		pk_dbg("probe: %s: displaced instructions cannot be relocated "
+		       "(%d): int3 probe", what, err);
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+/* An int3 probe: the probed instruction must run (or be emulated) in a slot. */
+static int plan_int3(struct pk_probe *p, const struct pk_func *fn,
+		     const uint8_t *code, const char *what)
+{
+	size_t cap = SLOT_COPY_MAX - (p->post ? CALL_SEQ : 0);
+	uint8_t copy[64];
+	int ft, n;
+
+	n = pk_arch_relocate_one(code + (p->addr - fn->start),
+				 fn->start + fn->size - p->addr, p->addr, copy,
+				 cap, p->addr + 4096, &ft);
+	if (n < 0) {
+		pk_err("probe: %s: the instruction at +%zu can be neither moved "
+		       "nor emulated (%d)", what, (size_t)(p->addr - fn->start), n);
+		return -ENOTSUP;
+	}
+	p->len = p->first_len;
+	return 0;
+}
+
+static int plan(struct pk_probe *p, const char *what, size_t offset,
+		int force_int3)
 {
 	struct pk_func fn;
-	const uint8_t *code;
-	uint8_t copy[64];
-	size_t off;
+	struct pk_insn in0;
+	uintptr_t entry;
+	uint8_t *code;
 	int err = pk_sym_func_at(p->func, &fn);
 
 	if (err || fn.start != p->func) {
@@ -742,84 +1011,91 @@ static int plan(struct pk_probe *p, const char *what)
 		pk_err("probe: %s is probekit's own trap path or a trampoline", what);
 		return -EINVAL;
 	}
-	code = (const uint8_t *)fn.start;
-	p->addr = fn.start;
+	if (offset >= fn.size) {
+		pk_err("probe: %s: offset %zu is past the function's end (%zu "
+		       "bytes)", what, offset, fn.size);
+		return -EINVAL;
+	}
+	code = malloc(fn.size);
+	if (!code)
+		return -ENOMEM;
+	pthread_mutex_lock(&probe_lock);
+	orig_code(fn.start, fn.size, code);
+	pthread_mutex_unlock(&probe_lock);
+	entry = fn.start;
 	if (fn.size >= 4 && !memcmp(code, "\xf3\x0f\x1e\xfa", 4))
-		p->addr += 4;	/* endbr64 stays first (IBT) */
-	/* The displaced instructions: whole ones covering a jmp. */
-	for (off = 0; off < PK_ARCH_JMP_LEN;) {
-		struct pk_insn in;
-		uintptr_t at = p->addr + off;
+		entry += 4;	/* endbr64 stays first (IBT) */
+	p->addr = entry;
+	if (offset) {
+		/* On an instruction boundary: decode from the function's start. */
+		uintptr_t at = fn.start, to = fn.start + offset;
 
-		if (at >= fn.start + fn.size ||
-		    pk_arch_decode((const void *)at, fn.start + fn.size - at, at, &in)) {
-			pk_err("probe: %s: its first instructions end before %d "
-			       "bytes (function of %zu bytes): needs an int3 probe, "
-			       "not there yet", what, PK_ARCH_JMP_LEN, fn.size);
-			return -ENOTSUP;
-		}
-		for (size_t i = 0; fn.jump_table && i + sizeof(struct pk_jump_entry) <=
-				   fn.jump_table_size; i += sizeof(struct pk_jump_entry)) {
-			const struct pk_jump_entry *je =
-				(const struct pk_jump_entry *)(fn.jump_table + i);
+		while (at < to) {
+			struct pk_insn in;
 
-			if (je->code < at + in.len && at < je->code + PK_ARCH_JMP_LEN) {
-				pk_err("probe: %s: a static key's branch site is "
-				       "there", what);
-				return -EINVAL;
+			if (pk_arch_decode(code + (at - fn.start),
+					   fn.start + fn.size - at, at, &in)) {
+				pk_err("probe: %s: cannot decode the function at "
+				       "+%zu, before the offset %zu", what,
+				       (size_t)(at - fn.start), offset);
+				err = -EINVAL;
+				goto out;
 			}
+			at += in.len;
 		}
-		/*
-		 * A call would return into the slot, where no sweep can see
-		 * the thread (its ip is in the callee); int3 cannot be moved.
-		 * RIP-relative operands, jmp and jcc move (pk_arch_relocate).
-		 */
-		if ((in.flags & PK_INSN_F_CALL) || in.kind == PK_INSN_TRAP) {
-			pk_err("probe: %s: displaced instruction at +%zu is a %s; "
-			       "that needs an int3 probe, not there yet", what,
-			       (size_t)(at - fn.start),
-			       (in.flags & PK_INSN_F_CALL) ? "call" : "trap");
-			return -ENOTSUP;
+		if (at != to) {
+			pk_err("probe: %s: offset %zu is not an instruction "
+			       "boundary (the instruction there ends at +%zu)",
+			       what, offset, (size_t)(at - fn.start));
+			err = -EINVAL;
+			goto out;
 		}
-		off += in.len;
+		if (to > entry)
+			p->addr = to;
 	}
-	p->len = (uint8_t)off;
-	if (off > PK_TEXT_MAX) {
-		pk_err("probe: %s: %zu displaced bytes", what, off);
-		return -ENOTSUP;
+	/* Inside the function every register and flag may be live. */
+	p->full = p->addr != entry;
+	if (pk_arch_decode(code + (p->addr - fn.start), fn.start + fn.size - p->addr,
+			   p->addr, &in0)) {
+		pk_err("probe: %s: cannot decode the probed instruction", what);
+		err = -EINVAL;
+		goto out;
 	}
-	/* No branch of the function may land inside them after their first byte. */
-	for (uintptr_t at = fn.start; at < fn.start + fn.size;) {
-		struct pk_insn in;
-
-		if (pk_arch_decode((const void *)at, fn.start + fn.size - at, at, &in)) {
-			pk_err("probe: %s: cannot decode the function at +%zu, so "
-			       "cannot prove no branch lands in the displaced bytes",
-			       what, (size_t)(at - fn.start));
-			return -ENOTSUP;
-		}
-		if (in.flags & PK_INSN_F_INDIRECT_JMP) {
-			pk_err("probe: %s: an indirect jmp at +%zu (a jump table?) "
-			       "could land anywhere", what, (size_t)(at - fn.start));
-			return -ENOTSUP;
-		}
-		if (in.target > p->addr && in.target < p->addr + p->len) {
-			pk_err("probe: %s: the branch at +%zu lands inside the "
-			       "displaced bytes", what, (size_t)(at - fn.start));
-			return -ENOTSUP;
-		}
-		at += in.len;
+	p->first_len = in0.len;
+	if (key_site_in(&fn, p->addr, in0.len)) {
+		pk_err("probe: %s: a static key's branch site is there", what);
+		err = -EINVAL;
+		goto out;
 	}
-	/* Relocatable, and short enough for a slot (checked at a nearby address). */
-	err = pk_arch_relocate((const void *)p->addr, p->len, p->addr, copy,
-			       SLOT_COPY_MAX, p->addr + 4096, NULL);
-	if (err < 0) {
-		pk_err("probe: %s: displaced instructions cannot be relocated (%d)",
-		       what, err);
-		return -ENOTSUP;
+	if (in0.kind == PK_INSN_TRAP) {
+		pk_err("probe: %s: there is an int3 there already", what);
+		err = -ENOTSUP;
+		goto out;
 	}
-	return 0;
+	if (p->post && (in0.flags & PK_INSN_F_BRANCH)) {
+		pk_err("probe: %s: a post-handler needs an instruction that falls "
+		       "through; the one at +%zu is a branch, call, ret or trap",
+		       what, (size_t)(p->addr - fn.start));
+		err = -ENOTSUP;
+		goto out;
+	}
+	err = force_int3 ? -ENOTSUP : plan_jump(p, &fn, code, what);
+	if (!err) {
+		p->kind = PK_PROBE_JUMP;
+	} else if (err == -ENOTSUP) {
+		err = plan_int3(p, &fn, code, what);
+		if (!err)
+			p->kind = PK_PROBE_INT3;
+	}
+out:
+	free(code);
+	return err;
 }
+
+/* An option, or 0 when @o is too short to hold it. */
+#define OPT(o, f)                                                              \
+	((o)->sz >= offsetof(struct pk_probe_opts, f) + sizeof((o)->f) ? (o)->f \
+									: 0)
 
 int pk_probe_create(const struct pk_probe_opts *opts, struct pk_probe **out)
 {
@@ -828,7 +1104,8 @@ int pk_probe_create(const struct pk_probe_opts *opts, struct pk_probe **out)
 	int err;
 
 	if (!opts || !out || opts->sz < offsetof(struct pk_probe_opts, ctx) ||
-	    (!opts->symbol == !opts->addr))
+	    (!opts->symbol == !opts->addr) ||
+	    (OPT(opts, flags) & ~PK_PROBE_F_INT3))
 		return -EINVAL;
 	for (size_t i = sizeof(*opts); i < opts->sz; i++)
 		if (((const char *)opts)[i])
@@ -837,7 +1114,8 @@ int pk_probe_create(const struct pk_probe_opts *opts, struct pk_probe **out)
 	if (!p)
 		return -ENOMEM;
 	p->pre = opts->pre;
-	p->ctx = opts->sz > offsetof(struct pk_probe_opts, ctx) ? opts->ctx : NULL;
+	p->ctx = OPT(opts, ctx);
+	p->post = OPT(opts, post);
 	if (opts->symbol) {
 		struct pk_sym s;
 
@@ -852,7 +1130,10 @@ int pk_probe_create(const struct pk_probe_opts *opts, struct pk_probe **out)
 		p->func = (uintptr_t)opts->addr;
 		snprintf(what, sizeof(what), "%p", opts->addr);
 	}
-	err = plan(p, what);
+	if (OPT(opts, offset))
+		snprintf(what + strlen(what), sizeof(what) - strlen(what),
+			 "+%zu", OPT(opts, offset));
+	err = plan(p, what, OPT(opts, offset), !!(OPT(opts, flags) & PK_PROBE_F_INT3));
 	if (err) {
 		free(p);
 		return err;
@@ -862,19 +1143,6 @@ int pk_probe_create(const struct pk_probe_opts *opts, struct pk_probe **out)
 }
 
 /* ------------------------------------------------------- register/remove */
-
-static size_t thash_of(uintptr_t addr)
-{
-	return (addr ^ addr >> 12 ^ addr >> 24) & (THASH - 1);
-}
-
-static struct tramp *tramp_find(uintptr_t addr)
-{
-	for (struct tramp *t = thash[thash_of(addr)]; t; t = t->next)
-		if (t->addr == addr)
-			return t;
-	return NULL;
-}
 
 static void tramp_unhash(struct tramp *t)
 {
@@ -904,49 +1172,144 @@ static void armed_bytes(const struct tramp *t, uint8_t *b)
 	pk_arch_encode_jmp(b + o, t->addr + o, t->slot + SLOT_ENTRY);
 }
 
+/* What the site holds armed: the jmp, or int3 on the instruction. */
+static void site_bytes(const struct tramp *t, uint8_t *b)
+{
+	if (t->kind == PK_PROBE_INT3) {
+		memcpy(b, t->old, t->len);
+		b[0] = PK_ARCH_TRAP_BYTE;
+	} else {
+		armed_bytes(t, b);
+	}
+}
+
+/* lea rsp,[rsp-128]; call @stub; lea rsp,[rsp+128] at @b, which runs at @at. */
+static void call_seq(uint8_t *b, uintptr_t at, uintptr_t stub)
+{
+	int32_t rel = (int32_t)(stub - (at + 10));
+
+	memcpy(b, "\x48\x8d\x64\x24\x80", 5);
+	b[5] = 0xe8;
+	memcpy(b + 6, &rel, 4);
+	memcpy(b + 10, "\x48\x8d\xa4\x24\x80\x00\x00\x00", 8);
+}
+
+/* Fill @t's slot (see the top of this file) in @slot. */
+static int slot_code(struct tramp *t, uint8_t *slot)
+{
+	const size_t cap = SLOT_SIZE - PK_ARCH_JMP_LEN;
+	uintptr_t full = t->chunk->base + STUB_FULL;
+	struct pk_reloc_map map = { 0 }, rest;
+	size_t at = SLOT_COPY, first;
+	int n, ft = 1;
+
+	memset(slot, PK_ARCH_TRAP_BYTE, SLOT_SIZE);
+	memcpy(slot, &t, sizeof(t));
+	call_seq(slot + SLOT_ENTRY, t->slot + SLOT_ENTRY,
+		 t->full ? full : t->chunk->base + STUB_FAST);
+	first = t->kind == PK_PROBE_INT3 || t->post ? t->first_len : t->len;
+	if (t->kind == PK_PROBE_INT3)
+		n = pk_arch_relocate_one(t->old, t->len, t->addr, slot + at,
+					 cap - at, t->slot + at, &ft);
+	else
+		n = pk_arch_relocate(t->old, first, t->addr, slot + at, cap - at,
+				     t->slot + at, &map);
+	if (n < 0)
+		return n;
+	at += (size_t)n;
+	if (t->post) {
+		if (!ft || at + CALL_SEQ > cap)
+			return -E2BIG;
+		call_seq(slot + at, t->slot + at, full);
+		at += CALL_SEQ;
+	}
+	if (first < t->len) {
+		/* A jump probe's other displaced instructions, after post. */
+		n = pk_arch_relocate(t->old + first, t->len - first, t->addr + first,
+				     slot + at, cap - at, t->slot + at, &rest);
+		if (n < 0)
+			return n;
+		for (unsigned int i = 0; i < rest.n && map.n < PK_RELOC_MAX; i++) {
+			map.src[map.n] = (uint8_t)(rest.src[i] + first);
+			map.dst[map.n] = (uint8_t)(rest.dst[i] + at - SLOT_COPY);
+			map.n++;
+		}
+		at += (size_t)n;
+	}
+	if (map.n > TRAMP_MAP)
+		return -E2BIG;
+	if (ft && pk_arch_encode_jmp(slot + at, t->slot + at, t->addr + t->len))
+		return -ERANGE;
+	t->nmap = (uint8_t)map.n;
+	memcpy(t->map_src, map.src, map.n);
+	memcpy(t->map_dst, map.dst, map.n);
+	return 0;
+}
+
 /* A new trampoline for @p's address, where the original code still is. */
 static int tramp_build(struct pk_probe *p, struct tramp **out)
 {
 	uint8_t slot[SLOT_SIZE];
-	struct pk_reloc_map map;
 	struct tramp *t = calloc(1, sizeof(*t));
-	int32_t rel;
-	int n, err;
+	int err;
 
 	if (!t)
 		return -ENOMEM;
 	t->addr = p->addr;
 	t->len = p->len;
+	t->kind = p->kind;
+	t->post = p->post != NULL;
+	t->full = p->full;
+	t->first_len = p->first_len;
 	memcpy(t->old, (const void *)p->addr, p->len);
 	err = slot_alloc(p->addr, &t->chunk, &t->slot);
 	if (err) {
 		free(t);
 		return err;
 	}
-	memset(slot, PK_ARCH_TRAP_BYTE, sizeof(slot));
-	memcpy(slot, &t, sizeof(t));
-	memcpy(slot + SLOT_ENTRY, "\x48\x8d\x64\x24\x80", 5);	/* lea rsp,[rsp-128] */
-	slot[SLOT_CALL] = 0xe8;
-	rel = (int32_t)(t->chunk->base - (t->slot + SLOT_CALL + 5));
-	memcpy(slot + SLOT_CALL + 1, &rel, 4);
-	memcpy(slot + SLOT_RET, "\x48\x8d\xa4\x24\x80\x00\x00\x00", 8); /* lea rsp,[rsp+128] */
-	n = pk_arch_relocate(t->old, t->len, t->addr, slot + SLOT_COPY,
-			     SLOT_COPY_MAX, t->slot + SLOT_COPY, &map);
-	if (n >= 0 && map.n > TRAMP_MAP)
-		n = -E2BIG;
-	if (n < 0 ||
-	    pk_arch_encode_jmp(slot + SLOT_COPY + n, t->slot + SLOT_COPY + (size_t)n,
-			       t->addr + t->len) ||
-	    pk_text_fill((void *)t->slot, slot, sizeof(slot))) {
+	err = slot_code(t, slot);
+	if (err)
+		err = -ENOTSUP;
+	else if (pk_text_fill((void *)t->slot, slot, sizeof(slot)))
+		err = -EPERM;
+	if (!err && t->kind == PK_PROBE_INT3) {
+		/* Before the int3 exists: its SIGTRAP must find the entry. */
+		err = pk_trap_register((void *)t->addr, probe_trap, t);
+		if (err) {
+			pk_err("probe: %#" PRIxPTR ": cannot add the int3 probe to "
+			       "the trap chain (%d)", t->addr, err);
+			if (err == -EEXIST)
+				err = -EBUSY;
+		}
+	}
+	if (err) {
 		slot_free(t->chunk, t->slot);
 		free(t);
-		return n < 0 ? -ENOTSUP : -EPERM;
+		return err;
 	}
-	t->nmap = (uint8_t)map.n;
-	memcpy(t->map_src, map.src, map.n);
-	memcpy(t->map_dst, map.dst, map.n);
 	*out = t;
 	return 0;
+}
+
+/* Free a trampoline no thread can be in any more. */
+static void tramp_free(struct tramp *t)
+{
+	if (t->kind == PK_PROBE_INT3)
+		pk_trap_unregister((void *)t->addr);
+	slot_free(t->chunk, t->slot);
+	free(t);
+}
+
+/* An armed trampoline overlapping [addr, addr+len) but not at @addr. */
+static struct tramp *tramp_overlap(uintptr_t addr, size_t len)
+{
+	for (uintptr_t a = addr - PK_TEXT_MAX + 1; a < addr + len; a++) {
+		struct tramp *t = a == addr ? NULL : tramp_find(a);
+
+		if (t && a + t->len > addr)
+			return t;
+	}
+	return NULL;
 }
 
 /*
@@ -989,10 +1352,8 @@ static void retire(struct tramp **ts, size_t n, uintptr_t *changed,
 			"still be inside", n);
 		return;
 	}
-	for (size_t i = 0; i < n; i++) {
-		slot_free(ts[i]->chunk, ts[i]->slot);
-		free(ts[i]);
-	}
+	for (size_t i = 0; i < n; i++)
+		tramp_free(ts[i]);
 }
 
 int pk_probe_register(struct pk_probe *const *probes, size_t n)
@@ -1024,8 +1385,26 @@ int pk_probe_register(struct pk_probe *const *probes, size_t n)
 		struct tramp *t = tramp_find(p->addr);
 
 		if (t) {
+			/* Several probes on one address share the first's kind. */
+			if ((p->kind == PK_PROBE_INT3 && t->kind != PK_PROBE_INT3) ||
+			    (p->post && !t->post)) {
+				pk_err("probe: %#" PRIxPTR ": the probe there is %s; "
+				       "register the one that needs %s first",
+				       p->addr, p->post && !t->post ?
+				       "without post-handlers" : "a jump probe",
+				       p->post && !t->post ? "them" : "an int3");
+				err = -EBUSY;
+				break;
+			}
 			p->t = t;
 			continue;
+		}
+		t = tramp_overlap(p->addr, p->len);
+		if (t) {
+			pk_err("probe: %#" PRIxPTR ": overlaps the probe at %#"
+			       PRIxPTR, p->addr, t->addr);
+			err = -EBUSY;
+			break;
 		}
 		err = tramp_build(p, &t);
 		if (err)
@@ -1037,17 +1416,25 @@ int pk_probe_register(struct pk_probe *const *probes, size_t n)
 		{
 			uint8_t ab[PK_TEXT_MAX];
 
-			armed_bytes(t, ab);
-			/* Rolled back, a trapping thread runs the slot's copy. */
+			site_bytes(t, ab);
+			/*
+			 * Rolled back, a trapping thread runs the slot's copy;
+			 * an int3 (which need not decode) is run as when armed.
+			 */
 			err = pk_batch_add_via(b, (void *)t->addr, ab, t->len,
-					       t->old, PK_TEXT_F_MERGE, 0,
+					       t->old, PK_TEXT_F_MERGE,
+					       t->kind == PK_PROBE_INT3 ?
+					       t->slot + SLOT_ENTRY : 0,
 					       t->slot + SLOT_COPY);
 		}
-		ac.fix[ac.nfix++] = (struct fix){ t->addr, t, FIX_ARM };
+		/* An int3 replaces no boundary: no thread to move. */
+		if (t->kind == PK_PROBE_JUMP)
+			ac.fix[ac.nfix++] = (struct fix){ t->addr, t, FIX_ARM };
 	}
 	if (!err && nfresh) {
 		qsort(ac.fix, ac.nfix, sizeof(*ac.fix), fix_cmp);
-		pk_batch_set_hook(b, arm_hook, &ac);
+		if (ac.nfix)
+			pk_batch_set_hook(b, arm_hook, &ac);
 		err = pk_batch_commit(b);
 		if (err > 0)
 			err = 0;
@@ -1071,8 +1458,7 @@ int pk_probe_register(struct pk_probe *const *probes, size_t n)
 		/* Built but never reachable. */
 		for (size_t i = 0; i < nfresh; i++) {
 			tramp_unhash(fresh[i]);
-			slot_free(fresh[i]->chunk, fresh[i]->slot);
-			free(fresh[i]);
+			tramp_free(fresh[i]);
 		}
 	}
 	if (!err) {
@@ -1085,7 +1471,10 @@ int pk_probe_register(struct pk_probe *const *probes, size_t n)
 			p->next = NULL;
 			/* Pairs with the acquire loads in pk_probe_dispatch(). */
 			__atomic_store_n(pp, p, __ATOMIC_RELEASE);
-			p->armed = 1;
+			p->armed_kind = p->t->kind;
+			p->armed_len = p->t->len;
+			/* Pairs with the acquire load in pk_probe_get_info(). */
+			__atomic_store_n(&p->armed, 1, __ATOMIC_RELEASE);
 		}
 	} else if (checked) {
 		for (size_t i = 0; i < n; i++)
@@ -1138,19 +1527,23 @@ int pk_probe_unregister(struct pk_probe *const *probes, size_t n)
 		{
 			uint8_t ab[PK_TEXT_MAX];
 
-			armed_bytes(t, ab);
+			site_bytes(t, ab);
 			/* A thread trapping meanwhile runs the slot's copy. */
 			err = pk_batch_add_via(b, (void *)t->addr, t->old, t->len,
 					       ab, PK_TEXT_F_MERGE,
-					       t->slot + SLOT_COPY, 0);
+					       t->slot + SLOT_COPY,
+					       t->kind == PK_PROBE_INT3 ?
+					       t->slot + SLOT_ENTRY : 0);
 		}
 		if (err)
 			goto out;
-		ac.fix[ac.nfix++] = (struct fix){ t->addr, t, FIX_DISARM };
+		if (t->kind == PK_PROBE_JUMP)
+			ac.fix[ac.nfix++] = (struct fix){ t->addr, t, FIX_DISARM };
 	}
 	if (ndead) {
 		qsort(ac.fix, ac.nfix, sizeof(*ac.fix), fix_cmp);
-		pk_batch_set_hook(b, arm_hook, &ac);
+		if (ac.nfix)
+			pk_batch_set_hook(b, arm_hook, &ac);
 		err = pk_batch_commit(b);
 		if (err < 0)
 			goto out;	/* still armed, probes still linked */
@@ -1222,8 +1615,10 @@ int pk_probe_get_info(const struct pk_probe *p, struct pk_probe_info *info)
 	memset(&cur, 0, sizeof(cur));
 	cur.addr = p->addr;
 	cur.func = p->func;
-	cur.displaced = p->len;
-	cur.armed = __atomic_load_n(&p->armed, __ATOMIC_RELAXED);
+	cur.armed = __atomic_load_n(&p->armed, __ATOMIC_ACQUIRE);
+	/* Pairs with the release store of armed in pk_probe_register(). */
+	cur.displaced = cur.armed ? p->armed_len : p->len;
+	cur.kind = cur.armed ? p->armed_kind : p->kind;
 	cur.missed = __atomic_load_n(&p->missed, __ATOMIC_RELAXED);
 	/* A slot, its tramp, the probe, and a share of its chunk's stub. */
 	cur.bytes = SLOT_SIZE + sizeof(struct tramp) + sizeof(struct pk_probe) +

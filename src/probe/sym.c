@@ -273,6 +273,18 @@ struct func_ent {
 };
 
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* util.c's atfork triple: nothing is half-cached in a child. */
+void pk_sym_fork_prepare(void)
+{
+	pthread_mutex_lock(&cache_lock);
+}
+
+void pk_sym_fork_release(void)
+{
+	pthread_mutex_unlock(&cache_lock);
+}
+
 static struct {			/* guarded by cache_lock */
 	char path[PATH_MAX];
 	uintptr_t bias;

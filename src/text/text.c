@@ -788,13 +788,21 @@ static int validate(struct site *s, struct maps *ms)
 		       "expected ones", s->addr);
 		return -EBUSY;
 	}
-	if (decode_site(s->old, s->len, s->addr, old_starts, &s->to_old)) {
+	/*
+	 * Bytes whose continuation the caller gives (pk_batch_add_via) need
+	 * not decode: an int3 on the first byte of a longer instruction.
+	 */
+	memset(old_starts, 0, sizeof(old_starts));
+	memset(new_starts, 0, sizeof(new_starts));
+	if (!s->via_old &&
+	    decode_site(s->old, s->len, s->addr, old_starts, &s->to_old)) {
 		pk_err("text: site %#" PRIxPTR "+%u: the old code does not "
 		       "decode into whole instructions ending at the site's end",
 		       s->addr, s->len);
 		return -EINVAL;
 	}
-	if (decode_site(s->bytes, s->len, s->addr, new_starts, &s->to_new)) {
+	if (!s->via &&
+	    decode_site(s->bytes, s->len, s->addr, new_starts, &s->to_new)) {
 		pk_err("text: site %#" PRIxPTR "+%u: the new bytes are not whole "
 		       "instructions", s->addr, s->len);
 		return -EINVAL;

@@ -26,6 +26,22 @@ int pk_arch_decode(const void *code, size_t avail, uint64_t runtime,
 	out->len = insn.length;
 	if (insn.mnemonic == ZYDIS_MNEMONIC_CALL)
 		out->flags |= PK_INSN_F_CALL;
+	switch (insn.meta.category) {
+	case ZYDIS_CATEGORY_COND_BR:
+	case ZYDIS_CATEGORY_UNCOND_BR:
+	case ZYDIS_CATEGORY_CALL:
+	case ZYDIS_CATEGORY_RET:
+	case ZYDIS_CATEGORY_INTERRUPT:
+		out->flags |= PK_INSN_F_BRANCH;
+		break;
+	default:
+		if (insn.mnemonic == ZYDIS_MNEMONIC_UD0 ||
+		    insn.mnemonic == ZYDIS_MNEMONIC_UD1 ||
+		    insn.mnemonic == ZYDIS_MNEMONIC_UD2 ||
+		    insn.mnemonic == ZYDIS_MNEMONIC_HLT)
+			out->flags |= PK_INSN_F_BRANCH;
+		break;
+	}
 	if (insn.meta.category == ZYDIS_CATEGORY_NOP ||
 	    insn.meta.category == ZYDIS_CATEGORY_WIDENOP) {
 		out->kind = PK_INSN_NOP;

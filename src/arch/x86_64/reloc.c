@@ -125,3 +125,93 @@ int pk_arch_relocate(const void *src, size_t len, uint64_t from, uint8_t *dst,
 	}
 	return (int)doff;
 }
+
+/*
+ * A call moved out of line must not return into the copy (a thread there
+ * could not be told apart from one that is running it), so it is turned
+ * into what a call does, pushing the original return address itself:
+ *
+ *   push qword [rip+k]       ff 35 k        (6 bytes)
+ *   jmp target               e9 rel32, or the call's own ff /2 operand
+ *                            as ff /4 (a memory operand [rip+x] re-targeted)
+ *   .quad from + length      the return address
+ */
+int pk_arch_relocate_one(const void *src, size_t avail, uint64_t from,
+			 uint8_t *dst, size_t cap, uint64_t to,
+			 int *falls_through)
+{
+	ZydisDecodedInstruction in;
+	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+	ZydisDecoder dec;
+	const uint8_t *s = src;
+	uint8_t out[40];
+	size_t n = 6, jl;
+	uint64_t ret;
+	int32_t k;
+
+	*falls_through = 1;
+	if (ZYAN_FAILED(ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64,
+					 ZYDIS_STACK_WIDTH_64)) ||
+	    ZYAN_FAILED(ZydisDecoderDecodeFull(&dec, src, avail, &in, ops)))
+		return -EINVAL;
+	if (in.mnemonic != ZYDIS_MNEMONIC_CALL)
+		return pk_arch_relocate(src, in.length, from, dst, cap, to, NULL);
+	ret = from + in.length;
+	if (in.operand_width != 64 || in.raw.prefix_count > 1 ||
+	    (in.raw.prefix_count == 1 && s[0] != 0x3e &&	/* notrack */
+	     (s[0] & 0xf0) != 0x40))				/* REX */
+		return -ENOTSUP;
+	if ((in.attributes & ZYDIS_ATTRIB_IS_RELATIVE) && !in.raw.prefix_count &&
+	    s[0] == 0xe8) {
+		uint64_t target = ret + (uint64_t)in.raw.imm[0].value.s;
+
+		out[n] = 0xe9;
+		if (!rel32_fits((int64_t)(target - (to + n + 5))))
+			return -ERANGE;
+		put32(out + n + 1, (int64_t)(target - (to + n + 5)));
+		jl = 5;
+	} else if (in.raw.modrm.offset && in.raw.modrm.reg == 2 &&
+		   s[in.raw.modrm.offset - 1] == 0xff) {
+		/* ff /2: the same operand as ff /4, unless it reads rsp. */
+		const ZydisDecodedOperand *o = &ops[0];
+
+		if ((o->type == ZYDIS_OPERAND_TYPE_REGISTER &&
+		     o->reg.value == ZYDIS_REGISTER_RSP) ||
+		    (o->type == ZYDIS_OPERAND_TYPE_MEMORY &&
+		     (o->mem.base == ZYDIS_REGISTER_RSP ||
+		      o->mem.index == ZYDIS_REGISTER_RSP)))
+			return -ENOTSUP;
+		if (in.attributes & ZYDIS_ATTRIB_IS_RELATIVE &&
+		    !(in.raw.modrm.mod == 0 && in.raw.modrm.rm == 5))
+			return -ENOTSUP;
+		memcpy(out + n, s, in.length);
+		out[n + in.raw.modrm.offset] =
+			(uint8_t)((s[in.raw.modrm.offset] & ~0x38) | (4 << 3));
+		jl = in.length;
+		if (in.raw.modrm.mod == 0 && in.raw.modrm.rm == 5) {
+			uint64_t target = ret + (uint64_t)in.raw.disp.value;
+			int64_t d = (int64_t)(target - (to + n + jl));
+
+			if (in.address_width != 64)
+				return -ENOTSUP;
+			if (!rel32_fits(d))
+				return -ERANGE;
+			put32(out + n + in.raw.disp.offset, d);
+		}
+	} else {
+		return -ENOTSUP;
+	}
+	/* push qword [rip+k]: the quad right after the jmp. */
+	out[0] = 0xff;
+	out[1] = 0x35;
+	k = (int32_t)jl;
+	memcpy(out + 2, &k, sizeof(k));
+	n += jl;
+	memcpy(out + n, &ret, sizeof(ret));
+	n += sizeof(ret);
+	if (n > cap)
+		return -E2BIG;
+	memcpy(dst, out, n);
+	*falls_through = 0;
+	return (int)n;
+}
