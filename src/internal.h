@@ -56,13 +56,15 @@ PK_HIDDEN int pk_gettid(void);
 /*
  * fork(): util.c registers one pthread_atfork triple that takes every
  * layer's locks in lock order (probe, sym, fault, chain, urcu-bp, key,
- * text, and util.c's log lock, which any of them may hold while logging)
+ * text, sig, and util.c's log lock, which any of them may hold while
+ * logging)
  * before fork and releases them after, so a child never inherits a
  * lock held by a thread it does not have, nor a commit half done. The
  * order is the nesting order of the code: probe_lock is held around text
  * commits, pk_text_fill() and trap-chain (fault) registrations; fault_lock
- * around die-chain (chain) registrations; key's lock around text commits.
- * sym's cache lock and the text lock nest nothing of these.
+ * around die-chain (chain) registrations; key's lock around text commits;
+ * text and fault install their signal handlers (sig_lock) with their own
+ * lock held. sym's cache lock nests nothing of these.
  */
 PK_HIDDEN void pk_probe_fork_prepare(void);
 PK_HIDDEN void pk_probe_fork_parent(void);
@@ -80,6 +82,8 @@ PK_HIDDEN void pk_key_fork_release(void);
 PK_HIDDEN void pk_text_fork_prepare(void);
 PK_HIDDEN void pk_text_fork_parent(void);
 PK_HIDDEN void pk_text_fork_child(void);
+PK_HIDDEN void pk_sig_fork_prepare(void);
+PK_HIDDEN void pk_sig_fork_release(void);
 PK_HIDDEN void pk_assert_fail(const char *what, const char *file, int line)
 	__attribute__((noreturn));
 

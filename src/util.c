@@ -79,6 +79,7 @@ static void fork_prepare(void)
 	pk_chain_fork_prepare();	/* also urcu-bp's */
 	pk_key_fork_prepare();
 	pk_text_fork_prepare();
+	pk_sig_fork_prepare();
 	/* Innermost: any layer logs with its own lock held. */
 	pthread_mutex_lock(&log_lock);
 }
@@ -86,6 +87,7 @@ static void fork_prepare(void)
 static void fork_parent(void)
 {
 	pthread_mutex_unlock(&log_lock);
+	pk_sig_fork_release();
 	pk_text_fork_parent();
 	pk_key_fork_release();
 	pk_chain_fork_parent();
@@ -97,6 +99,7 @@ static void fork_parent(void)
 static void fork_child(void)
 {
 	pthread_mutex_unlock(&log_lock);
+	pk_sig_fork_release();
 	pk_text_fork_child();
 	pk_key_fork_release();
 	pk_chain_fork_child();

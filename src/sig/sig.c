@@ -210,6 +210,17 @@ int pk_sig_hook(int sig, enum pk_sig_slot slot, pk_sig_hook_fn fn)
 	return err;
 }
 
+/* See internal.h: taken last but the log lock before fork(). */
+void pk_sig_fork_prepare(void)
+{
+	pthread_mutex_lock(&sig_lock);
+}
+
+void pk_sig_fork_release(void)
+{
+	pthread_mutex_unlock(&sig_lock);
+}
+
 int pk_sig_owned(int sig)
 {
 	int i = sig_index(sig);
