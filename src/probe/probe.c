@@ -445,7 +445,7 @@ static int sweep(const struct fix *fix, size_t nfix, const uintptr_t *retired,
 					sw.state[i] = 1;	/* gone */
 			}
 		/* Wait for every answer. */
-		for (int spins = 0;; spins++) {
+		for (int64_t gone_check = now_ns() + 10000000;;) {
 			waiting = busy = 0;
 			for (size_t i = 0; i < sw.ntids; i++) {
 				uint8_t st = __atomic_load_n(&sw.state[i],
@@ -456,13 +456,18 @@ static int sweep(const struct fix *fix, size_t nfix, const uintptr_t *retired,
 			}
 			if (!waiting || now_ns() > deadline)
 				break;
-			if (spins > 1000) {
-				/* Threads that exited never answer. */
+			if (now_ns() > gone_check) {
+				/*
+				 * Threads that exited never answer. Checked by
+				 * time, not by sched_yield() calls: with many
+				 * busy threads one yield can take a time slice
+				 * each of theirs.
+				 */
 				for (size_t i = 0; i < sw.ntids; i++)
 					if (!__atomic_load_n(&sw.state[i], __ATOMIC_ACQUIRE) &&
 					    thread_gone(sw.tids[i]))
 						sw.state[i] = 1;
-				spins = 0;
+				gone_check = now_ns() + 10000000;
 			}
 			sched_yield();
 		}
