@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* bench_probe.c - entry-probe hit cost (1..64 threads), memory per probe, arming many probes, vs a kernel uprobe. */
+/* bench_probe.c - entry- and return-probe hit cost (1..64 threads), memory per probe, arming many probes, vs a kernel uprobe. */
 
 /*
  * probe / entry / ns_overhead        a noinline function called in a loop,
@@ -11,6 +11,13 @@
  *                                    do not count; overhead as above, mean
  *                                    over threads; ratio_vs_1_thread
  * probe / entry / bytes_per_probe    pk_probe_get_info().bytes
+ * probe / return / ns_overhead       the same function with a return probe
+ *                                    (empty entry and return handlers),
+ *                                    minus unprobed; ratio_vs_unprobed is
+ *                                    probed / unprobed time per call
+ * probe / uretprobe / ns_overhead    always a skip line for now (the
+ *                                    kernel's uprobe code deadlocked the
+ *                                    VMs this was written on)
  * probe_arm / probes=N               N generated functions (bench/
  *                                    gen_probe_funcs.cmake): register all as
  *                                    one batch vs one pk_probe_register()
@@ -52,6 +59,19 @@ NOINLINE long bp_target(long x)
 static void empty(struct pk_probe *p, struct pk_regs *r, void *ctx)
 {
 	(void)p, (void)r, (void)ctx;
+}
+
+static int empty_entry(struct pk_retprobe *rp, struct pk_regs *r, void *data,
+		       void *ctx)
+{
+	(void)rp, (void)r, (void)data, (void)ctx;
+	return 0;
+}
+
+static void empty_ret(struct pk_retprobe *rp, struct pk_regs *r, void *data,
+		      void *ctx)
+{
+	(void)rp, (void)r, (void)data, (void)ctx;
 }
 
 static double loop_ns(unsigned long n)
@@ -246,6 +266,31 @@ int main(int argc, char **argv)
 	bench_add(&bytes, (double)info.bytes);
 	bench_report("probe", "entry", "ns_overhead", "ns", &entry);
 	bench_report("probe", "entry", "bytes_per_probe", "B", &bytes);
+
+	/* Return probes: entry and return handlers on every call. */
+	{
+		PK_OPTS(pk_retprobe_opts, ro, .addr = (void *)bp_target,
+			.entry = empty_entry, .ret = empty_ret);
+		struct bench_series ret = { 0 }, ret_ratio = { 0 };
+		struct pk_retprobe *rp = NULL;
+
+		must(pk_retprobe_create(&ro, &rp), "pk_retprobe_create");
+		for (int r = 0; r < bench_opts.runs; r++) {
+			double plain = loop_ns(n), probed;
+
+			must(pk_retprobe_register(&rp, 1), "register return probe");
+			probed = loop_ns(n);
+			must(pk_retprobe_unregister(&rp, 1), "unregister return probe");
+			bench_add(&ret, probed - plain);
+			bench_add(&ret_ratio, probed / plain);
+		}
+		pk_retprobe_destroy(rp);
+		bench_report("probe", "return", "ns_overhead", "ns", &ret);
+		bench_report("probe", "return", "ratio_vs_unprobed", "x", &ret_ratio);
+		bench_skip("probe", "uretprobe", "ns_overhead",
+			   "kernel uretprobes not measured yet (the uprobe code "
+			   "deadlocked the VMs this was written on)");
+	}
 
 	for (int r = 0; r < bench_opts.runs; r++) {
 		double o1 = 0;
