@@ -11,7 +11,8 @@
  *   +8   lea rsp, [rsp-128]          step over the red zone
  *   +13  call stub                   the chunk's shared register save
  *   +18  lea rsp, [rsp+128]
- *   +26  the displaced instructions, relocated
+ *   +26  je divert                   return probes (ret.c); ZF from the stub
+ *   +32  the displaced instructions, relocated
  *        jmp P+len
  *
  * The stub (one per chunk) saves flags, all GPRs and xmm0-7 into a struct
@@ -73,9 +74,11 @@
 #define SLOT_ENTRY 8
 #define SLOT_CALL 13
 #define SLOT_RET 18
-#define SLOT_COPY 26
+#define SLOT_DIVERT 26		/* je to the chunk's divert code (ret.c) */
+#define SLOT_COPY 32
 #define SLOT_COPY_MAX (SLOT_SIZE - SLOT_COPY - PK_ARCH_JMP_LEN)
 #define CHUNK_SIZE (64 * 1024)
+#define CHUNK_DIVERT 192	/* return probes' divert code (ret.c) */
 #define CHUNK_DISPATCH 248	/* the dispatcher's address */
 #define CHUNK_SLOTS0 256	/* first slot */
 #define CHUNK_NSLOTS ((CHUNK_SIZE - CHUNK_SLOTS0) / SLOT_SIZE)
@@ -228,6 +231,8 @@ PK_NOPROBE static int busy_at(const struct sweep *sw, uintptr_t ip)
 	     c = __atomic_load_n(&c->next, __ATOMIC_ACQUIRE))
 		if (c->base <= ip && ip < c->base + CHUNK_SLOTS0)
 			return 1;	/* in a stub */
+	if (pk_ret_busy_at(ip))
+		return 1;	/* on its way from a stub into a slot */
 	return in_retired(sw, ip);
 }
 
@@ -577,7 +582,6 @@ static size_t build_stub(uint8_t *b, uintptr_t base)
 		 * inside a function will need a stub that ends in popf.
 		 */
 		0x48, 0x8d, 0x64, 0x24, 0x08,		/* lea rsp,[rsp+8] */
-		0xc3,					/* ret into the slot */
 	};
 	size_t n = 0;
 	int32_t rel;
@@ -591,6 +595,8 @@ static size_t build_stub(uint8_t *b, uintptr_t base)
 	n += 4;
 	memcpy(b + n, restore, sizeof(restore));
 	n += sizeof(restore);
+	/* ret into the slot, with ZF set for a return probe's divert (ret.c). */
+	n += pk_ret_stub_tail(b + n, CHUNK_DIVERT - n, SLOT_COPY - SLOT_RET, 128);
 	(void)base;
 	return n;
 }
@@ -670,6 +676,7 @@ static struct chunk *chunk_new(uintptr_t near)
 	c->base = (uintptr_t)p;
 	memset(stub, PK_ARCH_TRAP_BYTE, sizeof(stub));
 	build_stub(stub, c->base);
+	pk_ret_divert_code(stub + CHUNK_DIVERT, CHUNK_DISPATCH - CHUNK_DIVERT);
 	memcpy(stub + CHUNK_DISPATCH, &disp, sizeof(disp));
 	if (pk_text_fill((void *)c->base, stub, sizeof(stub))) {
 		munmap(p, CHUNK_SIZE);
@@ -935,6 +942,8 @@ static int tramp_build(struct pk_probe *p, struct tramp **out)
 	rel = (int32_t)(t->chunk->base - (t->slot + SLOT_CALL + 5));
 	memcpy(slot + SLOT_CALL + 1, &rel, 4);
 	memcpy(slot + SLOT_RET, "\x48\x8d\xa4\x24\x80\x00\x00\x00", 8); /* lea rsp,[rsp+128] */
+	pk_ret_slot_divert(slot + SLOT_DIVERT, t->slot + SLOT_DIVERT,
+			   t->chunk->base + CHUNK_DIVERT);
 	n = pk_arch_relocate(t->old, t->len, t->addr, slot + SLOT_COPY,
 			     SLOT_COPY_MAX, t->slot + SLOT_COPY, &map);
 	if (n >= 0 && map.n > TRAMP_MAP)

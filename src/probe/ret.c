@@ -4,27 +4,10 @@
 /*
  * A return probe is an entry probe (probe.c) whose pre-handler, ret_entry(),
  * pushes a record { real return address, stack slot, probe, data } on this
- * thread's return-address stack and writes the address of a trampoline
- * entry into the stack slot the function will return through.
- *
- * Why one trampoline entry per record, not one shared address. An unwinder
- * (C++ exceptions, pthread_exit's forced unwind, backtrace()) reads return
- * addresses from the stack. Meeting our trampoline, it must find the real
- * caller, which is only in our record; the only thing the stack tells it is
- * the trampoline address in the slot. So that address names the record:
- * entry k of the code region belongs to record k of the record region, and
- * one FDE (unwind info, built below and registered with libgcc's
- * __register_frame) covers every entry with the rule
- *
- *	caller's rsp = rsp;  return address = *(recs + (*(rsp - 8) - entries) / 8 * 96)
- *
- * (the slot rsp - 8 still holds the entry address while the unwinder looks:
- * it runs below it; build_eh() has the details). The trampoline needs no special case in any unwinder
- * that uses libgcc's registered frames (glibc's and libstdc++'s do), and no
- * hook on __cxa_throw or _Unwind_RaiseException, which would see neither
- * pthread_cancel nor a second copy of the unwinder. The kernel solves the
- * same problem by teaching its own unwinders about kretprobe_trampoline; we
- * cannot edit the process's unwinder, but we can describe ourselves to it.
+ * thread's return-address stack and makes the function return to the
+ * record's landing in a code region of ours (two ways, see "divert" and
+ * "hijack"); from there pk_ret_common and pk_ret_dispatch() call the return
+ * handler and go on to the real return address.
  *
  * Records are per thread, so a hit writes nothing shared: the region holds
  * `nblk` blocks of PK_RETPROBE_DEPTH records, and a thread claims a block
@@ -35,24 +18,74 @@
  *
  *   code region (read+execute, never writable; filled via /proc/self/mem)
  *	+0   address of pk_ret_common          +8  int3 (the FDE starts here:
- *	+16  entry 0: jmp *[rip-22]; int3 int3      unwinders look up pc - 1)
- *	+24  entry 1 ...
- *   record region (read+write): struct rec [nblk * PK_RETPROBE_DEPTH]
+ *	+16  entry 0:  call *[rip+X0]               unwinders look up pc - 1)
+ *	+22  landing 0: jmp *[rip-28]       X0 = &recs[0].cont
+ *	+32  entry 1 ...
+ *   record region (read+write, right after the code, within a rel32)
+ *	struct rec [nblk * PK_RETPROBE_DEPTH]
+ *
+ * Two ways into a record (enum mode), both ending at its landing:
+ *
+ *   divert  The function is called from the record's entry, so that its ret
+ *	     is predicted. Replacing a return address on the stack costs a
+ *	     mispredicted ret (about 14 ns here, more than all the rest). So
+ *	     ret_entry() leaves the stack alone and asks the entry probe's stub
+ *	     (pk_ret_stub_tail()) to divert: with everything restored, it drops
+ *	     its return into the slot, the red-zone gap and the function's
+ *	     return address (saved in the record), and jumps to the entry,
+ *	     whose call runs the slot's copy of the displaced instructions and
+ *	     so the function, with the landing as its return address. The
+ *	     return stack buffer now holds the landing above the caller's
+ *	     return address: the function's ret and our final ret (after the
+ *	     handler) are both predicted. The request (ret_dsp: the stub's
+ *	     stack pointer, ret_dto: the entry) is per thread and exact: only
+ *	     the stub at that stack pointer takes it, and it marks it taken
+ *	     (| 1) before jumping, through r11, which is free at a function's
+ *	     entry (PLT stubs clobber it), so a signal handler's probe hits in
+ *	     between can neither redirect it nor drop the call's records, which
+ *	     look stale until the entry's call writes the landing.
+ *   hijack  Anything else (the request slot is in use, or the entry handler
+ *	     did not run from the stub): the landing's address replaces the
+ *	     return address on the stack, as kretprobes do; the function's ret
+ *	     mispredicts, and we leave by jmp, not ret, so as not to misalign
+ *	     the return stack buffer for the returns further up.
+ *
+ * Several return probes on one function: the first probe's record takes
+ * the call (or the hijack); in divert mode the others ride along (mode
+ * piggy: same slot, handled first on the way back, newest first); in hijack
+ * mode each hijacks the return address the previous one left.
+ *
+ * Why one entry per record, not one shared address. An unwinder (C++
+ * exceptions, pthread_exit's forced unwind, backtrace()) reads return
+ * addresses from the stack. Meeting our landing, it must find the real
+ * caller, which is only in our record; the only thing the stack tells it is
+ * the landing's address in the slot. So that address names the record, and
+ * one FDE (unwind info, built below and registered with libgcc's
+ * __register_frame) covers every entry with the rule
+ *
+ *	caller's rsp = rsp;  return address = recs[(*(rsp - 8) - landing 0) / 16].ret
+ *
+ * (the slot rsp - 8 still holds the landing's address while the unwinder
+ * looks: it runs below it; build_eh() has the details). No unwinder needs
+ * a special case if it uses libgcc's registered frames (glibc's and
+ * libstdc++'s do), and there is no hook on __cxa_throw or
+ * _Unwind_RaiseException, which would see neither pthread_cancel nor a
+ * second copy of the unwinder. The kernel solves the same problem by
+ * teaching its own unwinders about kretprobe_trampoline; we cannot edit the
+ * process's unwinder, but we can describe ourselves to it.
  *
  * pk_ret_common (below, in probekit's text with ordinary CFI) saves the
  * registers as a struct pk_regs whose last word is the stack slot itself,
- * calls pk_ret_dispatch(), restores them and jumps to the address the
- * dispatcher wrote back into the slot. It ends with jmp *-8(%rsp), not ret:
- * the function's own ret already consumed the return stack buffer's entry
- * for this call, and a second ret would misalign the buffer for every
- * return further up. [rsp-8] is safe from signal frames (the kernel skips
- * the 128-byte red zone).
+ * calls pk_ret_dispatch(), restores them and returns through the slot,
+ * where the dispatcher put the real return address back: by ret in divert
+ * mode, by jmp *-8(%rsp) in hijack mode ([rsp-8] is safe from signal
+ * frames: the kernel skips the 128-byte red zone).
  *
  * Stale records. Calls skipped by longjmp or an exception leave records
  * behind. Returning through entry k drops every record above k of the
  * block (their calls cannot still be running); a new push first drops top
- * records whose slot no longer holds their entry address (the stack there
- * was reused). The second test alone never drops a live record, also when
+ * records whose slot no longer holds their landing's address (the stack
+ * there was reused). The second test alone never drops a live record, also when
  * the push happens on another stack (a signal handler on a sigaltstack); an
  * extra "slot below the new call's" test would. Stale records whose slot
  * happens to be intact stay until a return below them drops them; they cost
@@ -81,21 +114,27 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "probe/probe.h"
 #include "text/text.h"
 
-#define ENT_SIZE 8
+#define ENT_SIZE 16
+#define ENT_LAND 4		/* landing: after the entry's call */
 #define CODE_ENT0 16		/* first entry */
-#define CODE_FDE 8		/* where the FDE starts: pc - 1 of entry 0 */
-#define RET_THREADS 256		/* blocks, unless PROBEKIT_RETPROBE_THREADS */
+#define CODE_FDE 8		/* where the FDE starts: pc - 1 of landing 0 is
+				   inside entry 0; one byte before it too */
+#define RET_THREADS 128		/* blocks, unless PROBEKIT_RETPROBE_THREADS */
+
+enum mode { M_HIJACK, M_DIVERT, M_PIGGY };
 
 struct rec {
 	uint64_t ret;		/* the real return address: first, the FDE reads it */
-	uint64_t sp;		/* the slot that holds our entry address */
+	uint64_t sp;		/* the slot it was in, | enum mode */
 	struct pk_retprobe *rp;	/* atomic; NULL once the probe is unregistered */
-	uint64_t pad;
+	uint64_t cont;		/* divert: what the entry calls (the slot's copy);
+				   piggy: the landing the slot holds */
 	unsigned char data[PK_RETPROBE_DATA_MAX] __attribute__((aligned(16)));
 };
-_Static_assert(sizeof(struct rec) == 96, "the FDE's expression multiplies by 12");
+_Static_assert(sizeof(struct rec) == 96, "the FDE's expression multiplies by 6");
 _Static_assert(offsetof(struct rec, ret) == 0, "the FDE reads rec.ret");
 
 /* One thread's records: the owner and unregister read and write these. */
@@ -118,27 +157,40 @@ struct pk_retprobe {
 static pthread_mutex_t ret_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Set once under ret_lock before any return probe is armed; then read only. */
 static uintptr_t ret_code, ret_ents;	/* code region, entry 0 */
-static size_t ret_nblk;
+static size_t ret_code_len, ret_nblk;
 static struct rec *ret_recs;
 static struct blk *ret_blks;
 static pthread_key_t ret_key;
 static int ret_asym;			/* membarrier plays barrier B */
+/* Set by pk_ret_stub_tail() under probe.c's lock, before any hit. */
+static unsigned int ret_stub_skip;	/* slot return -> function's rsp; 0: no divert */
+static unsigned int ret_cont_off;	/* slot return -> the slot's copy */
 
 /* This thread's block (or NULL), its stack top, and "in the dispatcher". */
 static __thread struct blk *ret_self __attribute__((tls_model("initial-exec")));
 static __thread unsigned int ret_top __attribute__((tls_model("initial-exec")));
 static __thread unsigned int ret_busy __attribute__((tls_model("initial-exec")));
+/*
+ * A divert request: the stub's stack pointer when it may take it (0, or
+ * | 1 once taken: never a stack pointer), the entry to jump to and what it
+ * calls. Read by generated code through %fs: initial-exec, so the offsets
+ * are fixed.
+ */
+static __thread uintptr_t ret_dsp __attribute__((tls_model("initial-exec")));
+static __thread uintptr_t ret_dto __attribute__((tls_model("initial-exec")));
+static __thread uintptr_t ret_dcont __attribute__((tls_model("initial-exec")));
 
 PK_HIDDEN uint64_t pk_ret_dispatch(struct pk_regs *r);
 PK_HIDDEN void pk_ret_common(void);
 
 /*
- * The shared part of the trampoline. Entered by jmp from entry k with rsp =
- * slot + 8 and [slot] = entry k. The struct pk_regs it builds ends at the
- * slot (pk_private_ret is the slot), so writing regs->pk_private_ret
- * restores the stack. CFI: a frame whose return address is at CFA - 8, the
- * slot; while it still holds entry k the unwinder goes on through the FDE
- * of the entries, afterwards straight to the caller.
+ * The shared part of the return path. Entered by jmp from a landing with
+ * rsp = slot + 8 and [slot] = the landing. The struct pk_regs it builds ends
+ * at the slot (pk_private_ret is the slot), so writing regs->pk_private_ret
+ * restores the stack; the dispatcher leaves the mode in regs->flags. CFI: a
+ * frame whose return address is at CFA - 8, the slot; while it still holds
+ * the landing the unwinder goes on through the entries' FDE, afterwards
+ * straight to the caller.
  */
 __asm__(".pushsection pk_noprobe_text,\"ax\",@progbits\n"
 	".globl pk_ret_common\n"
@@ -147,9 +199,8 @@ __asm__(".pushsection pk_noprobe_text,\"ax\",@progbits\n"
 	"pk_ret_common:\n"
 	"	.cfi_startproc\n"
 	"	.cfi_def_cfa_offset 0\n"
-	"	lea -8(%rsp), %rsp\n"
-	"	.cfi_def_cfa_offset 8\n"
-	"	pushfq\n"
+	/* The slot, then flags' place (not saved: no flag is live here). */
+	"	lea -16(%rsp), %rsp\n"
 	"	.cfi_def_cfa_offset 16\n"
 	"	push %rax\n"
 	"	.cfi_def_cfa_offset 24\n"
@@ -216,22 +267,105 @@ __asm__(".pushsection pk_noprobe_text,\"ax\",@progbits\n"
 	"	pop %rcx\n"
 	"	pop %rax\n"
 	"	.cfi_def_cfa_offset 16\n"
-	/*
-	 * Flags are not restored: after a return no flag is live (SysV ABI;
-	 * DF is clear), and popf costs more than the rest.
-	 */
-	"	lea 16(%rsp), %rsp\n"
+	"	cmpq $0, (%rsp)\n"		/* the mode: divert? */
+	"	lea 8(%rsp), %rsp\n"
+	"	.cfi_def_cfa_offset 8\n"
+	"	jne 1f\n"
+	"	lea 8(%rsp), %rsp\n"
 	"	.cfi_def_cfa_offset 0\n"
 	"	jmp *-8(%rsp)\n"
+	"1:\n"
+	"	.cfi_def_cfa_offset 8\n"
+	"	ret\n"
 	"	.cfi_endproc\n"
 	".size pk_ret_common, .-pk_ret_common\n"
 	".popsection\n");
 
+/* ------------------------------------------------------- the stub's tail */
+
+static int32_t tp_off(const void *tls)
+{
+	uintptr_t tp;
+
+	__asm__("mov %%fs:0, %0" : "=r"(tp));
+	return (int32_t)(intptr_t)((uintptr_t)tls - tp);
+}
+
+size_t pk_ret_stub_tail(uint8_t *b, size_t room, unsigned int cont_off,
+			unsigned int redzone)
+{
+	int32_t dsp = tp_off(&ret_dsp);
+
+	if (room < 10) {
+		pk_warn("probe: no room for return probes' divert test in the "
+			"stub (%zu bytes); their functions' returns will "
+			"mispredict", room);
+		memcpy(b, "\x48\x85\xe4\xc3", 4);	/* test %rsp,%rsp (ZF=0); ret */
+		return 4;
+	}
+	/* cmp %rsp, %fs:ret_dsp; ret (into the slot, which tests ZF) */
+	memcpy(b, "\x64\x48\x39\x24\x25", 5);
+	memcpy(b + 5, &dsp, 4);
+	b[9] = 0xc3;
+	ret_cont_off = cont_off;
+	ret_stub_skip = 8 + redzone;
+	return 10;
+}
+
+void pk_ret_divert_code(uint8_t *b, size_t room)
+{
+	int32_t dsp = tp_off(&ret_dsp), dto = tp_off(&ret_dto),
+		dcont = tp_off(&ret_dcont);
+	size_t n = 0;
+
+	if (room < 37) {
+		ret_stub_skip = 0;	/* never ask for a divert */
+		memset(b, 0xcc, room);
+		return;
+	}
+	/* The function's stack: rsp = its slot, [slot] = its return address. */
+	/* mov %fs:ret_dto, %r11 (the entry) */
+	memcpy(b + n, "\x64\x4c\x8b\x1c\x25", 5);
+	memcpy(b + n + 5, &dto, 4);
+	n += 9;
+	/* push %fs:ret_dcont; popq (%rsp): over the return address (saved) */
+	memcpy(b + n, "\x64\xff\x34\x25", 4);
+	memcpy(b + n + 4, &dcont, 4);
+	n += 8;
+	memcpy(b + n, "\x8f\x04\x24", 3);
+	n += 3;
+	/* orb $1, %fs:ret_dsp: taken */
+	memcpy(b + n, "\x64\x80\x0c\x25", 4);
+	memcpy(b + n + 4, &dsp, 4);
+	b[n + 8] = 1;
+	n += 9;
+	/* lea 8(%rsp), %rsp; jmp *%r11 */
+	memcpy(b + n, "\x48\x8d\x64\x24\x08\x41\xff\xe3", 8);
+	n += 8;
+	memset(b + n, 0xcc, room - n);
+}
+
+void pk_ret_slot_divert(uint8_t *b, uintptr_t at, uintptr_t divert)
+{
+	int32_t rel = (int32_t)(divert - (at + 6));
+
+	b[0] = 0x0f;	/* je rel32 */
+	b[1] = 0x84;
+	memcpy(b + 2, &rel, 4);
+}
+
+int pk_ret_busy_at(uintptr_t ip)
+{
+	uintptr_t c = __atomic_load_n(&ret_code, __ATOMIC_ACQUIRE);
+
+	return c && ip >= c && ip < c + ret_code_len;
+}
+
 /* ---------------------------------------------------------- hit paths */
 
-static inline uintptr_t ent_addr(size_t k)
+static inline uintptr_t land_addr(size_t k)
 {
-	return ret_ents + k * ENT_SIZE;
+	return ret_ents + k * ENT_SIZE + ENT_LAND;
 }
 
 static inline void barrier_a(void)
@@ -285,7 +419,38 @@ static void miss(struct pk_retprobe *rp)
 }
 
 /*
- * The entry probe's pre-handler: push a record, hijack the return address.
+ * Whether record @j of the block at @base (recs) may still be returned
+ * through: its slot holds its landing, or its call is being diverted (the
+ * request is pending, or taken and the slot holds what the entry will
+ * call; we may be a signal handler that interrupted that). Piggy records
+ * live as long as the record whose call they ride.
+ */
+PK_NOPROBE __attribute__((no_sanitize_address))
+static int rec_live(const struct rec *recs, size_t base, unsigned int j,
+		    uintptr_t dsp)
+{
+	const struct rec *t = &recs[j];
+	uint64_t sp = t->sp & ~(uint64_t)7, v;
+
+	if ((t->sp & 7) == M_PIGGY) {
+		size_t k = (size_t)(t->cont - ENT_LAND - ret_ents) / ENT_SIZE;
+
+		if (k < base || k >= base + j)
+			return 0;
+		j = (unsigned int)(k - base);
+		t = &recs[j];
+		if (t->sp != (sp | M_DIVERT))
+			return 0;
+	}
+	if (dsp && !(dsp & 7) && sp == dsp + ret_stub_skip)
+		return 1;	/* pending */
+	v = *(const volatile uint64_t *)(uintptr_t)sp;
+	return v == land_addr(base + j) ||
+	       ((t->sp & 7) == M_DIVERT && v == t->cont);
+}
+
+/*
+ * The entry probe's pre-handler: push a record, arrange the return.
  * Reads stack slots of calls that may be gone: not instrumented by ASan,
  * which may have poisoned that memory for a newer frame.
  */
@@ -295,8 +460,11 @@ static void ret_entry(struct pk_probe *p, struct pk_regs *r, void *ctx)
 	struct pk_retprobe *rp = ctx;
 	struct blk *b = ret_self;
 	uint64_t *slot = (uint64_t *)(uintptr_t)r->rsp;
+	uintptr_t a = (uintptr_t)&r->pk_private_ret, dsp = ret_dsp;
+	int pending = dsp && !(dsp & 7);
 	struct rec *recs, *rec;
 	unsigned int top;
+	enum mode m;
 	size_t base;
 
 	(void)p;
@@ -308,17 +476,22 @@ static void ret_entry(struct pk_probe *p, struct pk_regs *r, void *ctx)
 	recs = ret_recs + base;
 	top = ret_top;
 	/* Drop top records whose call is gone (see "Stale records"). */
-	while (top && *(const volatile uint64_t *)(uintptr_t)recs[top - 1].sp !=
-			      ent_addr(base + top - 1))
+	while (top && !rec_live(recs, base, top - 1, dsp))
 		top--;
 	if (top == PK_RETPROBE_DEPTH) {
 		ret_top = top;
 		miss(rp);
 		return;
 	}
+	if (pending && dsp == a)
+		m = M_PIGGY;	/* another return probe diverts this call */
+	else if (!pending && ret_stub_skip && r->rsp == a + ret_stub_skip)
+		m = M_DIVERT;
+	else
+		m = M_HIJACK;
 	rec = &recs[top];
 	rec->ret = *slot;
-	rec->sp = (uint64_t)(uintptr_t)slot;
+	rec->sp = (uint64_t)(uintptr_t)slot | m;
 	if (rp->entry && rp->entry(rp, r, rec->data, rp->ctx)) {
 		ret_top = top;
 		return;
@@ -328,7 +501,22 @@ static void ret_entry(struct pk_probe *p, struct pk_regs *r, void *ctx)
 	if (top + 1 > __atomic_load_n(&b->hw, __ATOMIC_RELAXED))
 		__atomic_store_n(&b->hw, top + 1, __ATOMIC_RELAXED);
 	ret_top = top + 1;
-	*slot = ent_addr(base + top);
+	switch (m) {
+	case M_DIVERT:
+		rec->cont = r->pk_private_ret + ret_cont_off;
+		ret_dcont = rec->cont;
+		ret_dto = land_addr(base + top) - ENT_LAND;
+		/* The stub reads both on this thread: order against signals. */
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		ret_dsp = a;
+		break;
+	case M_PIGGY:
+		rec->cont = ret_dto + ENT_LAND;
+		break;
+	case M_HIJACK:
+		*slot = land_addr(base + top);
+		break;
+	}
 }
 
 static void die(const char *msg)
@@ -339,33 +527,51 @@ static void die(const char *msg)
 	abort();
 }
 
-/* Called by pk_ret_common; returns nothing useful, writes the slot. */
+/* One record's return handler, unless unregister got there first. */
+PK_NOPROBE static void call_ret(struct blk *b, struct rec *rec,
+				struct pk_regs *r)
+{
+	struct pk_retprobe *rp = __atomic_load_n(&rec->rp, __ATOMIC_RELAXED);
+
+	if (!rp)
+		return;
+	__atomic_store_n(&b->cur, rp, __ATOMIC_RELAXED);
+	barrier_a();
+	if (__atomic_load_n(&rec->rp, __ATOMIC_RELAXED) == rp)
+		rp->ret(rp, r, rec->data, rp->ctx);
+	__atomic_store_n(&b->cur, NULL, __ATOMIC_RELEASE);
+}
+
+/* Called by pk_ret_common with the registers after a landing. */
 PK_NOPROBE uint64_t pk_ret_dispatch(struct pk_regs *r)
 {
-	size_t k = (size_t)(r->pk_private_ret - ret_ents) / ENT_SIZE;
+	uintptr_t land = r->pk_private_ret, s = r->rsp - 8;
+	size_t k = (size_t)(land - ret_ents - ENT_LAND) / ENT_SIZE;
 	struct blk *b = &ret_blks[k / PK_RETPROBE_DEPTH];
 	struct rec *rec = &ret_recs[k];
-	struct pk_retprobe *rp;
+	unsigned int i = (unsigned int)(k % PK_RETPROBE_DEPTH);
+	enum mode m = (enum mode)(rec->sp & 7);
 
-	if (k >= ret_nblk * PK_RETPROBE_DEPTH || rec->sp != r->rsp - 8)
+	if (k >= ret_nblk * PK_RETPROBE_DEPTH || (rec->sp & ~(uint64_t)7) != s ||
+	    m == M_PIGGY)
 		die("probekit: return trampoline entered through a record that "
 		    "is not this call's (stack switched inside a return-probed "
 		    "call?)\n");
 	ret_busy = 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	/* This record and every one above it are done. */
-	if (b == ret_self)
-		ret_top = (unsigned int)(k % PK_RETPROBE_DEPTH);
 	r->pk_private_ret = rec->ret;	/* the slot: the stack is as it was */
 	r->ip = rec->ret;
-	rp = __atomic_load_n(&rec->rp, __ATOMIC_RELAXED);
-	if (rp) {
-		__atomic_store_n(&b->cur, rp, __ATOMIC_RELAXED);
-		barrier_a();
-		if (__atomic_load_n(&rec->rp, __ATOMIC_RELAXED) == rp)
-			rp->ret(rp, r, rec->data, rp->ctx);
-		__atomic_store_n(&b->cur, NULL, __ATOMIC_RELEASE);
+	if (b == ret_self) {
+		struct rec *recs = ret_recs + (k - i);
+
+		/* Riders on this call first, newest first; the rest is stale. */
+		for (unsigned int j = ret_top; j-- > i + 1;)
+			if (recs[j].sp == (s | M_PIGGY) && recs[j].cont == land)
+				call_ret(b, &recs[j], r);
+		ret_top = i;
 	}
+	call_ret(b, rec, r);
+	r->flags = m == M_DIVERT;	/* how pk_ret_common leaves */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	ret_busy = 0;
 	return rec->ret;
@@ -387,9 +593,9 @@ static void put64(uint8_t *b, uint64_t v)
 
 /*
  * An .eh_frame with one CIE and one FDE for [pc, pc + range): the caller's
- * rsp is rsp (the slot + 8), its return address at recs + (*slot - ents) *
- * 12 (see the top). Ends with the zero terminator __register_frame()
- * wants. Returns its length.
+ * rsp is rsp (the slot + 8), its return address recs[(*slot - land0) /
+ * 16].ret at recs + (*slot - land0) * 6 (see the top). Ends with the zero
+ * terminator __register_frame() wants. Returns its length.
  *
  * The CFA is rsp + 8, not rsp: libgcc tells frames apart by the CFA of
  * their callee (uw_identify_context()), and with CFA = rsp this frame and
@@ -398,7 +604,7 @@ static void put64(uint8_t *b, uint64_t v)
  * cleanup in the probed function) would take us for the handler's frame
  * and abort. The caller's rsp is then given explicitly (DW_CFA_val_offset).
  */
-static size_t build_eh(uint8_t *b, uintptr_t pc, size_t range, uintptr_t ents,
+static size_t build_eh(uint8_t *b, uintptr_t pc, size_t range, uintptr_t land0,
 		       uintptr_t recs)
 {
 	size_t n = 0, cie = 0, fde, e0;
@@ -440,12 +646,12 @@ static size_t build_eh(uint8_t *b, uintptr_t pc, size_t range, uintptr_t ents,
 	/* The CFA is pushed first. */
 	b[n++] = 0x40;		/* DW_OP_lit16 */
 	b[n++] = 0x1c;		/* DW_OP_minus: the slot */
-	b[n++] = 0x06;		/* DW_OP_deref: the entry's address */
-	b[n++] = 0x0e;		/* DW_OP_const8u entries */
-	put64(b + n, ents);
+	b[n++] = 0x06;		/* DW_OP_deref: the landing's address */
+	b[n++] = 0x0e;		/* DW_OP_const8u landing 0 */
+	put64(b + n, land0);
 	n += 8;
-	b[n++] = 0x1c;		/* DW_OP_minus: k * 8 */
-	b[n++] = 0x3c;		/* DW_OP_lit12 */
+	b[n++] = 0x1c;		/* DW_OP_minus: k * 16 */
+	b[n++] = 0x36;		/* DW_OP_lit6 */
 	b[n++] = 0x1e;		/* DW_OP_mul: k * 96 */
 	b[n++] = 0x0e;		/* DW_OP_const8u recs */
 	put64(b + n, recs);
@@ -480,9 +686,9 @@ static int region_init(void)
 	const char *v = getenv("PROBEKIT_RETPROBE_THREADS");
 	size_t nblk = RET_THREADS, nent, code_len, rec_len;
 	uint8_t *code = NULL, *eh = NULL;
-	void *c = MAP_FAILED, *rr = MAP_FAILED;
 	struct blk *blks = NULL;
-	uintptr_t common = (uintptr_t)pk_ret_common;
+	uintptr_t common = (uintptr_t)pk_ret_common, recs;
+	void *c = MAP_FAILED;
 	long have;
 	int err = -ENOMEM;
 
@@ -491,30 +697,37 @@ static int region_init(void)
 		return 0;
 	if (v && atol(v) > 0)
 		nblk = (size_t)atol(v);
-	if (nblk > 65536)
-		nblk = 65536;
+	if (nblk > 4096)
+		nblk = 4096;	/* the records stay within a rel32 of the code */
 	nent = nblk * PK_RETPROBE_DEPTH;
 	code_len = (CODE_ENT0 + nent * ENT_SIZE + 4095) & ~(size_t)4095;
 	rec_len = (nent * sizeof(struct rec) + 4095) & ~(size_t)4095;
 	code = malloc(code_len);
 	eh = malloc(128);
 	blks = aligned_alloc(64, nblk * sizeof(*blks));
-	c = mmap(NULL, code_len, PROT_READ | PROT_EXEC,
+	/* One mapping, so entries reach their records; code never writable. */
+	c = mmap(NULL, code_len + rec_len, PROT_READ | PROT_EXEC,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	rr = mmap(NULL, rec_len, PROT_READ | PROT_WRITE,
-		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (!code || !eh || !blks || c == MAP_FAILED || rr == MAP_FAILED)
+	if (!code || !eh || !blks || c == MAP_FAILED)
 		goto fail;
+	recs = (uintptr_t)c + code_len;
+	if (mprotect((void *)recs, rec_len, PROT_READ | PROT_WRITE)) {
+		err = -errno;
+		goto fail;
+	}
 	memset(blks, 0, nblk * sizeof(*blks));
 	memset(code, 0xcc, code_len);
 	memcpy(code, &common, 8);
 	for (size_t k = 0; k < nent; k++) {
-		uint8_t *e = code + CODE_ENT0 + k * ENT_SIZE;
-		int32_t rel = -(int32_t)(CODE_ENT0 + k * ENT_SIZE + 6);
+		size_t at = CODE_ENT0 + k * ENT_SIZE;
+		uint8_t *e = code + at;
+		int32_t rel;
 
-		e[0] = 0xff;	/* jmp *[rip+rel]: the pointer at +0 */
-		e[1] = 0x25;
-		memcpy(e + 2, &rel, 4);
+		memcpy(e, "\xff\x54\x24\xf8", 4);	/* call *-8(%rsp) */
+		rel = -(int32_t)(at + ENT_LAND + 6);
+		e[4] = 0xff;	/* landing: jmp *[rip+rel]: the pointer at +0 */
+		e[5] = 0x25;
+		memcpy(e + 6, &rel, 4);
 	}
 	err = pk_text_fill(c, code, code_len);
 	if (err)
@@ -525,7 +738,7 @@ static int region_init(void)
 		goto fail;
 	}
 	build_eh(eh, (uintptr_t)c + CODE_FDE, CODE_ENT0 - CODE_FDE + nent * ENT_SIZE,
-		 (uintptr_t)c + CODE_ENT0, (uintptr_t)rr);
+		 (uintptr_t)c + CODE_ENT0 + ENT_LAND, recs);
 	__register_frame(eh);	/* kept registered: the region lives on */
 	have = sys_membarrier(MEMBARRIER_CMD_QUERY, 0);
 	ret_asym = have > 0 && (have & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
@@ -534,8 +747,9 @@ static int region_init(void)
 	free(code);
 	ret_nblk = nblk;
 	ret_blks = blks;
-	ret_recs = rr;
+	ret_recs = (struct rec *)recs;
 	ret_ents = (uintptr_t)c + CODE_ENT0;
+	ret_code_len = code_len;
 	/* Last: the probes that read all this are armed after (text commit). */
 	__atomic_store_n(&ret_code, (uintptr_t)c, __ATOMIC_RELEASE);
 	pk_dbg("probe: return trampoline %p (%zu threads x %d records), "
@@ -545,15 +759,12 @@ static int region_init(void)
 fail:
 	pk_err("probe: cannot make the return trampoline (%d)", err);
 	if (c != MAP_FAILED)
-		munmap(c, code_len);
-	if (rr != MAP_FAILED)
-		munmap(rr, rec_len);
+		munmap(c, code_len + rec_len);
 	free(code);
 	free(eh);
 	free(blks);
 	return err;
 }
-
 /* ------------------------------------------------------------ the API */
 
 int pk_retprobe_create(const struct pk_retprobe_opts *opts,
