@@ -162,6 +162,7 @@ static struct rec *ret_recs;
 static struct blk *ret_blks;
 static pthread_key_t ret_key;
 static int ret_asym;			/* membarrier plays barrier B */
+static int ret_hijack_only;		/* PROBEKIT_RETPROBE_HIJACK=1 */
 /* Set by pk_ret_stub_tail() under probe.c's lock, before any hit. */
 static unsigned int ret_stub_skip;	/* slot return -> function's rsp; 0: no divert */
 static unsigned int ret_cont_off;	/* slot return -> the slot's copy */
@@ -485,7 +486,8 @@ static void ret_entry(struct pk_probe *p, struct pk_regs *r, void *ctx)
 	}
 	if (pending && dsp == a)
 		m = M_PIGGY;	/* another return probe diverts this call */
-	else if (!pending && ret_stub_skip && r->rsp == a + ret_stub_skip)
+	else if (!pending && ret_stub_skip && r->rsp == a + ret_stub_skip &&
+		 !ret_hijack_only)
 		m = M_DIVERT;
 	else
 		m = M_HIJACK;
@@ -697,6 +699,7 @@ static int region_init(void)
 		return 0;
 	if (v && atol(v) > 0)
 		nblk = (size_t)atol(v);
+	ret_hijack_only = pk_env_flag("RETPROBE_HIJACK");
 	if (nblk > 4096)
 		nblk = 4096;	/* the records stay within a rel32 of the code */
 	nent = nblk * PK_RETPROBE_DEPTH;
