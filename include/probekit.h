@@ -1041,10 +1041,12 @@ PK_API int pk_probe_get_info(const struct pk_probe *p,
  * Return probes (kretprobes for user space): an entry handler when a function
  * is called, a return handler when that call returns, and a per-call data
  * area the two share. The entry side is an entry probe (above): its handler
- * saves the return address at the top of the stack in a record on this
- * thread's return-address stack and replaces it with the address of a return
- * trampoline; the function's ret lands there, the return handler runs, and
- * the trampoline jumps to the saved address.
+ * saves the return address in a record on this thread's return-address
+ * stack, and the trampoline then calls the function, so that it returns
+ * into probekit (where it cannot, because the handler did not run from the
+ * trampoline, the return address on the stack is replaced instead, as
+ * kretprobes do; PROBEKIT_RETPROBE_HIJACK=1 forces that, slower, way). The
+ * return handler runs there, and the call returns to the saved address.
  *
  * What is guaranteed:
  *   - recursion: every level's return is seen, innermost first, with its
@@ -1068,21 +1070,26 @@ PK_API int pk_probe_get_info(const struct pk_probe *p,
  *     still inside a probed call then returns normally without calling them
  *     (the trampoline and the records are never freed).
  *
- * Limits: PK_RETPROBE_DEPTH records per thread; a pool of 256 threads'
+ * Limits: PK_RETPROBE_DEPTH records per thread; a pool of 128 threads'
  * worth of records (PROBEKIT_RETPROBE_THREADS=N to change, read once) taken
  * by a thread on its first hit and given back when it exits: a thread that
- * finds the pool empty runs unprobed and counts misses. Not supported:
- * functions that return twice (setjmp, vfork) or whose callers read their
- * own return address back from the stack; code that switches stacks
- * (coroutines, swapcontext) while inside a probed call; CET shadow stacks.
+ * finds the pool empty runs unprobed and counts misses. The pool costs 2 KiB
+ * of code and 12 KiB of records per thread, mapped at the first
+ * registration (records are touched only when used). Inside a probed call,
+ * __builtin_return_address(0) and the stack slot it reads name probekit,
+ * not the caller. Not supported: functions that return twice (setjmp,
+ * vfork); code that switches stacks (coroutines, swapcontext) while inside
+ * a probed call; CET shadow stacks.
  *
  * Handlers. Both run on the calling thread, like entry probe handlers (see
  * above for the registers they may use: no AVX, no x87). The entry handler
  * sees the registers at the function's first instruction; returning non-zero
  * skips this call's return handler. The return handler sees the registers
  * after the return: ip is the address returned to, rsp the stack pointer
- * there, rax and rdx the integer return value (pk_regs_ret()); it may
- * change rax and rdx. xmm0 and xmm1 (floating-point return values) are kept.
+ * there, rax and rdx the integer return value (pk_regs_ret()), and the
+ * callee-saved registers; rcx, rsi, rdi, r8-r11 and flags, dead after a
+ * return, are undefined. It may change rax and rdx (other changes are
+ * ignored). xmm0 and xmm1 (floating-point return values) are kept.
  * A handler must not throw or longjmp. A probe hit while this thread runs a
  * return handler calls no handler and counts a miss. Probed functions may
  * run in signal handlers: a hit takes no lock and allocates nothing (a

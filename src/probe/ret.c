@@ -74,12 +74,15 @@
  * teaching its own unwinders about kretprobe_trampoline; we cannot edit the
  * process's unwinder, but we can describe ourselves to it.
  *
- * pk_ret_common (below, in probekit's text with ordinary CFI) saves the
- * registers as a struct pk_regs whose last word is the stack slot itself,
- * calls pk_ret_dispatch(), restores them and returns through the slot,
- * where the dispatcher put the real return address back: by ret in divert
- * mode, by jmp *-8(%rsp) in hijack mode ([rsp-8] is safe from signal
- * frames: the kernel skips the 128-byte red zone).
+ * pk_ret_common (below, in probekit's text with ordinary CFI) saves what
+ * is live after a return (rax, rdx, xmm0, xmm1, the callee-saved registers)
+ * as a struct pk_regs whose last word is the stack slot itself, calls
+ * pk_ret_dispatch(), restores rax and rdx (the handler may change them)
+ * and returns through the slot, where the dispatcher put the real return
+ * address back: by ret in divert mode, by jmp *-8(%rsp) in hijack mode
+ * ([rsp-8] is safe from signal frames: the kernel skips the 128-byte red
+ * zone). rcx, rsi, rdi and r8-r11 are dead after a return (SysV ABI): not
+ * saved, so their struct fields are undefined.
  *
  * Stale records. Calls skipped by longjmp or an exception leave records
  * behind. Returning through entry k drops every record above k of the
@@ -205,7 +208,8 @@ __asm__(".pushsection pk_noprobe_text,\"ax\",@progbits\n"
 	"	.cfi_def_cfa_offset 16\n"
 	"	push %rax\n"
 	"	.cfi_def_cfa_offset 24\n"
-	"	push %rcx\n"
+	/* rcx, and below rsi, rdi, r8-r11: dead after a return, not saved. */
+	"	lea -8(%rsp), %rsp\n"
 	"	.cfi_def_cfa_offset 32\n"
 	"	push %rdx\n"
 	"	.cfi_def_cfa_offset 40\n"
@@ -218,12 +222,8 @@ __asm__(".pushsection pk_noprobe_text,\"ax\",@progbits\n"
 	"	push %rbp\n"
 	"	.cfi_def_cfa_offset 64\n"
 	"	.cfi_offset %rbp, -64\n"
-	"	push %rsi\n"
-	"	push %rdi\n"
-	"	push %r8\n"
-	"	push %r9\n"
-	"	push %r10\n"
-	"	push %r11\n"
+	"	lea -48(%rsp), %rsp\n"
+	"	.cfi_def_cfa_offset 112\n"
 	"	push %r12\n"
 	"	push %r13\n"
 	"	push %r14\n"
@@ -233,7 +233,7 @@ __asm__(".pushsection pk_noprobe_text,\"ax\",@progbits\n"
 	"	.cfi_offset %r13, -128\n"
 	"	.cfi_offset %r14, -136\n"
 	"	.cfi_offset %r15, -144\n"
-	"	sub $8, %rsp\n"			/* ip */
+	"	lea -8(%rsp), %rsp\n"		/* ip */
 	"	.cfi_def_cfa_offset 152\n"
 	"	mov %rsp, %rdi\n"
 	"	mov %rsp, %rbx\n"
@@ -242,34 +242,21 @@ __asm__(".pushsection pk_noprobe_text,\"ax\",@progbits\n"
 	"	sub $32, %rsp\n"
 	"	movaps %xmm0, (%rsp)\n"		/* floating-point return values */
 	"	movaps %xmm1, 16(%rsp)\n"
-	"	cld\n"
 	"	call pk_ret_dispatch\n"
 	"	movaps (%rsp), %xmm0\n"
 	"	movaps 16(%rsp), %xmm1\n"
 	"	mov %rbx, %rsp\n"
 	"	.cfi_def_cfa_register %rsp\n"
-	"	add $8, %rsp\n"
-	"	.cfi_def_cfa_offset 144\n"
-	"	pop %r15\n"
-	"	pop %r14\n"
-	"	pop %r13\n"
-	"	pop %r12\n"
-	"	pop %r11\n"
-	"	pop %r10\n"
-	"	pop %r9\n"
-	"	pop %r8\n"
-	"	pop %rdi\n"
-	"	pop %rsi\n"
-	"	pop %rbp\n"
-	"	.cfi_def_cfa_offset 56\n"
-	"	lea 8(%rsp), %rsp\n"		/* the saved rsp */
-	"	pop %rbx\n"
-	"	pop %rdx\n"
-	"	pop %rcx\n"
-	"	pop %rax\n"
-	"	.cfi_def_cfa_offset 16\n"
-	"	cmpq $0, (%rsp)\n"		/* the mode: divert? */
-	"	lea 8(%rsp), %rsp\n"
+	/*
+	 * The return value (the handler may have changed it) and rbx; the
+	 * other callee-saved registers the dispatcher kept.
+	 */
+	"	mov 128(%rsp), %rax\n"
+	"	mov 112(%rsp), %rdx\n"
+	"	mov 104(%rsp), %rbx\n"
+	"	.cfi_restore %rbx\n"
+	"	cmpq $0, 136(%rsp)\n"		/* the mode: divert? */
+	"	lea 144(%rsp), %rsp\n"
 	"	.cfi_def_cfa_offset 8\n"
 	"	jne 1f\n"
 	"	lea 8(%rsp), %rsp\n"
