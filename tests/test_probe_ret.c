@@ -32,6 +32,15 @@ NOINLINE long rt_plain(long a, long b)
 	return x * 3 + b;
 }
 
+/* Arguments 7 and 8 are on the stack: a diverted call must keep them there. */
+NOINLINE long rt_args8(long a, long b, long c, long d, long e, long f, long g,
+		       long h)
+{
+	volatile long x = a;
+
+	return x + b * 2 + c * 3 + d * 4 + e * 5 + f * 6 + g * 7 + h * 8;
+}
+
 NOINLINE double rt_fp(double a, long n)
 {
 	volatile double x = a;
@@ -430,6 +439,61 @@ out:
 		pk_retprobe_destroy(rp[i]);
 }
 
+/* An entry probe and a return probe share a trampoline. */
+static int mixed_log[8], nmixed;
+
+static void mixed_pre(struct pk_probe *p, struct pk_regs *r, void *ctx)
+{
+	(void)p, (void)r, (void)ctx;
+	mixed_log[nmixed++ & 7] = 1;
+}
+
+static int mixed_entry(struct pk_retprobe *rp, struct pk_regs *r, void *d,
+		       void *c)
+{
+	(void)rp, (void)r, (void)d, (void)c;
+	mixed_log[nmixed++ & 7] = 2;
+	return 0;
+}
+
+static void mixed_ret(struct pk_retprobe *rp, struct pk_regs *r, void *d,
+		      void *c)
+{
+	(void)rp, (void)d, (void)c;
+	mixed_log[nmixed++ & 7] = r->rax == 204 ? 3 : -1;	/* sum of k * k */
+}
+
+static void test_mixed_and_stack_args(void)
+{
+	PK_OPTS(pk_probe_opts, po, .symbol = "rt_args8", .pre = mixed_pre);
+	struct pk_probe *p = NULL;
+	struct pk_retprobe *rp = NULL;
+	long want = 1 + 2 * 2 + 3 * 3 + 4 * 4 + 5 * 5 + 6 * 6 + 7 * 7 + 8 * 8;
+
+	if (!ASSERT_OK(pk_probe_create(&po, &p), "entry probe") ||
+	    !ASSERT_OK(mk("rt_args8", NULL, mixed_entry, mixed_ret, NULL, &rp),
+		       "return probe") ||
+	    !ASSERT_OK(pk_probe_register(&p, 1), "register entry probe") ||
+	    !ASSERT_OK(pk_retprobe_register(&rp, 1), "register return probe"))
+		goto out;
+	ASSERT_EQ(rt_args8(1, 2, 3, 4, 5, 6, 7, 8), want, "stack arguments seen");
+	ASSERT_EQ(nmixed, 3, "entry, entry, return");
+	ASSERT_EQ(mixed_log[0], 1, "entry probe first (registered first)");
+	ASSERT_EQ(mixed_log[1], 2, "then the return probe's entry");
+	ASSERT_EQ(mixed_log[2], 3, "return handler saw the value");
+	ASSERT_OK(pk_retprobe_unregister(&rp, 1), "remove the return probe");
+	ASSERT_EQ(rt_args8(1, 2, 3, 4, 5, 6, 7, 8), want, "entry probe alone");
+	ASSERT_EQ(nmixed, 4, "entry probe still there");
+	ASSERT_OK(pk_retprobe_register(&rp, 1), "return probe again");
+	ASSERT_OK(pk_probe_unregister(&p, 1), "remove the entry probe");
+	ASSERT_EQ(rt_args8(1, 2, 3, 4, 5, 6, 7, 8), want, "return probe alone");
+	ASSERT_EQ(nmixed, 6, "its entry and return");
+	ASSERT_EQ(mixed_log[5], 3, "value");
+out:
+	pk_probe_destroy(p);
+	pk_retprobe_destroy(rp);
+}
+
 /* A signal handler (on an alternate stack) calls probed code mid-call. */
 static volatile long sig_val;
 static void on_usr1(int sig)
@@ -640,6 +704,7 @@ int main(void)
 	test_longjmp();
 	test_tail_call();
 	test_several();
+	test_mixed_and_stack_args();
 	test_signal();
 	test_thread_exit();
 	test_unregister_inside();
