@@ -1079,7 +1079,8 @@ PK_API int pk_probe_get_info(const struct pk_probe *p,
  * __builtin_return_address(0) and the stack slot it reads name probekit,
  * not the caller. Not supported: functions that return twice (setjmp,
  * vfork); code that switches stacks (coroutines, swapcontext) while inside
- * a probed call; CET shadow stacks.
+ * a probed call; signal handlers that longjmp out of probekit's trampolines;
+ * CET shadow stacks.
  *
  * Handlers. Both run on the calling thread, like entry probe handlers (see
  * above for the registers they may use: no AVX, no x87). The entry handler

@@ -460,6 +460,17 @@ static void ret_entry(struct pk_probe *p, struct pk_regs *r, void *ctx)
 		miss(rp);
 		return;
 	}
+	/*
+	 * A request pending below us is dead (a signal handler that cut its
+	 * dispatch short by longjmp), or on a stack below a sigaltstack we run
+	 * on: drop it, so that no later stub at that depth takes it. (In the
+	 * second case that call returns unprobed: safe.) A pending request
+	 * above us is the dispatch a signal handler running us interrupted.
+	 */
+	if (pending && dsp < a) {
+		ret_dsp = dsp = 0;
+		pending = 0;
+	}
 	base = (size_t)(b - ret_blks) * PK_RETPROBE_DEPTH;
 	recs = ret_recs + base;
 	top = ret_top;
