@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* stress_probe_ret.c - register, unregister and destroy return probes in a loop while threads call, recurse, longjmp out, come and go. */
+/* stress_probe_ret.c - register, unregister and destroy return probes in a loop while 64 threads call, recurse, longjmp out, come and go. */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -16,7 +16,7 @@
 #define NOINLINE __attribute__((noinline))
 #endif
 
-#define NTHREADS 32
+#define NTHREADS 64
 
 NOINLINE long sr_rec(long n);
 static long (*volatile rec_ptr)(long) = sr_rec;
@@ -140,7 +140,7 @@ int main(void)
 {
 	struct pk_retprobe *rp[6] = { 0 };
 	pthread_t th[NTHREADS];
-	double end = t_now() + t_stress_seconds(3);
+	double end = t_now() + t_stress_seconds(5);
 	unsigned long rounds = 0;
 
 	for (int i = 0; i < 6; i++)
