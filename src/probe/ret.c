@@ -401,7 +401,7 @@ PK_NOPROBE static struct blk *claim(void)
 	return NULL;
 }
 
-static void miss(struct pk_retprobe *rp)
+PK_NOPROBE static void miss(struct pk_retprobe *rp)
 {
 	__atomic_add_fetch(&rp->missed, 1, __ATOMIC_RELAXED);
 }
