@@ -848,7 +848,8 @@ PK_API int pk_watch_remove(struct pk_watch *w);
  *     out of line. Registering or removing a set of probes is one text batch.
  *
  * Not yet: int3 probes (they need the fault layer's trap chain), probes at an
- * offset inside a function, post-handlers, return probes. Until then a
+ * offset inside a function, post-handlers (return probes: see the end of
+ * this header). Until then a
  * function that cannot take a jump probe is refused with -ENOTSUP:
  *   - its displaced instructions (the first >= 5 bytes) run past the
  *     function's end (functions shorter than a jmp);
