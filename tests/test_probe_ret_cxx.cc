@@ -64,6 +64,16 @@ NOINLINE long rx_catcher(long n)
 	}
 }
 
+/* Adds 1 and tail-jumps to rx_thrower: both probed, one stack slot. */
+long rx_tail(long n);
+__asm__(".text\n"
+	".globl rx_tail\n.type rx_tail,@function\n"
+	"rx_tail:\n"
+	"	lea 1(%rdi), %rdi\n"
+	"	add $0, %rdi\n"
+	"	jmp rx_thrower\n"
+	".size rx_tail, .-rx_tail\n");
+
 NOINLINE long rx_exit(long n)
 {
 	volatile long x = n;
@@ -170,6 +180,36 @@ out:
 		pk_retprobe_destroy(p);
 }
 
+/* An exception from a tail-called probed function, and normal returns. */
+void test_tail_call_throw()
+{
+	counts ct{}, cx{};
+	pk_retprobe *rp[2] = {};
+	int caught = 0;
+
+	if (!ASSERT_OK(make("rx_tail", &ct, &rp[0]), "tail") ||
+	    !ASSERT_OK(make("rx_thrower", &cx, &rp[1]), "thrower") ||
+	    !ASSERT_OK(pk_retprobe_register(rp, 2), "register"))
+		goto out;
+	for (int i = 0; i < 2 * PK_RETPROBE_DEPTH; i++) {
+		try {
+			rx_tail(i);
+		} catch (const std::runtime_error &) {
+			caught++;
+		}
+	}
+	ASSERT_EQ(caught, 2 * PK_RETPROBE_DEPTH, "caught through the tail call");
+	ASSERT_EQ(ct.rets + cx.rets, 0, "no return handler");
+	ASSERT_EQ(rx_tail(-1), 1, "normal return through the tail call");
+	ASSERT_EQ(ct.rets, 1, "caller's return");
+	ASSERT_EQ(cx.rets, 1, "tail callee's return");
+	ASSERT_EQ(ct.last, 1, "value");
+	ASSERT_EQ(missed(rp[0]) + missed(rp[1]), 0, "no miss");
+out:
+	for (auto *p : rp)
+		pk_retprobe_destroy(p);
+}
+
 int thread_dtors;
 
 void *exit_thread(void *)
@@ -231,6 +271,7 @@ out:
 int main()
 {
 	test_exceptions();
+	test_tail_call_throw();
 	test_pthread_exit();
 	test_backtrace();
 	return t_exit();

@@ -50,10 +50,12 @@
  *	     mispredicts, and we leave by jmp, not ret, so as not to misalign
  *	     the return stack buffer for the returns further up.
  *
- * Several return probes on one function: the first probe's record takes
- * the call (or the hijack); in divert mode the others ride along (mode
- * piggy: same slot, handled first on the way back, newest first); in hijack
- * mode each hijacks the return address the previous one left.
+ * One landing per stack slot. Several return probes on one function, or a
+ * return-probed function tail-called by another: the first record takes
+ * the call (or the hijack), the others ride along (mode piggy: same slot,
+ * handled first on the way back, newest first). Chaining landings through
+ * one slot instead would make unwinders, which find the record from the
+ * slot, go round in a circle.
  *
  * Why one entry per record, not one shared address. An unwinder (C++
  * exceptions, pthread_exit's forced unwind, backtrace()) reads return
@@ -427,7 +429,7 @@ static int rec_live(const struct rec *recs, size_t base, unsigned int j,
 			return 0;
 		j = (unsigned int)(k - base);
 		t = &recs[j];
-		if (t->sp != (sp | M_DIVERT))
+		if ((t->sp & ~(uint64_t)7) != sp || (t->sp & 7) == M_PIGGY)
 			return 0;
 	}
 	if (dsp && !(dsp & 7) && sp == dsp + ret_stub_skip)
@@ -452,6 +454,7 @@ static void ret_entry(struct pk_probe *p, struct pk_regs *r, void *ctx)
 	int pending = dsp && !(dsp & 7);
 	struct rec *recs, *rec;
 	unsigned int top;
+	uint64_t cont;
 	enum mode m;
 	size_t base;
 
@@ -482,13 +485,30 @@ static void ret_entry(struct pk_probe *p, struct pk_regs *r, void *ctx)
 		miss(rp);
 		return;
 	}
-	if (pending && dsp == a)
+	/*
+	 * One landing per stack slot: a call that returns through a slot
+	 * which already leads to a record (another return probe on this
+	 * function, or a probed function tail-called by one) rides along on
+	 * that record instead of taking the slot over. Unwinders find a
+	 * record by the landing in the slot, so two landings chained through
+	 * one slot would send them round in a circle.
+	 */
+	if (pending && dsp == a) {
 		m = M_PIGGY;	/* another return probe diverts this call */
-	else if (!pending && ret_stub_skip && r->rsp == a + ret_stub_skip &&
-		 !ret_hijack_only)
+		cont = ret_dto + ENT_LAND;
+	} else if (top && (recs[top - 1].sp & ~(uint64_t)7) == (uintptr_t)slot) {
+		const struct rec *t = &recs[top - 1];
+
+		m = M_PIGGY;	/* live (above), so *slot is its landing */
+		cont = (t->sp & 7) == M_PIGGY ? t->cont : land_addr(base + top - 1);
+	} else if (!pending && ret_stub_skip && r->rsp == a + ret_stub_skip &&
+		   !ret_hijack_only) {
 		m = M_DIVERT;
-	else
+		cont = r->pk_private_ret + ret_cont_off;
+	} else {
 		m = M_HIJACK;
+		cont = 0;
+	}
 	rec = &recs[top];
 	rec->ret = *slot;
 	rec->sp = (uint64_t)(uintptr_t)slot | m;
@@ -501,17 +521,16 @@ static void ret_entry(struct pk_probe *p, struct pk_regs *r, void *ctx)
 	if (top + 1 > __atomic_load_n(&b->hw, __ATOMIC_RELAXED))
 		__atomic_store_n(&b->hw, top + 1, __ATOMIC_RELAXED);
 	ret_top = top + 1;
+	rec->cont = cont;
 	switch (m) {
 	case M_DIVERT:
-		rec->cont = r->pk_private_ret + ret_cont_off;
-		ret_dcont = rec->cont;
+		ret_dcont = cont;
 		ret_dto = land_addr(base + top) - ENT_LAND;
 		/* The stub reads both on this thread: order against signals. */
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		ret_dsp = a;
 		break;
 	case M_PIGGY:
-		rec->cont = ret_dto + ENT_LAND;
 		break;
 	case M_HIJACK:
 		*slot = land_addr(base + top);
