@@ -18,10 +18,10 @@
  *
  *   code region (read+execute, never writable; filled via /proc/self/mem)
  *	+0   address of pk_ret_common          +8  int3 (the FDE starts here:
- *	+16  entry 0:  call *[rip+X0]               unwinders look up pc - 1)
- *	+22  landing 0: jmp *[rip-28]       X0 = &recs[0].cont
- *	+32  entry 1 ...
- *   record region (read+write, right after the code, within a rel32)
+ *	+16  entry 0:   call *-8(%rsp)              unwinders look up pc - 1)
+ *	+20  landing 0: jmp *[rip-26]      (to pk_ret_common)
+ *	+32  entry 1 ...                   (16 bytes each)
+ *   record region (read+write, mapped with the code)
  *	struct rec [nblk * PK_RETPROBE_DEPTH]
  *
  * Two ways into a record (enum mode), both ending at its landing:
@@ -29,21 +29,24 @@
  *   divert  The function is called from the record's entry, so that its ret
  *	     is predicted. Replacing a return address on the stack costs a
  *	     mispredicted ret (about 14 ns here, more than all the rest). So
- *	     ret_entry() leaves the stack alone and asks the entry probe's stub
- *	     (pk_ret_stub_tail()) to divert: with everything restored, it drops
- *	     its return into the slot, the red-zone gap and the function's
- *	     return address (saved in the record), and jumps to the entry,
- *	     whose call runs the slot's copy of the displaced instructions and
- *	     so the function, with the landing as its return address. The
- *	     return stack buffer now holds the landing above the caller's
- *	     return address: the function's ret and our final ret (after the
- *	     handler) are both predicted. The request (ret_dsp: the stub's
- *	     stack pointer, ret_dto: the entry) is per thread and exact: only
- *	     the stub at that stack pointer takes it, and it marks it taken
- *	     (| 1) before jumping, through r11, which is free at a function's
- *	     entry (PLT stubs clobber it), so a signal handler's probe hits in
- *	     between can neither redirect it nor drop the call's records, which
- *	     look stale until the entry's call writes the landing.
+ *	     ret_entry() leaves the stack alone and posts a request (ret_dsp:
+ *	     the stub's stack pointer, ret_dto: the entry, ret_dcont: the
+ *	     slot's copy of the displaced instructions). The stub ends with
+ *	     cmp %rsp, %fs:ret_dsp; ret (pk_ret_stub_tail()), so its ret into
+ *	     the slot stays paired with the slot's call, and the slot's je
+ *	     (pk_ret_slot_divert()) takes the request to the chunk's divert
+ *	     code (pk_ret_divert_code()): with the function's stack pointer,
+ *	     it writes the copy's address over the return address (saved in
+ *	     the record), marks the request taken (| 1) and jumps through r11
+ *	     (free at a function's entry: PLT stubs clobber it) to the entry,
+ *	     whose call *-8(%rsp) runs the copy, and so the function, with the
+ *	     landing as its return address. The return stack buffer then holds
+ *	     the landing above the caller's return address: the function's ret
+ *	     and our final ret (after the handler) are both predicted. Only the
+ *	     stub at that stack pointer takes a request; a signal handler's
+ *	     probe hits in between neither post another (they hijack) nor drop
+ *	     the call's records, which look stale until the entry's call
+ *	     writes the landing (rec_live()).
  *   hijack  Anything else (the request slot is in use, or the entry handler
  *	     did not run from the stub): the landing's address replaces the
  *	     return address on the stack, as kretprobes do; the function's ret
