@@ -90,14 +90,14 @@
  * saved, so their struct fields are undefined.
  *
  * Stale records. Calls skipped by longjmp or an exception leave records
- * behind. Returning through entry k drops every record above k of the
- * block (their calls cannot still be running); a new push first drops top
- * records whose slot no longer holds their landing's address (the stack
- * there was reused). The second test alone never drops a live record, also when
- * the push happens on another stack (a signal handler on a sigaltstack); an
- * extra "slot below the new call's" test would. Stale records whose slot
- * happens to be intact stay until a return below them drops them; they cost
- * depth, never correctness.
+ * behind. Returning through landing k drops every record above k of the
+ * block but k's riders (their calls cannot still be running); a new push
+ * first drops top records whose slot no longer holds their landing's
+ * address (the stack there was reused). That test never drops a live
+ * record, also when the push happens on another stack (a signal handler on
+ * a sigaltstack); an extra "slot below the new call's" test would. Stale
+ * records whose slot happens to be intact stay until a return below them
+ * drops them; they cost depth, never correctness.
  *
  * Unregister vs a thread in a return handler (asymmetric Dekker):
  *   thread:      cur = rp;  barrier A;  reload rec->rp;  call if still rp
