@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: MIT
-/* stress_probe_ret.c - register, unregister and destroy return probes in a loop while 64 threads call, recurse, longjmp out, come and go. */
+/* stress_probe_ret.c - register, unregister and destroy return probes in a loop while 64 threads call, recurse, longjmp out, take signals that call probed code, come and go. */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -58,6 +62,42 @@ NOINLINE long sr_slow(long n)
 
 static volatile int stop;
 static unsigned long wrong, handler_bad, calls, rets;	/* atomic */
+static unsigned long sig_calls;				/* atomic */
+
+/*
+ * Each thread takes a signal every 100 us (and when it resumes), so at
+ * any point, also between a return probe's entry handler and the call it
+ * diverts; the handler (on a sigaltstack in half the threads) calls
+ * probed functions.
+ * Not while probes are (un)registered: a signal handler that runs inside
+ * the text layer's SIGTRAP handler (its thread trapped on a site in
+ * flight) and itself traps on one is killed by the kernel, SIGTRAP being
+ * blocked there (src/sig/sig.c installs it without SA_NODEFER). Not a
+ * return-probe matter. Such a handler starts after the int3 was written,
+ * so after quiet was set.
+ */
+static int quiet;	/* atomic */
+
+static void on_sig(int sig)
+{
+	int saved = errno;
+
+	(void)sig;
+	if (!__atomic_load_n(&quiet, __ATOMIC_SEQ_CST)) {
+		if (sr_rec(4) != rec_ref(4) || sr_slow(3) != (3 ^ 0x55))
+			__atomic_add_fetch(&wrong, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&sig_calls, 1, __ATOMIC_RELAXED);
+	}
+	errno = saved;
+}
+
+static int commit(int err)
+{
+	__atomic_store_n(&quiet, 0, __ATOMIC_SEQ_CST);
+	return err;
+}
+
+#define QUIET(call) (__atomic_store_n(&quiet, 1, __ATOMIC_SEQ_CST), commit(call))
 
 /* Entry stores the argument; return checks the value against it. */
 static int s_entry(struct pk_retprobe *rp, struct pk_regs *r, void *data,
@@ -109,7 +149,24 @@ static void work(long id, long i)
 static void *caller(void *arg)
 {
 	long id = (long)arg;
+	stack_t ss = { .ss_size = 1 << 16 }, off = { .ss_flags = SS_DISABLE };
+	struct sigevent sev;
+	struct itimerspec its = { { 0, 100000 }, { 0, 100000 } };
+	timer_t tm;
+	int have_tm;
+	void *ret = NULL;
 
+	if (id & 1) {
+		ss.ss_sp = malloc(ss.ss_size);
+		if (ss.ss_sp)
+			sigaltstack(&ss, NULL);
+	}
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = SIGEV_THREAD_ID;
+	sev.sigev_signo = SIGUSR1;
+	sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+	have_tm = !timer_create(CLOCK_MONOTONIC, &sev, &tm) &&
+		  !timer_settime(tm, 0, &its, NULL);
 	for (long i = 0; !__atomic_load_n(&stop, __ATOMIC_RELAXED); i++) {
 		work(id, i);
 		/* Every so often this thread ends and a fresh one takes over. */
@@ -118,11 +175,23 @@ static void *caller(void *arg)
 
 			if (!pthread_create(&t, NULL, caller, (void *)id)) {
 				pthread_detach(t);
-				return NULL;
+				break;
 			}
 		}
 	}
-	return NULL;
+	if (have_tm)
+		timer_delete(tm);
+	if (ss.ss_sp) {
+		sigset_t all, old;
+
+		/* No signal may run on the stack once it is freed. */
+		sigfillset(&all);
+		pthread_sigmask(SIG_BLOCK, &all, &old);
+		sigaltstack(&off, NULL);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		free(ss.ss_sp);
+	}
+	return ret;
 }
 
 static const char *const syms[3] = { "sr_rec", "sr_jump", "sr_slow" };
@@ -143,21 +212,32 @@ int main(void)
 	double end = t_now() + t_stress_seconds(5);
 	unsigned long rounds = 0;
 
+
 	for (int i = 0; i < 6; i++)
 		if (!ASSERT_OK(make(i, &rp[i]), "create"))
 			return t_exit();
+	{
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_sig;
+		sa.sa_flags = SA_RESTART | SA_ONSTACK;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGUSR1, &sa, NULL);
+	}
 	for (long i = 0; i < NTHREADS; i++)
 		pthread_create(&th[i], NULL, caller, (void *)i);
+
 	while (t_now() < end) {
 		/* Two probes per function; sets of different shapes. */
-		if (!ASSERT_OK(pk_retprobe_register(rp, 6), "register all") ||
-		    !ASSERT_OK(pk_retprobe_unregister(rp + 3, 3), "unregister 3-5") ||
-		    !ASSERT_OK(pk_retprobe_register(rp + 3, 2), "register 3-4") ||
-		    !ASSERT_OK(pk_retprobe_unregister(rp, 2), "unregister 0-1") ||
-		    !ASSERT_OK(pk_retprobe_unregister(rp + 2, 3), "unregister 2-4"))
+		if (!ASSERT_OK(QUIET(pk_retprobe_register(rp, 6)), "register all") ||
+		    !ASSERT_OK(QUIET(pk_retprobe_unregister(rp + 3, 3)), "unregister 3-5") ||
+		    !ASSERT_OK(QUIET(pk_retprobe_register(rp + 3, 2)), "register 3-4") ||
+		    !ASSERT_OK(QUIET(pk_retprobe_unregister(rp, 2)), "unregister 0-1") ||
+		    !ASSERT_OK(QUIET(pk_retprobe_unregister(rp + 2, 3)), "unregister 2-4"))
 			break;
 		/* Destroy and recreate one: freed while threads may be inside. */
-		pk_retprobe_destroy(rp[rounds % 6]);
+		pk_retprobe_destroy(rp[rounds % 6]);	/* not armed: no commit */
 		rp[rounds % 6] = NULL;
 		if (!ASSERT_OK(make((int)(rounds % 6), &rp[rounds % 6]), "recreate"))
 			break;
@@ -168,12 +248,13 @@ int main(void)
 		pthread_join(th[i], NULL);
 	/* Detached successors: give them time to see stop. */
 	usleep(200000);
-	printf("%lu rounds, %lu work items, %lu return handler calls\n", rounds,
-	       calls, rets);
+	printf("%lu rounds, %lu work items, %lu return handler calls, %lu "
+	       "signal handlers\n", rounds, calls, rets, sig_calls);
 	ASSERT_EQ(wrong, 0, "wrong results while return probes came and went");
 	ASSERT_EQ(handler_bad, 0, "a return handler saw another call's value");
 	ASSERT_GE(rounds, 1, "rounds");
 	ASSERT_GE(rets, 1, "handlers ran");
+	ASSERT_GE(sig_calls, 1, "signals handled");
 	for (int i = 0; i < 6; i++)
 		pk_retprobe_destroy(rp[i]);
 	return t_exit();
