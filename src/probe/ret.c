@@ -515,6 +515,7 @@ static void ret_entry(struct pk_probe *p, struct pk_regs *r, void *ctx)
 	rec = &recs[top];
 	rec->ret = *slot;
 	rec->sp = (uint64_t)(uintptr_t)slot | m;
+	rec->cont = cont;
 	if (rp->entry && rp->entry(rp, r, rec->data, rp->ctx)) {
 		ret_top = top;
 		return;
@@ -524,7 +525,6 @@ static void ret_entry(struct pk_probe *p, struct pk_regs *r, void *ctx)
 	if (top + 1 > __atomic_load_n(&b->hw, __ATOMIC_RELAXED))
 		__atomic_store_n(&b->hw, top + 1, __ATOMIC_RELAXED);
 	ret_top = top + 1;
-	rec->cont = cont;
 	switch (m) {
 	case M_DIVERT:
 		ret_dcont = cont;
@@ -569,13 +569,17 @@ PK_NOPROBE uint64_t pk_ret_dispatch(struct pk_regs *r)
 {
 	uintptr_t land = r->pk_private_ret, s = r->rsp - 8;
 	size_t k = (size_t)(land - ret_ents - ENT_LAND) / ENT_SIZE;
-	struct blk *b = &ret_blks[k / PK_RETPROBE_DEPTH];
-	struct rec *rec = &ret_recs[k];
 	unsigned int i = (unsigned int)(k % PK_RETPROBE_DEPTH);
-	enum mode m = (enum mode)(rec->sp & 7);
+	struct blk *b;
+	struct rec *rec;
+	enum mode m;
 
-	if (k >= ret_nblk * PK_RETPROBE_DEPTH || (rec->sp & ~(uint64_t)7) != s ||
-	    m == M_PIGGY)
+	if (k >= ret_nblk * PK_RETPROBE_DEPTH)
+		die("probekit: return trampoline entered from nowhere\n");
+	b = &ret_blks[k / PK_RETPROBE_DEPTH];
+	rec = &ret_recs[k];
+	m = (enum mode)(rec->sp & 7);
+	if ((rec->sp & ~(uint64_t)7) != s || m == M_PIGGY)
 		die("probekit: return trampoline entered through a record that "
 		    "is not this call's (stack switched inside a return-probed "
 		    "call?)\n");
