@@ -14,7 +14,8 @@
  * probe / return / ns_overhead       the same function with a return probe
  *                                    (empty entry and return handlers),
  *                                    minus unprobed; ratio_vs_unprobed is
- *                                    probed / unprobed time per call
+ *                                    probed / unprobed time per call;
+ *                                    return,threads=1|64 as for entry
  * probe / uretprobe / ns_overhead    always a skip line for now (the
  *                                    kernel's uprobe code deadlocked the
  *                                    VMs this was written on)
@@ -283,6 +284,27 @@ int main(int argc, char **argv)
 			must(pk_retprobe_unregister(&rp, 1), "unregister return probe");
 			bench_add(&ret, probed - plain);
 			bench_add(&ret_ratio, probed / plain);
+		}
+		/* Nothing shared is written on a hit: flat with threads too. */
+		{
+			struct bench_series t1 = { 0 }, t64 = { 0 }, r64 = { 0 };
+
+			for (int r = 0; r < bench_opts.runs; r++) {
+				double p1 = threads_ns(1, tn), p64 = threads_ns(64, tn);
+				double o1, o64;
+
+				must(pk_retprobe_register(&rp, 1), "register return probe");
+				o1 = threads_ns(1, tn) - p1;
+				o64 = threads_ns(64, tn) - p64;
+				must(pk_retprobe_unregister(&rp, 1), "unregister return probe");
+				bench_add(&t1, o1);
+				bench_add(&t64, o64);
+				if (o1 > 0)
+					bench_add(&r64, o64 / o1);
+			}
+			bench_report("probe", "return,threads=1", "ns_overhead", "ns", &t1);
+			bench_report("probe", "return,threads=64", "ns_overhead", "ns", &t64);
+			bench_report("probe", "return,threads=64", "ratio_vs_1_thread", "x", &r64);
 		}
 		pk_retprobe_destroy(rp);
 		bench_report("probe", "return", "ns_overhead", "ns", &ret);
