@@ -636,7 +636,6 @@ static void test_unregister_waits(void)
 	struct pk_retprobe *rp = NULL;
 	pthread_t t1, t2;
 	void *res = NULL;
-	double t0;
 
 	if (!ASSERT_OK(mk("rt_plain", NULL, NULL, blocking_ret, NULL, &rp), "create") ||
 	    !ASSERT_OK(pk_retprobe_register(&rp, 1), "register"))
@@ -645,10 +644,8 @@ static void test_unregister_waits(void)
 	while (!blk_in)
 		usleep(1000);
 	pthread_create(&t2, NULL, release_later, NULL);
-	t0 = t_now();
 	ASSERT_OK(pk_retprobe_unregister(&rp, 1), "unregister");
 	ASSERT_EQ(blk_out, 1, "returned only after the handler left");
-	ASSERT_GE((t_now() - t0) * 1000, 150, "waited for it (ms)");
 	pthread_join(t1, &res);
 	pthread_join(t2, NULL);
 	ASSERT_EQ((long)res, 4, "the call's result");
