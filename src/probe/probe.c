@@ -596,7 +596,8 @@ static size_t build_stub(uint8_t *b, uintptr_t base)
 	memcpy(b + n, restore, sizeof(restore));
 	n += sizeof(restore);
 	/* ret into the slot, with ZF set for a return probe's divert (ret.c). */
-	n += pk_ret_stub_tail(b + n, CHUNK_DIVERT - n, SLOT_COPY - SLOT_RET, 128);
+	n += pk_ret_stub_tail(b + n, n < CHUNK_DIVERT ? CHUNK_DIVERT - n : 0,
+			      SLOT_COPY - SLOT_RET, 128);
 	(void)base;
 	return n;
 }
@@ -675,8 +676,8 @@ static struct chunk *chunk_new(uintptr_t near)
 	}
 	c->base = (uintptr_t)p;
 	memset(stub, PK_ARCH_TRAP_BYTE, sizeof(stub));
-	build_stub(stub, c->base);
-	pk_ret_divert_code(stub + CHUNK_DIVERT, CHUNK_DISPATCH - CHUNK_DIVERT);
+	if (build_stub(stub, c->base) <= CHUNK_DIVERT)
+		pk_ret_divert_code(stub + CHUNK_DIVERT, CHUNK_DISPATCH - CHUNK_DIVERT);
 	memcpy(stub + CHUNK_DISPATCH, &disp, sizeof(disp));
 	if (pk_text_fill((void *)c->base, stub, sizeof(stub))) {
 		munmap(p, CHUNK_SIZE);

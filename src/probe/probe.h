@@ -29,13 +29,16 @@ PK_HIDDEN int pk_sym_func_at(uintptr_t addr, struct pk_func *out);
  * return-probed function can be called from ret.c's code (its ret is then
  * predicted) instead of having its return address replaced:
  *   pk_ret_stub_tail()   the stub's last instructions at @b (<= @room
- *			  bytes): ret into the slot, with ZF set when this
- *			  call is to be diverted. @cont_off: slot return ->
- *			  the slot's copy of the displaced instructions;
- *			  @redzone: bytes the slot steps over. Returns the
- *			  bytes written.
+ *			  bytes, room for the divert code after them
+ *			  included): ret into the slot, with ZF set when this
+ *			  call is to be diverted. With less than 10 bytes, 4
+ *			  bytes that clear ZF and ret, and no divert ever.
+ *			  @cont_off: slot return -> the slot's copy of the
+ *			  displaced instructions; @redzone: bytes the slot
+ *			  steps over. Returns the bytes written.
  *   pk_ret_divert_code() the chunk's divert code (<= @room bytes), which
- *			  the slot's je reaches with the function's stack.
+ *			  the slot's je reaches with the function's stack;
+ *			  only where the stub left room for it.
  *   pk_ret_slot_divert() the slot's je (6 bytes at @b, running at @at).
  *   pk_ret_busy_at()	  @ip is on the way from the divert code into a
  *			  slot (the sweep must wait). Async-signal-safe.

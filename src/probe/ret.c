@@ -290,10 +290,12 @@ size_t pk_ret_stub_tail(uint8_t *b, size_t room, unsigned int cont_off,
 	int32_t dsp = tp_off(&ret_dsp);
 
 	if (room < 10) {
+		/* Always ends in ret; the slot's je never taken; no divert. */
 		pk_warn("probe: no room for return probes' divert test in the "
 			"stub (%zu bytes); their functions' returns will "
 			"mispredict", room);
 		memcpy(b, "\x48\x85\xe4\xc3", 4);	/* test %rsp,%rsp (ZF=0); ret */
+		ret_stub_skip = 0;
 		return 4;
 	}
 	/* cmp %rsp, %fs:ret_dsp; ret (into the slot, which tests ZF) */
