@@ -1090,8 +1090,9 @@ PK_API int pk_probe_get_info(const struct pk_probe *p,
  * after the return: ip is the address returned to, rsp the stack pointer
  * there, rax and rdx the integer return value (pk_regs_ret()), and the
  * callee-saved registers; rcx, rsi, rdi, r8-r11 and flags, dead after a
- * return, are undefined. It may change rax and rdx (other changes are
- * ignored). xmm0 and xmm1 (floating-point return values) are kept.
+ * return, are undefined. It may change rax and rdx and must leave the
+ * other fields alone. xmm0 and xmm1 (floating-point return values) are
+ * kept.
  * A handler must not throw or longjmp. A probe hit while this thread runs a
  * return handler calls no handler and counts a miss. Probed functions may
  * run in signal handlers: a hit takes no lock and allocates nothing (a
