@@ -502,6 +502,13 @@ static void on_usr1(int sig)
 	sig_val = rt_leaf(20);
 }
 
+static void *first_hit_in_handler(void *arg)
+{
+	(void)arg;
+	raise(SIGUSR1);		/* no alternate stack in this thread */
+	return (void *)rt_leaf(1);
+}
+
 static void test_signal(void)
 {
 	int sig_rets = 0, leaf_rets = 0;
@@ -527,6 +534,19 @@ static void test_signal(void)
 	}
 	ASSERT_EQ(sig_rets, 10, "outer returns");
 	ASSERT_EQ(leaf_rets, 10, "returns inside the signal handler");
+	/* A thread whose first hit is in a signal handler: records claimed there. */
+	{
+		pthread_t t;
+		void *res = NULL;
+
+		sig_val = 0;
+		pthread_create(&t, NULL, first_hit_in_handler, NULL);
+		pthread_join(t, &res);
+		ASSERT_EQ(sig_val, 47, "first hit in a handler: result");
+		ASSERT_EQ((long)res, 9, "the thread's later call");
+		ASSERT_EQ(leaf_rets, 12, "both probed");
+		ASSERT_EQ(missed(rp[1]), 0, "records claimed in the handler");
+	}
 out:
 	pk_retprobe_destroy(rp[0]);
 	pk_retprobe_destroy(rp[1]);
