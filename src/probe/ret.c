@@ -179,6 +179,9 @@ static unsigned int ret_cont_off;	/* slot return -> the slot's copy */
 static __thread struct blk *ret_self __attribute__((tls_model("initial-exec")));
 static __thread unsigned int ret_top __attribute__((tls_model("initial-exec")));
 static __thread unsigned int ret_busy __attribute__((tls_model("initial-exec")));
+/* ret_self's records and the index of its first. */
+static __thread struct rec *ret_myrecs __attribute__((tls_model("initial-exec")));
+static __thread size_t ret_mybase __attribute__((tls_model("initial-exec")));
 /*
  * A divert request: the stub's stack pointer when it may take it (0, or
  * | 1 once taken: never a stack pointer), the entry to jump to and what it
@@ -401,6 +404,8 @@ PK_NOPROBE static struct blk *claim(void)
 				return NULL;
 			}
 			ret_top = 0;
+			ret_mybase = (size_t)(b - ret_blks) * PK_RETPROBE_DEPTH;
+			ret_myrecs = ret_recs + ret_mybase;
 			ret_self = b;
 			return b;
 		}
@@ -479,8 +484,8 @@ static void ret_entry(struct pk_probe *p, struct pk_regs *r, void *ctx)
 		ret_dsp = dsp = 0;
 		pending = 0;
 	}
-	base = (size_t)(b - ret_blks) * PK_RETPROBE_DEPTH;
-	recs = ret_recs + base;
+	base = ret_mybase;
+	recs = ret_myrecs;
 	top = ret_top;
 	/* Drop top records whose call is gone (see "Stale records"). */
 	while (top && !rec_live(recs, base, top - 1, dsp))
