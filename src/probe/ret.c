@@ -556,9 +556,12 @@ static void die(const char *msg)
 	abort();
 }
 
-/* One record's return handler, unless unregister got there first. */
-PK_NOPROBE static void call_ret(struct blk *b, struct rec *rec,
-				struct pk_regs *r)
+/*
+ * One record's return handler, unless unregister got there first. Inlined
+ * into pk_ret_dispatch() (PK_NOPROBE code would not be).
+ */
+static inline __attribute__((always_inline)) void
+call_ret(struct blk *b, struct rec *rec, struct pk_regs *r)
 {
 	struct pk_retprobe *rp = __atomic_load_n(&rec->rp, __ATOMIC_RELAXED);
 
