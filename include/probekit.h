@@ -846,7 +846,8 @@ PK_API int pk_watch_remove(struct pk_watch *w);
  *     or at any instruction boundary inside it (pk_probe_opts.offset, checked
  *     by decoding the function from its start), with a pre-handler (before
  *     the probed instruction) and a post-handler (after it). Registering or
- *     removing a set of probes is one text batch. Return probes: not yet.
+ *     removing a set of probes is one text batch. Return probes: pk_retprobe_*
+ *     at the end of this section.
  *
  * Two kinds (pk_probe_info.kind):
  *   - PK_PROBE_JUMP: the instructions covering 5 bytes at the probe point
@@ -1095,6 +1096,175 @@ struct pk_probe_info {
  */
 PK_API int pk_probe_get_info(const struct pk_probe *p,
 			     struct pk_probe_info *info);
+
+/* ---------------------------------------------------------- return probes */
+
+/*
+ * Return probes (kretprobes for user space): an entry handler when a function
+ * is called, a return handler when that call returns, and a per-call data
+ * area the two share. The entry side is an entry probe (above): its handler
+ * saves the return address in a record on this thread's return-address
+ * stack, and the trampoline then calls the function, so that it returns
+ * into probekit (where it cannot, because the handler did not run from the
+ * trampoline, the return address on the stack is replaced instead, as
+ * kretprobes do; PROBEKIT_RETPROBE_HIJACK=1 forces that, slower, way). The
+ * return handler runs there, and the call returns to the saved address.
+ *
+ * What is guaranteed:
+ *   - recursion: every level's return is seen, innermost first, with its
+ *     own data area, up to PK_RETPROBE_DEPTH calls in flight per thread
+ *     (deeper calls run unprobed and count as missed);
+ *   - longjmp out of a probed call, and C++ exceptions thrown through one:
+ *     the skipped calls' return handlers are not called and their records
+ *     are dropped; the next returns are correct. Unwinders that use libgcc
+ *     (C++ exceptions, pthread_exit/pthread_cancel, backtrace()) walk through
+ *     the trampoline: it has unwind info (registered with __register_frame)
+ *     that names the real return address. A backtrace shows one extra frame
+ *     in the trampoline for each probed call;
+ *   - tail calls: a probed function that jumps to another probed function
+ *     sees both return handlers (the callee's first), each with the value
+ *     the caller receives;
+ *   - thread exit (also pthread_exit inside a probed call): the thread's
+ *     records go back to the pool;
+ *   - several return probes on one function: entry handlers in registration
+ *     order, return handlers in the reverse order;
+ *   - unregister returns when no thread runs the probes' handlers; a thread
+ *     still inside a probed call then returns normally without calling them
+ *     (the trampoline and the records are never freed).
+ *
+ * Limits: PK_RETPROBE_DEPTH records per thread; a pool of 128 threads'
+ * worth of records (PROBEKIT_RETPROBE_THREADS=N to change, read once) taken
+ * by a thread on its first hit and given back when it exits: a thread that
+ * finds the pool empty runs unprobed and counts misses. The pool costs 2 KiB
+ * of code and 12 KiB of records per thread, mapped at the first
+ * registration (records are touched only when used). Inside a probed call,
+ * __builtin_return_address(0) and the stack slot it reads name probekit,
+ * not the caller. Not supported: functions that return twice (setjmp,
+ * vfork); code that switches stacks (coroutines, swapcontext) while inside
+ * a probed call; signal handlers that longjmp out of probekit's trampolines;
+ * CET shadow stacks.
+ *
+ * Handlers. Both run on the calling thread, like entry probe handlers (see
+ * above for the registers they may use: no AVX, no x87). The entry handler
+ * sees the registers at the function's first instruction; returning non-zero
+ * skips this call's return handler. The return handler sees the registers
+ * after the return: ip is the address returned to, rsp the stack pointer
+ * there, rax and rdx the integer return value (pk_regs_ret()), and the
+ * callee-saved registers; rcx, rsi, rdi, r8-r11 and flags, dead after a
+ * return, are undefined. It may change rax and rdx and must leave the
+ * other fields alone. xmm0 and xmm1 (floating-point return values) are
+ * kept.
+ * A handler must not throw or longjmp. A probe hit while this thread runs a
+ * return handler calls no handler and counts a miss. Probed functions may
+ * run in signal handlers: a hit takes no lock and allocates nothing (a
+ * thread's first hit claims its records with one atomic operation and
+ * registers their release with pthread_setspecific(), which glibc does
+ * without allocating for the first 32 keys).
+ */
+
+#define PK_RETPROBE_DEPTH 128		/* calls in flight per thread */
+#define PK_RETPROBE_DATA_MAX 64		/* bytes of per-call data */
+
+/* The integer return value, in a return handler. */
+static inline uint64_t pk_regs_ret(const struct pk_regs *r)
+{
+	return r->rax;
+}
+
+struct pk_retprobe;
+
+/* Return non-zero to skip this call's return handler. */
+typedef int (*pk_retprobe_entry_fn)(struct pk_retprobe *rp,
+				    struct pk_regs *regs, void *data,
+				    void *ctx);
+typedef void (*pk_retprobe_ret_fn)(struct pk_retprobe *rp,
+				   struct pk_regs *regs, void *data, void *ctx);
+
+struct pk_retprobe_opts {
+	size_t sz;		/* sizeof(struct pk_retprobe_opts) */
+	const char *symbol;	/* "name" or "object:name"; or NULL and ... */
+	void *addr;		/* ... the address of a function's first byte */
+	pk_retprobe_entry_fn entry; /* called when the function is entered, or NULL */
+	pk_retprobe_ret_fn ret;	/* called when it returns */
+	void *ctx;		/* passed to both */
+	size_t data_size;	/* per-call data bytes (<= PK_RETPROBE_DATA_MAX),
+				   16-byte aligned, uninitialised at entry */
+};
+
+/**
+ * pk_retprobe_create() - prepare a return probe (not armed yet)
+ * @opts: where and what to call
+ * @out: receives the probe
+ *
+ * The function must take an entry probe (see pk_probe_create()).
+ *
+ * Context: any thread, may block; not from a signal handler or probe handler.
+ * Return: 0, or -EINVAL (bad @opts, no return handler; what
+ * pk_probe_create() refuses), -E2BIG (@data_size too large), -ENOENT,
+ * -ENOTSUP, -ENOMEM.
+ */
+PK_API int pk_retprobe_create(const struct pk_retprobe_opts *opts,
+			      struct pk_retprobe **out);
+
+/**
+ * pk_retprobe_register() - arm return probes, all in one text batch
+ * @rps: probes from pk_retprobe_create(), not armed
+ * @n: how many
+ *
+ * The first call maps the return trampoline and the record pool (kept
+ * until the process ends).
+ *
+ * Context: any thread, may block; not from a signal handler or probe handler.
+ * Return: 0, or what pk_probe_register() returns; -ENOMEM or -EPERM when
+ * the trampoline cannot be made. On failure no probe of the set is armed.
+ */
+PK_API int pk_retprobe_register(struct pk_retprobe *const *rps, size_t n);
+
+/**
+ * pk_retprobe_unregister() - disarm return probes, all in one text batch
+ * @rps: armed probes
+ * @n: how many
+ *
+ * Returns when no thread runs their entry or return handlers; threads still
+ * inside a probed call return normally, without calling them.
+ *
+ * Context: any thread, may block; not from a signal handler or probe handler.
+ * Return: 0, or -EINVAL (NULL, not armed: nothing done), or what
+ * pk_probe_unregister() returns (the probes stay armed).
+ */
+PK_API int pk_retprobe_unregister(struct pk_retprobe *const *rps, size_t n);
+
+/**
+ * pk_retprobe_destroy() - unregister @rp if armed, then free it
+ * @rp: the probe, or NULL
+ *
+ * Context: any thread, may block; not from a signal handler or probe handler.
+ */
+PK_API void pk_retprobe_destroy(struct pk_retprobe *rp);
+
+struct pk_retprobe_info {
+	size_t sz;		/* sizeof(struct pk_retprobe_info) */
+	uintptr_t addr;		/* the probed address (after any endbr64) */
+	uintptr_t func;		/* the function's first byte */
+	int armed;
+	unsigned long missed;	/* calls whose return was not probed: depth
+				   or record pool exhausted, hit inside a
+				   handler */
+	size_t bytes;		/* memory this probe costs (its entry probe's
+				   share, its own metadata); the shared
+				   trampoline and record pool not counted */
+};
+
+/**
+ * pk_retprobe_get_info() - describe @rp
+ * @rp: the probe
+ * @info: filled up to @info->sz bytes; set @info->sz first
+ *
+ * Context: any thread.
+ * Return: 0, or -EINVAL.
+ */
+PK_API int pk_retprobe_get_info(const struct pk_retprobe *rp,
+				struct pk_retprobe_info *info);
 
 #ifdef __cplusplus
 }

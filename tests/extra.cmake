@@ -140,3 +140,19 @@ add_test(NAME cli
 set_tests_properties(cli PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end cli ----
+
+# ---- probe: return probes also with replaced return addresses ----
+# Return probes normally call the probed function from their trampoline
+# (divert); PROBEKIT_RETPROBE_HIJACK=1 makes them replace the return address
+# instead, the fallback they use when a divert cannot be had. Same tests.
+foreach(name test_probe_ret test_probe_ret_cxx stress_probe_ret)
+  if(TARGET ${name})
+    get_test_property(${name} LABELS labels)
+    get_test_property(${name} TIMEOUT timeout)
+    add_test(NAME ${name}_hijack COMMAND ${name})
+    set_tests_properties(${name}_hijack PROPERTIES SKIP_RETURN_CODE 77
+      LABELS "${labels}" TIMEOUT ${timeout}
+      ENVIRONMENT "${PK_TEST_ENV};PROBEKIT_RETPROBE_HIJACK=1")
+  endif()
+endforeach()
+# ---- end probe ----

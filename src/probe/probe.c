@@ -10,7 +10,9 @@
  *   +8   lea rsp, [rsp-128]          step over the red zone
  *   +13  call stub                   the chunk's shared register save
  *   +18  lea rsp, [rsp+128]
- *   +26  the displaced instructions, relocated; with post-handlers, after
+ *   +26  je divert (slots whose first call is STUB_FAST: return probes,
+ *        ret.c, ZF from the stub) or a 6-byte NOP
+ *   +32  the displaced instructions, relocated; with post-handlers, after
  *        the first of them: lea rsp,[rsp-128]; call STUB_FULL;
  *        lea rsp,[rsp+128]
  *        jmp P+len                   (none after a call: see below)
@@ -104,11 +106,13 @@
 #define SLOT_ENTRY 8
 #define SLOT_CALL 13
 #define SLOT_RET 18
-#define SLOT_COPY 26
+#define SLOT_DIVERT 26		/* je to the chunk's divert code (ret.c) */
+#define SLOT_COPY 32
 #define CALL_SEQ 18	/* lea rsp,[rsp-128]; call stub; lea rsp,[rsp+128] */
 #define SLOT_COPY_MAX (SLOT_SIZE - SLOT_COPY - PK_ARCH_JMP_LEN)
 #define CHUNK_SIZE (64 * 1024)
 #define STUB_FAST 0		/* flags not restored: function entries */
+#define CHUNK_DIVERT 192	/* return probes' divert code (ret.c) */
 #define STUB_FULL 256		/* ends in popf */
 #define CHUNK_DISPATCH 496	/* pk_probe_dispatch's address, for STUB_FAST */
 #define CHUNK_DISPATCH_FULL 504	/* pk_probe_dispatch_full's, for STUB_FULL */
@@ -343,6 +347,8 @@ PK_NOPROBE static int busy_at(const struct sweep *sw, uintptr_t ip)
 	     c = __atomic_load_n(&c->next, __ATOMIC_ACQUIRE))
 		if (c->base <= ip && ip < c->base + CHUNK_SLOTS0)
 			return 1;	/* in a stub */
+	if (pk_ret_busy_at(ip))
+		return 1;	/* on its way from a stub into a slot */
 	return in_retired(sw, ip);
 }
 
@@ -560,7 +566,7 @@ static int sweep(const struct fix *fix, size_t nfix, const uintptr_t *retired,
 					sw.state[i] = 1;	/* gone */
 			}
 		/* Wait for every answer. */
-		for (int spins = 0;; spins++) {
+		for (int64_t gone_check = now_ns() + 10000000;;) {
 			waiting = busy = 0;
 			for (size_t i = 0; i < sw.ntids; i++) {
 				uint8_t st = __atomic_load_n(&sw.state[i],
@@ -571,13 +577,18 @@ static int sweep(const struct fix *fix, size_t nfix, const uintptr_t *retired,
 			}
 			if (!waiting || now_ns() > deadline)
 				break;
-			if (spins > 1000) {
-				/* Threads that exited never answer. */
+			if (now_ns() > gone_check) {
+				/*
+				 * Threads that exited never answer. Checked by
+				 * time, not by sched_yield() calls: with many
+				 * busy threads one yield can take a time slice
+				 * each of theirs.
+				 */
 				for (size_t i = 0; i < sw.ntids; i++)
 					if (!__atomic_load_n(&sw.state[i], __ATOMIC_ACQUIRE) &&
 					    thread_gone(sw.tids[i]))
 						sw.state[i] = 1;
-				spins = 0;
+				gone_check = now_ns() + 10000000;
 			}
 			sched_yield();
 		}
@@ -685,7 +696,6 @@ static size_t build_stub(uint8_t *b, size_t off, int full)
 	/* STUB_FAST skips the saved flags; STUB_FULL restores them. */
 	static const uint8_t skip_flags[] = {
 		0x48, 0x8d, 0x64, 0x24, 0x08,		/* lea rsp,[rsp+8] */
-		0xc3,					/* ret into the slot */
 	};
 	static const uint8_t pop_flags[] = {
 		0x9d,					/* popf */
@@ -708,8 +718,17 @@ static size_t build_stub(uint8_t *b, size_t off, int full)
 		memcpy(b + n, pop_flags, sizeof(pop_flags));
 		n += sizeof(pop_flags);
 	} else {
+		size_t end = off + n + sizeof(skip_flags);
+
 		memcpy(b + n, skip_flags, sizeof(skip_flags));
 		n += sizeof(skip_flags);
+		/*
+		 * ret into the slot, with ZF set for a return probe's divert
+		 * (ret.c). Not in STUB_FULL: its popf must come last, and its
+		 * slots hold a NOP where the je would be.
+		 */
+		n += pk_ret_stub_tail(b + n, end < CHUNK_DIVERT ? CHUNK_DIVERT - end : 0,
+				      SLOT_COPY - SLOT_RET, 128);
 	}
 	return n;
 }
@@ -759,6 +778,7 @@ static uintptr_t find_gap(uintptr_t near)
 static struct chunk *chunk_new(uintptr_t near)
 {
 	uint8_t stub[CHUNK_SLOTS0];
+	size_t fast;
 	uintptr_t disp = (uintptr_t)pk_probe_dispatch,
 		  disp_full = (uintptr_t)pk_probe_dispatch_full;
 	struct chunk *c;
@@ -789,9 +809,12 @@ static struct chunk *chunk_new(uintptr_t near)
 	}
 	c->base = (uintptr_t)p;
 	memset(stub, PK_ARCH_TRAP_BYTE, sizeof(stub));
-	if (build_stub(stub + STUB_FAST, STUB_FAST, 0) > STUB_FULL - STUB_FAST ||
+	fast = build_stub(stub + STUB_FAST, STUB_FAST, 0);
+	if (fast > STUB_FULL - STUB_FAST ||
 	    build_stub(stub + STUB_FULL, STUB_FULL, 1) > CHUNK_DISPATCH - STUB_FULL)
 		abort();	/* the layout above is wrong */
+	if (STUB_FAST + fast <= CHUNK_DIVERT)
+		pk_ret_divert_code(stub + CHUNK_DIVERT, STUB_FULL - CHUNK_DIVERT);
 	memcpy(stub + CHUNK_DISPATCH, &disp, sizeof(disp));
 	memcpy(stub + CHUNK_DISPATCH_FULL, &disp_full, sizeof(disp_full));
 	if (pk_text_fill((void *)c->base, stub, sizeof(stub))) {
@@ -1207,6 +1230,11 @@ static int slot_code(struct tramp *t, uint8_t *slot)
 	memcpy(slot, &t, sizeof(t));
 	call_seq(slot + SLOT_ENTRY, t->slot + SLOT_ENTRY,
 		 t->full ? full : t->chunk->base + STUB_FAST);
+	if (t->full)
+		memcpy(slot + SLOT_DIVERT, "\x66\x0f\x1f\x44\x00\x00", 6);
+	else
+		pk_ret_slot_divert(slot + SLOT_DIVERT, t->slot + SLOT_DIVERT,
+				   t->chunk->base + CHUNK_DIVERT);
 	first = t->kind == PK_PROBE_INT3 || t->post ? t->first_len : t->len;
 	if (t->kind == PK_PROBE_INT3)
 		n = pk_arch_relocate_one(t->old, t->len, t->addr, slot + at,
