@@ -21,9 +21,8 @@
  *                                    minus unprobed; ratio_vs_unprobed is
  *                                    probed / unprobed time per call;
  *                                    return,threads=1|64 as for entry
- * probe / uretprobe / ns_overhead    always a skip line for now (the
- *                                    kernel's uprobe code deadlocked the
- *                                    VMs this was written on)
+ * probe / uretprobe / ns_overhead    the same with a kernel uretprobe;
+ *                                    return / ratio_uretprobe_vs_probekit
  * probe_arm / probes=N               N generated functions (bench/
  *                                    gen_probe_funcs.cmake): register all as
  *                                    one batch vs one pk_probe_register()
@@ -204,8 +203,13 @@ static int write_file(const char *dir, const char *name, const char *text,
 	return ok ? 0 : -EIO;
 }
 
-/* Returns the reason it cannot run, or NULL with @series filled. */
-static const char *bench_uprobe(struct bench_series *over, unsigned long n)
+/*
+ * A kernel uprobe (@kind 'p') or uretprobe ('r') on bp_target, per hit
+ * minus unprobed. Returns the reason it cannot run, or NULL with @over
+ * filled.
+ */
+static const char *bench_uprobe(char kind, struct bench_series *over,
+				unsigned long n)
 {
 	struct find_off f = { (uintptr_t)bp_target, -1 };
 	const char *dir = TRACEFS_DIR, *why = tracefs_uprobes_unusable();
@@ -221,7 +225,8 @@ static const char *bench_uprobe(struct bench_series *over, unsigned long n)
 	exe[l] = 0;
 	/* A group per process: a parallel run must not remove our event. */
 	snprintf(grp, sizeof(grp), "pkbench%d", (int)getpid());
-	snprintf(ev, sizeof(ev), "p:%s/bp_target %s:0x%lx\n", grp, exe, f.off);
+	snprintf(ev, sizeof(ev), "%c:%s/bp_target %s:0x%lx\n", kind, grp, exe,
+		 f.off);
 	snprintf(del, sizeof(del), "-:%s/bp_target\n", grp);
 	snprintf(en, sizeof(en), "events/%s/bp_target/enable", grp);
 	if (write_file(dir, "uprobe_events", ev, 1))
@@ -254,7 +259,8 @@ static double ms_since(double t0)
 int main(int argc, char **argv)
 {
 	struct bench_series entry = { 0 }, th[4] = { 0 }, ratio64 = { 0 },
-			    bytes = { 0 }, up = { 0 }, up_ratio = { 0 };
+			    bytes = { 0 }, up = { 0 }, up_ratio = { 0 },
+			    ret = { 0 }, uret = { 0 }, uret_ratio = { 0 };
 	static const int tcount[4] = { 1, 2, 8, 64 };
 	unsigned long n, tn;
 	struct pk_probe *p;
@@ -313,7 +319,7 @@ int main(int argc, char **argv)
 	{
 		PK_OPTS(pk_retprobe_opts, ro, .addr = (void *)bp_target,
 			.entry = empty_entry, .ret = empty_ret);
-		struct bench_series ret = { 0 }, ret_ratio = { 0 };
+		struct bench_series ret_ratio = { 0 };
 		struct pk_retprobe *rp = NULL;
 
 		must(pk_retprobe_create(&ro, &rp), "pk_retprobe_create");
@@ -350,9 +356,6 @@ int main(int argc, char **argv)
 		pk_retprobe_destroy(rp);
 		bench_report("probe", "return", "ns_overhead", "ns", &ret);
 		bench_report("probe", "return", "ratio_vs_unprobed", "x", &ret_ratio);
-		bench_skip("probe", "uretprobe", "ns_overhead",
-			   "kernel uretprobes not measured yet (the uprobe code "
-			   "deadlocked the VMs this was written on)");
 	}
 
 	for (int r = 0; r < bench_opts.runs; r++) {
@@ -386,9 +389,13 @@ int main(int argc, char **argv)
 	 * PK_TEST_UPROBES=1 in a parallel ctest) left tasks in D state in the
 	 * kernel's uprobe code on the 6.18 VM this was written on.
 	 */
+	/*
+	 * Kernel uprobes, one event at a time, each removed before the next:
+	 * never two users of uprobe_events at once (see tests/tracefs.h).
+	 */
 	why = bench_opts.quick ? "not run with --quick (kernel uprobe events "
 				 "hung when two processes used them at once)"
-			       : bench_uprobe(&up, 100000);
+			       : bench_uprobe('p', &up, 100000);
 	if (why) {
 		bench_skip("probe", "uprobe", "ns_overhead", why);
 		bench_skip("probe", "entry", "ratio_uprobe_vs_probekit", why);
@@ -400,6 +407,20 @@ int main(int argc, char **argv)
 			if (e > 0)
 				bench_add(&up_ratio, up.v[i] / e);
 		bench_report("probe", "entry", "ratio_uprobe_vs_probekit", "x", &up_ratio);
+	}
+	why = why ? why : bench_uprobe('r', &uret, 100000);
+	if (why) {
+		bench_skip("probe", "uretprobe", "ns_overhead", why);
+		bench_skip("probe", "return", "ratio_uretprobe_vs_probekit", why);
+	} else {
+		double e = bench_median(&ret);
+
+		bench_report("probe", "uretprobe", "ns_overhead", "ns", &uret);
+		for (int i = 0; i < uret.n; i++)
+			if (e > 0)
+				bench_add(&uret_ratio, uret.v[i] / e);
+		bench_report("probe", "return", "ratio_uretprobe_vs_probekit", "x",
+			     &uret_ratio);
 	}
 	pk_probe_destroy(p);
 
