@@ -167,7 +167,13 @@ static int install(int i)
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = pk_sig_handler;
-	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+	/*
+	 * SA_NODEFER: code that runs inside this handler (a handler installed
+	 * before probekit, a die or fault handler) may hit an int3 probe or a
+	 * site being patched, or fault on a watched page; with the signal
+	 * blocked the kernel would make that synchronous signal fatal.
+	 */
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_NODEFER;
 	sigemptyset(&sa.sa_mask);
 	if (sigaction(sig_nums[i], &sa, &old))
 		return -errno;
