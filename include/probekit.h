@@ -666,10 +666,16 @@ typedef int (*pk_fault_fn)(const struct pk_fault *f, void *ctx);
  * Only @fn is called for a fault in the range: the lookup is a binary search
  * over the sorted ranges, without a lock.
  *
+ * probekit does not change the range's protection: the caller protects it
+ * and @fn makes the access succeed. A range that holds data probekit's own
+ * signal handler uses (its tables and counters, the calling thread's errno
+ * and TLS) would kill the process once protected, and is refused.
+ *
  * Context: any thread, may block; not from a chain callback or signal handler.
  * Return: 0, or -EINVAL (NULL, unaligned, empty, wrapping or unmapped range),
- * -EEXIST (overlaps a registered range), -EDEADLK (from inside a fault, trap
- * or die handler), -ENOMEM; on failure nothing changed.
+ * -EEXIST (overlaps a registered range or a page watched by page
+ * protection), -EBUSY (probekit's own data), -EDEADLK (from inside a fault,
+ * trap or die handler), -ENOMEM; on failure nothing changed.
  */
 PK_API int pk_fault_register(void *addr, size_t len, pk_fault_fn fn,
 			     void *ctx);
@@ -681,7 +687,9 @@ PK_API int pk_fault_register(void *addr, size_t len, pk_fault_fn fn,
  * Returns once no thread runs the range's handler any more.
  *
  * Context: any thread, may block; not from a chain callback or signal handler.
- * Return: 0, or -ENOENT (no range starts at @addr), -EDEADLK, -ENOMEM.
+ * Return: 0, or -ENOENT (no range starts at @addr), -EBUSY (@addr is a page
+ * that a watchpoint protects: pk_watch_remove() it), -EDEADLK, -ENOMEM; on
+ * failure nothing changed.
  */
 PK_API int pk_fault_unregister(void *addr);
 
@@ -817,11 +825,29 @@ struct pk_watch;
  * @fn, @ctx: the handler and its argument
  * @out: receives the watchpoint
  *
+ * What may be watched. Any mechanism: mapped, readable memory (the handler
+ * gets the old value from a copy taken now), not data that probekit's signal
+ * handler itself uses (its tables, the calling thread's errno and TLS).
+ * The page mechanism changes the page's protection, so it also takes only a
+ * page whose protection probekit alone then controls:
+ *   - private (not MAP_SHARED: writes through another mapping of the same
+ *     object, or by another process, would go unseen), writable (nothing
+ *     to watch otherwise) and not executable (code, JIT buffers);
+ *   - not the calling thread's stack mapping, nor its alternate signal
+ *     stack, nor a kernel-named mapping other than [heap] ([stack], [vvar],
+ *     [vdso]...): the kernel writes signal frames there;
+ *   - not a page inside a range of pk_fault_register() (-EEXIST).
+ * Other threads' stacks and TLS cannot be recognised: watching them with the
+ * page mechanism is the caller's responsibility (a thread whose signal
+ * frame cannot be written dies).
+ *
  * Context: any thread, may block; not from a chain callback or signal handler.
- * Return: 0, or -EINVAL (bad argument; for the page mechanism also memory
- * that is not writable or a range across pages), -EBUSY (16 watchpoints
- * already), -EEXIST (page mechanism: the page lies in a range registered
- * with pk_fault_register()), -EDEADLK, -ENOMEM; on failure nothing changed.
+ * Return: 0, or -EINVAL (bad argument, unmapped or unreadable memory; page
+ * mechanism: not writable), -ENOTSUP (page mechanism: shared or executable
+ * mapping), -EBUSY (16 watchpoints already; probekit's own data; page
+ * mechanism: a stack or kernel-named mapping), -EEXIST (page mechanism: the
+ * page lies in a range registered with pk_fault_register()), -EDEADLK,
+ * -ENOMEM; on failure nothing changed.
  */
 PK_API int pk_watch_add(void *addr, size_t len, unsigned int access,
 			pk_watch_fn fn, void *ctx, struct pk_watch **out);
@@ -831,7 +857,8 @@ PK_API int pk_watch_add(void *addr, size_t len, unsigned int access,
  * @w: from pk_watch_add()
  *
  * Context: any thread, may block; not from a chain callback or signal handler.
- * Return: 0, or -EINVAL, -ENOENT (already removed), -EDEADLK.
+ * Return: 0, or -EINVAL (not a handle pk_watch_add() gives), -ENOENT
+ * (already removed), -EDEADLK; on failure nothing changed.
  */
 PK_API int pk_watch_remove(struct pk_watch *w);
 

@@ -79,8 +79,14 @@ struct ent {
 	void *ctx;
 };
 
+/*
+ * Tables live in pages of their own (tab_alloc()), never in a malloc'd
+ * block that could share a page with data a watchpoint protects: the
+ * signal path reads them.
+ */
 struct tab {
 	size_t n;
+	size_t maplen;
 	struct ent e[];
 };
 
@@ -503,6 +509,27 @@ static void wait_readers(void)
 	wait_zero(&readers[p & 1]);
 }
 
+static struct tab *tab_alloc(size_t n)
+{
+	size_t len = sizeof(struct tab) + (n ? n : 1) * sizeof(struct ent);
+	struct tab *t;
+
+	len = (len + (size_t)page_size - 1) & ~((size_t)page_size - 1);
+	t = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (t == MAP_FAILED)
+		return NULL;
+	t->n = n;
+	t->maplen = len;
+	return t;
+}
+
+static void tab_free(struct tab *t)
+{
+	if (t)
+		munmap(t, t->maplen);
+}
+
 /* Publish @t in place of *@tabp, wait one grace period, free the old one. */
 static void tab_replace(struct tab **tabp, struct tab *t)
 {
@@ -510,13 +537,13 @@ static void tab_replace(struct tab **tabp, struct tab *t)
 
 	pk_assert_held(&fault_lock);
 	if (t && t->n == 0) {
-		free(t);
+		tab_free(t);
 		t = NULL;
 	}
 	/* W1: pairs with R1 in dispatch(). */
 	old = __atomic_exchange_n(tabp, t, __ATOMIC_SEQ_CST);
 	wait_readers();
-	free(old);
+	tab_free(old);
 }
 
 /* Hook or unhook the signals as the registrations need them. */
@@ -557,10 +584,9 @@ static int tab_insert(struct tab **tabp, const struct ent *e)
 	if ((i > 0 && t->e[i - 1].end > e->start) ||
 	    (i < n && t->e[i].start < e->end))
 		return -EEXIST;
-	nt = malloc(sizeof(*nt) + (n + 1) * sizeof(nt->e[0]));
+	nt = tab_alloc(n + 1);
 	if (!nt)
 		return -ENOMEM;
-	nt->n = n + 1;
 	if (i)
 		memcpy(nt->e, t->e, i * sizeof(nt->e[0]));
 	nt->e[i] = *e;
@@ -580,10 +606,9 @@ static int tab_remove(struct tab **tabp, uintptr_t start)
 		;
 	if (i == n)
 		return -ENOENT;
-	nt = malloc(sizeof(*nt) + (n ? n - 1 : 0) * sizeof(nt->e[0]) + 1);
+	nt = tab_alloc(n - 1);
 	if (!nt)
 		return -ENOMEM;
-	nt->n = n - 1;
 	memcpy(nt->e, t->e, i * sizeof(nt->e[0]));
 	memcpy(nt->e + i, t->e + i + 1, (n - i - 1) * sizeof(nt->e[0]));
 	tab_replace(tabp, nt);
@@ -598,6 +623,8 @@ static int writer_lock(void)
 	pthread_mutex_lock(&fault_lock);
 	return 0;
 }
+
+static int own_data(uintptr_t lo, uintptr_t hi);
 
 /* In a child of fork() only the forking thread exists: no other readers. */
 static void atfork_child(void)
@@ -634,6 +661,8 @@ int pk_fault_register(void *addr, size_t len, pk_fault_fn fn, void *ctx)
 	/* msync fails with ENOMEM where any page of the range is unmapped. */
 	if (msync(addr, len, MS_ASYNC))
 		return -EINVAL;
+	if (own_data(a, a + len))
+		return -EBUSY;	/* probekit's signal path reads it */
 	err = writer_lock();
 	if (err)
 		return err;
@@ -652,13 +681,26 @@ int pk_fault_register(void *addr, size_t len, pk_fault_fn fn, void *ctx)
 	return err;
 }
 
+/* The range at @start serves a page watchpoint (not the caller's). */
+static int range_is_watch(uintptr_t start)
+{
+	const struct tab *t = ranges;
+
+	pk_assert_held(&fault_lock);
+	for (size_t i = 0; t && i < t->n; i++)
+		if (t->e[i].start == start)
+			return t->e[i].fn == wpage_fault;
+	return 0;
+}
+
 int pk_fault_unregister(void *addr)
 {
 	int err = writer_lock();
 
 	if (err)
 		return err;
-	err = tab_remove(&ranges, (uintptr_t)addr);
+	err = range_is_watch((uintptr_t)addr) ? -EBUSY :
+	      tab_remove(&ranges, (uintptr_t)addr);
 	if (!err)
 		update_hooks();
 	pthread_mutex_unlock(&fault_lock);
@@ -843,26 +885,112 @@ static int watch_errno(int err)
 	}
 }
 
-/* The protection of the mapping that holds @page, or -EINVAL if unmapped. */
-static int page_prot(uintptr_t page)
+/* What /proc/self/maps says about the mapping that holds one page. */
+struct mapinfo {
+	uintptr_t lo, hi;
+	int prot;
+	int shared;		/* 's': MAP_SHARED */
+	char name[32];		/* "[stack]", "[vdso]", a path's start, or "" */
+};
+
+/* The mapping that holds @page: 0, or -EINVAL if unmapped. */
+static int page_map(uintptr_t page, struct mapinfo *mi)
 {
 	FILE *f = fopen("/proc/self/maps", "re");
 	unsigned long lo, hi;
 	char perm[8];
-	int prot = -EINVAL;
+	int err = -EINVAL;
 
 	if (!f)
 		return -errno;
-	while (fscanf(f, "%lx-%lx %7s %*[^\n]", &lo, &hi, perm) == 3) {
+	while (fscanf(f, "%lx-%lx %7s %*s %*s %*s", &lo, &hi, perm) == 3) {
+		int c = fgetc(f);
+
+		while (c == ' ')
+			c = fgetc(f);
+		mi->name[0] = 0;
+		for (size_t i = 0; c != '\n' && c != EOF; c = fgetc(f))
+			if (i < sizeof(mi->name) - 1) {
+				mi->name[i++] = (char)c;
+				mi->name[i] = 0;
+			}
 		if (page < lo || page >= hi)
 			continue;
-		prot = (perm[0] == 'r' ? PROT_READ : 0) |
-		       (perm[1] == 'w' ? PROT_WRITE : 0) |
-		       (perm[2] == 'x' ? PROT_EXEC : 0);
+		mi->lo = lo;
+		mi->hi = hi;
+		mi->prot = (perm[0] == 'r' ? PROT_READ : 0) |
+			   (perm[1] == 'w' ? PROT_WRITE : 0) |
+			   (perm[2] == 'x' ? PROT_EXEC : 0);
+		mi->shared = perm[3] == 's';
+		err = 0;
 		break;
 	}
 	fclose(f);
-	return prot;
+	return err;
+}
+
+static int overlaps(uintptr_t lo, uintptr_t hi, const void *p, size_t len)
+{
+	return (uintptr_t)p < hi && (uintptr_t)p + len > lo;
+}
+
+/*
+ * Whether [@lo, @hi) holds memory that the signal path of probekit writes
+ * or reads (then it must never fault): the fault layer's and sig.c's
+ * statics, and the calling thread's TLS of both. Other threads' TLS cannot
+ * be found from here (see the rule in probekit.h).
+ */
+static int own_data(uintptr_t lo, uintptr_t hi)
+{
+	const struct {
+		const void *p;
+		size_t len;
+	} objs[] = {
+		{ watches, sizeof(watches) }, { wpages, sizeof(wpages) },
+		{ &ranges, sizeof(ranges) }, { &traps, sizeof(traps) },
+		{ readers, sizeof(readers) }, { &phase, sizeof(phase) },
+		{ &n_die, sizeof(n_die) }, { &die_chain, sizeof(die_chain) },
+		{ &stats, sizeof(stats) }, { retired, sizeof(retired) },
+		{ &page_size, sizeof(page_size) },
+		{ &fault_depth, sizeof(fault_depth) },
+		{ &wstep, sizeof(wstep) }, { &retry_addr, sizeof(retry_addr) },
+		{ &errno, sizeof(errno) },
+	};
+
+	for (size_t i = 0; i < PK_ARRAY_SIZE(objs); i++)
+		if (overlaps(lo, hi, objs[i].p, objs[i].len))
+			return 1;
+	return pk_sig_data_overlaps(lo, hi);
+}
+
+/*
+ * The rule of pk_watch_add() for the page mechanism (probekit.h): the page
+ * must be private, writable, not executable data that no signal handler of
+ * the calling thread needs. Return: 0, or the -errno to refuse it with.
+ */
+static int watch_page_allowed(uintptr_t page, size_t psz, struct mapinfo *mi)
+{
+	volatile char here = 0;
+	uintptr_t sp = (uintptr_t)&here;
+	stack_t ss;
+	struct mapinfo stack;
+	int err = page_map(page, mi);
+
+	if (err)
+		return err;			/* unmapped */
+	if (!(mi->prot & PROT_WRITE))
+		return -EINVAL;			/* nothing to watch */
+	if (mi->shared || (mi->prot & PROT_EXEC))
+		return -ENOTSUP;		/* other views; code */
+	if (mi->name[0] == '[' && strcmp(mi->name, "[heap]") &&
+	    strncmp(mi->name, "[anon", 5))
+		return -EBUSY;			/* [stack], [vvar], ... */
+	if (!page_map(sp, &stack) && page >= stack.lo && page < stack.hi)
+		return -EBUSY;			/* the caller's stack */
+	if (!sigaltstack(NULL, &ss) && !(ss.ss_flags & SS_DISABLE) &&
+	    overlaps(page, page + psz, ss.ss_sp, ss.ss_size))
+		return -EBUSY;			/* its signal stack */
+	return 0;
 }
 
 /* The protection a watched page gets: reads fault too if one watch wants. */
@@ -892,14 +1020,15 @@ static int watch_page_add(struct pk_watch *w)
 		if (wpages[i].nw && wpages[i].page == page)
 			pg = &wpages[i];
 	if (!pg) {
+		struct mapinfo mi;
+
 		for (unsigned int i = 0; i < WATCH_SLOTS && !pg; i++)
 			if (!wpages[i].nw)
 				pg = &wpages[i];
-		prot = page_prot(page);
-		if (prot < 0)
-			return prot;
-		if (!(prot & PROT_WRITE))
-			return -EINVAL;	/* nothing to watch on read-only data */
+		err = watch_page_allowed(page, psz, &mi);
+		if (err)
+			return err;
+		prot = mi.prot;
 		struct ent e = { page, page + psz, wpage_fault, pg };
 
 		err = tab_insert(&ranges, &e);
@@ -964,6 +1093,7 @@ int pk_watch_add(void *addr, size_t len, unsigned int access, pk_watch_fn fn,
 	int force_page = mech && !strcmp(mech, "page");
 	uintptr_t a = (uintptr_t)addr;
 	struct pk_watch *w = NULL;
+	struct mapinfo mi;
 	unsigned int slot;
 	int err;
 
@@ -971,6 +1101,12 @@ int pk_watch_add(void *addr, size_t len, unsigned int access, pk_watch_fn fn,
 				     len != 8) || (a & (len - 1)) ||
 	    !(access & (PK_WATCH_READ | PK_WATCH_WRITE)) ||
 	    (access & ~(PK_WATCH_READ | PK_WATCH_WRITE)))
+		return -EINVAL;
+	if (own_data(a, a + len))
+		return -EBUSY;	/* its handler would trap on itself */
+	/* The shadow copy reads it: mapped and readable, or refused. */
+	err = page_map(a, &mi);
+	if (err || !(mi.prot & PROT_READ))
 		return -EINVAL;
 	err = writer_lock();
 	if (err)
@@ -1035,7 +1171,8 @@ int pk_watch_remove(struct pk_watch *w)
 {
 	int err;
 
-	if (!w || w < watches || w >= watches + WATCH_SLOTS)
+	if (!w || w < watches || w >= watches + WATCH_SLOTS ||
+	    ((uintptr_t)w - (uintptr_t)watches) % sizeof(*w))
 		return -EINVAL;
 	err = writer_lock();
 	if (err)
