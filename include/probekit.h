@@ -793,11 +793,30 @@ PK_API int pk_fault_stats(struct pk_fault_stats *st);
  * not. The handler runs on the thread that made the access, right after
  * it, inside a signal handler (async-signal-safe calls only).
  *
+ * With two threads writing at once, each write is still reported exactly
+ * once on the thread that made it, but new_value is what memory holds when
+ * the handler runs (the other thread may have written since) and old_value
+ * what the previous hit saw.
+ *
  * Where hardware breakpoints are not available (or PROBEKIT_WATCH=page),
  * the watched page is protected instead and the faulting instruction
- * single-stepped: slower, the bytes must be in writable memory and in one
- * page, and a hit racing with another thread's access to the same page can
- * go unreported (see src/fault/fault.c).
+ * single-stepped with the page open: slower, and the bytes must be in
+ * writable memory (see pk_watch_add() for which). What it guarantees:
+ *   - while one thread alone touches the page, every access of the watched
+ *     kind is reported exactly once, in order, with its old and new value;
+ *   - with several threads, steps over one page never overlap (a thread
+ *     that faults while another steps waits), and every change of a watched
+ *     value is reported by exactly one hit: never twice, never a value that
+ *     was not written, and the last hit reports the value memory ends with;
+ *   - but accesses that other threads make while one steps (the page is
+ *     open for that one instruction) do not fault: several writes then show
+ *     as one hit, reported on the stepping thread with its registers, and
+ *     reads in that window are not reported at all;
+ *   - a watch handler that writes its own watched page opens it until the
+ *     handlers return (the same window).
+ * Sound per-thread protection would need memory protection keys (a
+ * per-thread PKRU) or running the access against a second mapping of the
+ * page; neither is done yet (src/fault/fault.c).
  */
 
 #define PK_WATCH_WRITE 0x2u	/* writes */

@@ -146,9 +146,25 @@ static struct pk_fault_stats stats;	/* atomic counters */
  * watchpoint instead (struct wpage below). Its limits: a page whose
  * protection the program changes is no longer watched; a system call that
  * writes the page (read(2) into it) fails with EFAULT instead of faulting;
- * while one thread steps over an access, another can touch the page without
- * a fault, so a concurrent hit can go unreported; each access to an
- * unwatched byte of the page costs a fault and a step.
+ * each access to an unwatched byte of the page costs a fault and a step;
+ * and while one thread steps over an access, the page is open to all.
+ *
+ * What keeps that last limit small (the guarantees in probekit.h):
+ *   1. one stepper per page (wpage.stepper): a thread faulting meanwhile
+ *      waits for the stepper to protect the page again, then retries;
+ *   2. the stepper snapshots the watched values at its fault (nobody else
+ *      can write then: the page is protected, nobody else steps), and at
+ *      its step protects the page first and reads the values after, so a
+ *      write another thread slipped into the window is in what it reads,
+ *      and every later write faults: each change is reported once.
+ * Still, writes in the window merge into the stepper's hit and reads there
+ * go unseen. The sound designs, for later: protection keys (pkey_mprotect;
+ * the stepper opens the key in its own PKRU only, in the signal frame; not
+ * on CPUs without PKU, as the one here), or turning the page into a shared
+ * memfd mapping with a writable alias and running the faulting instruction
+ * out of line with its memory operand re-targeted to the alias (decoder,
+ * relocation of RIP-relative operands, a per-thread slot; fork() must give
+ * the child a private copy again).
  */
 
 #define WATCH_SLOTS 16	/* hardware: 4 on x86, the kernel says when */
@@ -185,6 +201,7 @@ struct wpage {
 	int prot;		/* while watched (atomic) */
 	unsigned int nw;	/* watches on it (atomic); 0: slot free */
 	unsigned long steps;	/* atomic: threads between fault and step */
+	uintptr_t stepper;	/* atomic: the thread stepping (its &wstep), 0 */
 };
 
 static struct pk_watch watches[WATCH_SLOTS];	/* guarded by fault_lock */
@@ -197,6 +214,8 @@ struct wstep {
 	struct wpage *pg;
 	uintptr_t addr;		/* the faulting address */
 	unsigned int access;
+	int reporting;		/* calling the watch handlers */
+	int reopened;		/* a handler opened the page again */
 	uint64_t old[WATCH_SLOTS];
 };
 static __thread struct wstep wstep __attribute__((tls_model("initial-exec")));
@@ -262,14 +281,33 @@ PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 
 	if (wstep.pg == pg) {
 		/*
-		 * Faulted again before the step: another thread protected
-		 * the page after its own step. Open it again, step on.
+		 * A watch handler of this thread's step wrote the page (the
+		 * step protected it already): open it for the handler; the
+		 * step protects it again after the handlers. Writes other
+		 * threads make meanwhile go unseen (probekit.h).
 		 */
+		wstep.reopened = 1;
 		mprotect((void *)pg->page, (size_t)psz, pg->orig_prot);
 		return PK_FAULT_HANDLED;
 	}
 	if (wstep.pg || !__atomic_load_n(&pg->nw, __ATOMIC_ACQUIRE))
 		return PK_FAULT_UNHANDLED;
+	/*
+	 * One thread steps over a page at a time. A thread that faults while
+	 * another steps waits until that one has protected the page again,
+	 * then retries its access (and faults again, and steps, unless a
+	 * third thread opened the page meanwhile). So no two steps overlap:
+	 * a change of a watched value is reported by exactly one step.
+	 * The wait is bounded: the stepper is one instruction away from its
+	 * trap. Released in wpage_step().
+	 */
+	if (!__atomic_compare_exchange_n(&pg->stepper, &(uintptr_t){ 0 },
+					 (uintptr_t)&wstep, 0, __ATOMIC_ACQUIRE,
+					 __ATOMIC_RELAXED)) {
+		while (__atomic_load_n(&pg->stepper, __ATOMIC_ACQUIRE))
+			sched_yield();
+		return PK_FAULT_HANDLED;
+	}
 	for (unsigned int i = 0; i < WATCH_SLOTS; i++)
 		if (watches[i].pg == pg &&
 		    __atomic_load_n(&watches[i].active, __ATOMIC_ACQUIRE))
@@ -291,32 +329,52 @@ PK_NOPROBE static int wpage_step(ucontext_t *uc)
 	unsigned int idx = __atomic_load_n(&phase, __ATOMIC_RELAXED) & 1;
 	struct wpage *pg = wstep.pg;
 	long psz = page_size;
+	int prot = __atomic_load_n(&pg->prot, __ATOMIC_ACQUIRE);
+	struct pk_watch_hit h[WATCH_SLOTS];
+	struct pk_watch *hw[WATCH_SLOTS];
+	unsigned int n = 0;
 
 	uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)X86_EFLAGS_TF;
 	__atomic_add_fetch(&readers[idx], 1, __ATOMIC_SEQ_CST);
+	/*
+	 * Protect the page again before reading the values, not after: a
+	 * write that another thread made while the page was open is then in
+	 * what we read (and reported here), and any later write faults. Read
+	 * watches (PROT_NONE) read through PROT_READ first.
+	 */
+	mprotect((void *)pg->page, (size_t)psz, prot | PROT_READ);
 	for (unsigned int i = 0; i < WATCH_SLOTS; i++) {
 		struct pk_watch *w = &watches[i];
-		struct pk_watch_hit h;
 		int touched;
 
 		if (w->pg != pg || !__atomic_load_n(&w->active, __ATOMIC_SEQ_CST))
 			continue;
-		h.new_value = watch_read(w->addr, w->len);
-		h.old_value = wstep.old[i];
+		h[n].new_value = watch_read(w->addr, w->len);
+		h[n].old_value = wstep.old[i];
 		touched = wstep.addr >= w->addr && wstep.addr < w->addr + w->len;
-		if (h.new_value == h.old_value && !touched)
+		if (h[n].new_value == h[n].old_value && !touched)
 			continue;	/* an unwatched byte of the page */
 		if (wstep.access == PK_ACCESS_READ && !(w->access & PK_WATCH_READ))
 			continue;
-		h.addr = (void *)w->addr;
-		h.len = w->len;
-		h.access = h.new_value != h.old_value ? PK_ACCESS_WRITE : 0;
-		h.ucontext = uc;
-		w->fn(&h, w->ctx);
+		h[n].addr = (void *)w->addr;
+		h[n].len = w->len;
+		h[n].access = h[n].new_value != h[n].old_value ? PK_ACCESS_WRITE
+							       : 0;
+		h[n].ucontext = uc;
+		hw[n++] = w;
+	}
+	/* A handler that writes the page opens it again: see wpage_fault(). */
+	wstep.reporting = 1;
+	for (unsigned int i = 0; i < n; i++) {
+		hw[i]->fn(&h[i], hw[i]->ctx);
 		__atomic_add_fetch(&stats.watch_hits, 1, __ATOMIC_RELAXED);
 	}
-	mprotect((void *)pg->page, (size_t)psz,
-		 __atomic_load_n(&pg->prot, __ATOMIC_ACQUIRE));
+	wstep.reporting = 0;
+	if (!(prot & PROT_READ) || wstep.reopened)
+		mprotect((void *)pg->page, (size_t)psz, prot);
+	wstep.reopened = 0;
+	/* Pairs with the compare-exchange in wpage_fault(). */
+	__atomic_store_n(&pg->stepper, 0, __ATOMIC_RELEASE);
 	__atomic_sub_fetch(&readers[idx], 1, __ATOMIC_RELEASE);
 	wstep.pg = NULL;
 	__atomic_sub_fetch(&pg->steps, 1, __ATOMIC_SEQ_CST);
