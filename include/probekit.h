@@ -776,6 +776,11 @@ struct pk_fault_stats {
 	uint64_t traps;		/* traps a trap entry claimed */
 	uint64_t die_claimed;	/* signals a die handler claimed */
 	uint64_t watch_hits;	/* watchpoint hits reported */
+	uint64_t watch_open_steps; /* page mechanism: steps that had to open
+				    * the page to all threads (an instruction
+				    * whose access could not be moved to the
+				    * page's alias); while 0, no access by any
+				    * thread went unseen */
 };
 
 /**
@@ -799,24 +804,36 @@ PK_API int pk_fault_stats(struct pk_fault_stats *st);
  * what the previous hit saw.
  *
  * Where hardware breakpoints are not available (or PROBEKIT_WATCH=page),
- * the watched page is protected instead and the faulting instruction
- * single-stepped with the page open: slower, and the bytes must be in
- * writable memory (see pk_watch_add() for which). What it guarantees:
- *   - while one thread alone touches the page, every access of the watched
- *     kind is reported exactly once, in order, with its old and new value;
- *   - with several threads, steps over one page never overlap (a thread
- *     that faults while another steps waits), and every change of a watched
- *     value is reported by exactly one hit: never twice, never a value that
- *     was not written, and the last hit reports the value memory ends with;
- *   - but accesses that other threads make while one steps (the page is
- *     open for that one instruction) do not fault: several writes then show
- *     as one hit, reported on the stepping thread with its registers, and
- *     reads in that window are not reported at all;
+ * the watched page is protected instead, for every thread, all the time:
+ * it becomes a shared memfd page with a writable second mapping (an alias;
+ * /proc/self/maps shows it as shared while watched, private again after),
+ * and the faulting instruction is single-stepped with its one memory
+ * access moved to the alias (a base or index register shifted for that
+ * instruction, or a RIP-relative instruction run from a copy placed so
+ * that its operand lands on the alias). Steps over one page are taken one
+ * at a time. So every access of the watched kind, by any thread, is
+ * reported exactly once, on the thread that made it, with its old and new
+ * value; a child of fork() gets a page of its own (through pthread_atfork).
+ * The bytes must be in writable memory (see pk_watch_add() for which);
+ * each access to other bytes of the page costs a fault and a step.
+ *
+ * An instruction whose access cannot be moved (a second memory operand, as
+ * in rep movs/stos, push/pop; a branch through memory; FS/GS; RSP as the
+ * base; the register used elsewhere in the instruction; a W^X policy that
+ * refuses the executable copy) is stepped with the page open to all
+ * threads for that one instruction, as is every step if the alias cannot
+ * be made (or PROBEKIT_WATCH_NOALIAS=1). Each such step counts in
+ * pk_fault_stats().watch_open_steps; while it stays put, the above holds.
+ * During an open step:
+ *   - steps over one page still never overlap (a thread that faults
+ *     meanwhile waits), and every change of a watched value is reported by
+ *     exactly one hit: never twice, never a value that was not written,
+ *     and the last hit reports the value memory ends with;
+ *   - but accesses other threads make while the page is open do not
+ *     fault: several writes then show as one hit, reported on the stepping
+ *     thread with its registers, and reads there are not reported;
  *   - a watch handler that writes its own watched page opens it until the
  *     handlers return (the same window).
- * Sound per-thread protection would need memory protection keys (a
- * per-thread PKRU) or running the access against a second mapping of the
- * page; neither is done yet (src/fault/fault.c).
  */
 
 #define PK_WATCH_WRITE 0x2u	/* writes */

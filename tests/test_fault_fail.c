@@ -283,12 +283,12 @@ static void test_watch_page_rule(void)
 	ASSERT_OK(pk_fault_unregister(area), "range unregister");
 	ASSERT_OK(pk_watch_add(area + 8, 8, PK_WATCH_WRITE, on_watch, NULL,
 			       &w), "watch on the page now");
-	ASSERT_TRUE(!strcmp(prot_of(area), "r--p"), "page protected");
+	ASSERT_TRUE(!strncmp(prot_of(area), "r--", 3), "page protected");
 	ASSERT_EQ(pk_fault_register(area, (size_t)page, on_fault, NULL),
 		  -EEXIST, "range over a watched page");
 	ASSERT_EQ(pk_fault_unregister(area), -EBUSY,
 		  "a watchpoint's range is not the caller's to remove");
-	ASSERT_TRUE(!strcmp(prot_of(area), "r--p"), "still protected");
+	ASSERT_TRUE(!strncmp(prot_of(area), "r--", 3), "still protected");
 	ASSERT_OK(pk_watch_remove(w), "remove");
 	UNCHANGED(area, "rw-p", "after the watch went");
 

@@ -149,7 +149,9 @@ static struct pk_fault_stats stats;	/* atomic counters */
  * each access to an unwatched byte of the page costs a fault and a step;
  * and while one thread steps over an access, the page is open to all.
  *
- * What keeps that last limit small (the guarantees in probekit.h):
+ * The page is never opened while its accesses can be moved to an alias
+ * ("Alias stepping" below). Where one cannot, what keeps the window of an
+ * opened page small (the guarantees in probekit.h):
  *   1. one stepper per page (wpage.stepper): a thread faulting meanwhile
  *      waits for the stepper to protect the page again, then retries;
  *   2. the stepper snapshots the watched values at its fault (nobody else
@@ -157,14 +159,9 @@ static struct pk_fault_stats stats;	/* atomic counters */
  *      its step protects the page first and reads the values after, so a
  *      write another thread slipped into the window is in what it reads,
  *      and every later write faults: each change is reported once.
- * Still, writes in the window merge into the stepper's hit and reads there
- * go unseen. The sound designs, for later: protection keys (pkey_mprotect;
- * the stepper opens the key in its own PKRU only, in the signal frame; not
- * on CPUs without PKU, as the one here), or turning the page into a shared
- * memfd mapping with a writable alias and running the faulting instruction
- * out of line with its memory operand re-targeted to the alias (decoder,
- * relocation of RIP-relative operands, a per-thread slot; fork() must give
- * the child a private copy again).
+ * Protection keys (pkey_mprotect, a per-thread PKRU opened only in the
+ * stepper's signal frame) would be another sound design, without the
+ * memfd; the CPUs here have no PKU.
  */
 
 #define WATCH_SLOTS 16	/* hardware: 4 on x86, the kernel says when */
@@ -202,6 +199,9 @@ struct wpage {
 	unsigned int nw;	/* watches on it (atomic); 0: slot free */
 	unsigned long steps;	/* atomic: threads between fault and step */
 	uintptr_t stepper;	/* atomic: the thread stepping (its &wstep), 0 */
+	int busy;		/* atomic: being converted; faulters wait */
+	char *alias;		/* writable view of the page (memfd), or NULL */
+	char *resv;		/* address space reserved around the alias */
 };
 
 static struct pk_watch watches[WATCH_SLOTS];	/* guarded by fault_lock */
@@ -216,6 +216,10 @@ struct wstep {
 	unsigned int access;
 	int reporting;		/* calling the watch handlers */
 	int reopened;		/* a handler opened the page again */
+	int how;		/* 0: page opened; else PK_ACCESS_MOVE_* */
+	int reg;		/* PK_ACCESS_MOVE_REG: the gregs index moved */
+	uintptr_t rip_next;	/* PK_ACCESS_MOVE_RIP: where to go on */
+	uintptr_t xol;		/* PK_ACCESS_MOVE_RIP: the code page mapped */
 	uint64_t old[WATCH_SLOTS];
 };
 static __thread struct wstep wstep __attribute__((tls_model("initial-exec")));
@@ -272,6 +276,92 @@ PK_NOPROBE static int watch_hit(siginfo_t *si, ucontext_t *uc)
 	return 1;
 }
 
+/*
+ * Alias stepping (the sound path)
+ * -------------------------------
+ *
+ * A watched page is turned into a MAP_SHARED memfd page, and the same memfd
+ * is mapped writable at pg->alias, in the middle of 4 GiB of address space
+ * reserved (PROT_NONE) at pg->resv. The page itself stays protected for
+ * every thread all the time; the stepping thread's one access is moved to
+ * the alias instead (pk_arch_access()):
+ *   - base or index register: that register + delta for the one
+ *     instruction (nothing else in it uses the register), undone at the
+ *     step;
+ *   - RIP-relative: the same bytes run at rip + delta, in a page mapped
+ *     inside the reservation for the step (RW, filled, then R+X: never
+ *     writable and executable at once), so their operand lands on the
+ *     alias; the thread goes on at rip + len.
+ * So no access by another thread ever goes unseen. Instructions that
+ * cannot be moved (a second memory operand, a branch, the register used
+ * twice, FS/GS, RSP, a code page that cannot be made executable) fall back
+ * to opening the page for the step (the window documented in probekit.h).
+ */
+#define RESV_HALF ((size_t)2 << 30)
+
+/* Move the stepping thread's access to the alias; 0 if it cannot be. */
+PK_NOPROBE static int wpage_move(struct wpage *pg, ucontext_t *uc)
+{
+	greg_t *g = uc->uc_mcontext.gregs;
+	uintptr_t psz = (uintptr_t)page_size, rip = (uintptr_t)g[REG_RIP];
+	uintptr_t delta = (uintptr_t)pg->alias - pg->page, cp;
+	size_t avail = psz - (rip & (psz - 1));
+	struct pk_access a;
+
+	if (avail > 15)
+		avail = 15;
+	if (pk_arch_access((void *)rip, avail, g, &a) ||
+	    a.addr < pg->page || a.addr + a.size > pg->page + psz)
+		return 0;
+	if (a.how == PK_ACCESS_MOVE_REG) {
+		g[a.reg] += (greg_t)delta;
+		wstep.reg = a.reg;
+		wstep.how = a.how;
+		return 1;
+	}
+	cp = (rip + delta) & ~(psz - 1);
+	if ((rip & (psz - 1)) + a.len > psz || cp < (uintptr_t)pg->resv ||
+	    cp + psz > (uintptr_t)pg->resv + 2 * RESV_HALF ||
+	    cp == (uintptr_t)pg->alias)
+		return 0;
+	if (mmap((void *)cp, psz, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
+		return 0;
+	memcpy((void *)(rip + delta), (void *)rip, a.len);
+	if (mprotect((void *)cp, psz, PROT_READ | PROT_EXEC)) {
+		mmap((void *)cp, psz, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+		     MAP_FIXED | MAP_NORESERVE, -1, 0);
+		return 0;	/* W^X policy (MDWE): open the page instead */
+	}
+	g[REG_RIP] = (greg_t)(rip + delta);
+	wstep.rip_next = rip + a.len;
+	wstep.xol = cp;
+	wstep.how = a.how;
+	return 1;
+}
+
+/* Undo wpage_move() after the step. */
+PK_NOPROBE static void wpage_unmove(struct wpage *pg, ucontext_t *uc)
+{
+	greg_t *g = uc->uc_mcontext.gregs;
+
+	if (wstep.how == PK_ACCESS_MOVE_REG) {
+		g[wstep.reg] -= (greg_t)((uintptr_t)pg->alias - pg->page);
+	} else if (wstep.how == PK_ACCESS_MOVE_RIP) {
+		g[REG_RIP] = (greg_t)wstep.rip_next;
+		mmap((void *)wstep.xol, (size_t)page_size, PROT_NONE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
+		     -1, 0);
+	}
+	wstep.how = 0;
+}
+
+/* Where a watch's bytes can be read during a step (the page may be PROT_NONE). */
+PK_NOPROBE static uintptr_t wview(const struct wpage *pg, uintptr_t addr)
+{
+	return pg->alias ? (uintptr_t)pg->alias + (addr - pg->page) : addr;
+}
+
 /* Page mechanism, part 1: a fault on a watched page (a fault-chain range). */
 PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 {
@@ -290,8 +380,24 @@ PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 		mprotect((void *)pg->page, (size_t)psz, pg->orig_prot);
 		return PK_FAULT_HANDLED;
 	}
-	if (wstep.pg || !__atomic_load_n(&pg->nw, __ATOMIC_ACQUIRE))
+	if (wstep.pg)
 		return PK_FAULT_UNHANDLED;
+	/*
+	 * Counted before looking at busy, and the converter sets busy before
+	 * waiting for the count to drop (both seq_cst): either it waits for
+	 * us or we see busy and wait for it (watch_page_add/remove, fork).
+	 */
+	__atomic_add_fetch(&pg->steps, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&pg->busy, __ATOMIC_SEQ_CST)) {
+		__atomic_sub_fetch(&pg->steps, 1, __ATOMIC_SEQ_CST);
+		while (__atomic_load_n(&pg->busy, __ATOMIC_ACQUIRE))
+			sched_yield();
+		return PK_FAULT_HANDLED;	/* retry on the new mapping */
+	}
+	if (!__atomic_load_n(&pg->nw, __ATOMIC_ACQUIRE)) {
+		__atomic_sub_fetch(&pg->steps, 1, __ATOMIC_SEQ_CST);
+		return PK_FAULT_UNHANDLED;
+	}
 	/*
 	 * One thread steps over a page at a time. A thread that faults while
 	 * another steps waits until that one has protected the page again,
@@ -304,6 +410,7 @@ PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 	if (!__atomic_compare_exchange_n(&pg->stepper, &(uintptr_t){ 0 },
 					 (uintptr_t)&wstep, 0, __ATOMIC_ACQUIRE,
 					 __ATOMIC_RELAXED)) {
+		__atomic_sub_fetch(&pg->steps, 1, __ATOMIC_SEQ_CST);
 		while (__atomic_load_n(&pg->stepper, __ATOMIC_ACQUIRE))
 			sched_yield();
 		return PK_FAULT_HANDLED;
@@ -311,14 +418,16 @@ PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 	for (unsigned int i = 0; i < WATCH_SLOTS; i++)
 		if (watches[i].pg == pg &&
 		    __atomic_load_n(&watches[i].active, __ATOMIC_ACQUIRE))
-			wstep.old[i] = watch_read(watches[i].addr,
+			wstep.old[i] = watch_read(wview(pg, watches[i].addr),
 						  watches[i].len);
-	/* Pairs with the wait in watch_page_remove(). */
-	__atomic_add_fetch(&pg->steps, 1, __ATOMIC_SEQ_CST);
 	wstep.pg = pg;
 	wstep.addr = (uintptr_t)f->addr;
 	wstep.access = f->access;
-	mprotect((void *)pg->page, (size_t)psz, pg->orig_prot);
+	wstep.how = 0;
+	if (!pg->alias || !wpage_move(pg, uc)) {
+		__atomic_add_fetch(&stats.watch_open_steps, 1, __ATOMIC_RELAXED);
+		mprotect((void *)pg->page, (size_t)psz, pg->orig_prot);
+	}
 	uc->uc_mcontext.gregs[REG_EFL] |= X86_EFLAGS_TF;
 	return PK_FAULT_HANDLED;
 }
@@ -334,22 +443,28 @@ PK_NOPROBE static int wpage_step(ucontext_t *uc)
 	struct pk_watch *hw[WATCH_SLOTS];
 	unsigned int n = 0;
 
+	int moved = wstep.how != 0;
+
 	uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)X86_EFLAGS_TF;
 	__atomic_add_fetch(&readers[idx], 1, __ATOMIC_SEQ_CST);
 	/*
-	 * Protect the page again before reading the values, not after: a
-	 * write that another thread made while the page was open is then in
-	 * what we read (and reported here), and any later write faults. Read
-	 * watches (PROT_NONE) read through PROT_READ first.
+	 * Opened page: protect it again before reading the values, not
+	 * after: a write that another thread made while the page was open is
+	 * then in what we read (and reported here), and any later write
+	 * faults. Read watches (PROT_NONE) read through PROT_READ first.
+	 * Moved access: the page was never opened.
 	 */
-	mprotect((void *)pg->page, (size_t)psz, prot | PROT_READ);
+	if (moved)
+		wpage_unmove(pg, uc);
+	else
+		mprotect((void *)pg->page, (size_t)psz, prot | PROT_READ);
 	for (unsigned int i = 0; i < WATCH_SLOTS; i++) {
 		struct pk_watch *w = &watches[i];
 		int touched;
 
 		if (w->pg != pg || !__atomic_load_n(&w->active, __ATOMIC_SEQ_CST))
 			continue;
-		h[n].new_value = watch_read(w->addr, w->len);
+		h[n].new_value = watch_read(wview(pg, w->addr), w->len);
 		h[n].old_value = wstep.old[i];
 		touched = wstep.addr >= w->addr && wstep.addr < w->addr + w->len;
 		if (h[n].new_value == h[n].old_value && !touched)
@@ -370,7 +485,7 @@ PK_NOPROBE static int wpage_step(ucontext_t *uc)
 		__atomic_add_fetch(&stats.watch_hits, 1, __ATOMIC_RELAXED);
 	}
 	wstep.reporting = 0;
-	if (!(prot & PROT_READ) || wstep.reopened)
+	if ((!moved && !(prot & PROT_READ)) || wstep.reopened)
 		mprotect((void *)pg->page, (size_t)psz, prot);
 	wstep.reopened = 0;
 	/* Pairs with the compare-exchange in wpage_fault(). */
@@ -694,20 +809,44 @@ static int writer_lock(void)
 
 static int own_data(uintptr_t lo, uintptr_t hi);
 
-/* In a child of fork() only the forking thread exists: no other readers. */
+static void wpage_quiesce(struct wpage *pg);
+static int wpage_remap(struct wpage *pg, int prot);
+
+/*
+ * fork() and aliased watch pages: the memfd is MAP_SHARED, so a child would
+ * share the page with the parent. Prepare stops every step over such pages
+ * (the bytes cannot change then: all writes fault and wait); the child maps
+ * a memfd of its own with the same bytes at the same two places; then both
+ * go on. A fork from inside a watch handler (a step of this thread in
+ * flight) cannot wait for itself: those pages are left shared.
+ */
 static void atfork_child(void)
 {
 	readers[0] = readers[1] = 0;
 	pthread_mutex_init(&fault_lock, NULL);
+	for (unsigned int i = 0; i < WATCH_SLOTS; i++) {
+		struct wpage *pg = &wpages[i];
+
+		if (pg->nw && pg->alias && pg != wstep.pg) {
+			wpage_remap(pg, pg->prot);
+			pg->steps = 0;
+		}
+		pg->busy = 0;
+	}
 }
 
 static void atfork_prepare(void)
 {
 	pthread_mutex_lock(&fault_lock);
+	for (unsigned int i = 0; i < WATCH_SLOTS; i++)
+		if (wpages[i].nw && wpages[i].alias && &wpages[i] != wstep.pg)
+			wpage_quiesce(&wpages[i]);
 }
 
 static void atfork_parent(void)
 {
+	for (unsigned int i = 0; i < WATCH_SLOTS; i++)
+		__atomic_store_n(&wpages[i].busy, 0, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&fault_lock);
 }
 
@@ -1073,6 +1212,119 @@ static int wpage_prot(const struct wpage *pg)
 	return prot;
 }
 
+/*
+ * Copy a whole page, whatever the program keeps in it: under ASan a page of
+ * globals holds redzones that memcpy() would report (rep movsb is not
+ * intercepted).
+ */
+static void page_copy(void *dst, const void *src, size_t len)
+{
+	__asm__ volatile("rep movsb"
+			 : "+D"(dst), "+S"(src), "+c"(len) : : "memory");
+}
+
+/* Wait until no thread is between a fault on @pg and its step. */
+static void wpage_quiesce(struct wpage *pg)
+{
+	/* Pairs with the increment and busy check in wpage_fault(). */
+	__atomic_store_n(&pg->busy, 1, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&pg->steps, __ATOMIC_SEQ_CST))
+		sched_yield();
+}
+
+/* Map a new memfd holding @pg's bytes at the alias and at the page. */
+static int wpage_remap(struct wpage *pg, int prot)
+{
+	size_t psz = (size_t)page_size;
+	int fd = memfd_create("probekit-watch", MFD_CLOEXEC), err = 0;
+	void *tmp;
+
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)psz)) {
+		err = -errno;
+		goto out;
+	}
+	tmp = mmap(NULL, psz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (tmp == MAP_FAILED) {
+		err = -errno;
+		goto out;
+	}
+	/* Writers fault and wait (busy): the bytes cannot change meanwhile. */
+	page_copy(tmp, pg->alias ? pg->alias : (char *)pg->page, psz);
+	munmap(tmp, psz);
+	if (mmap(pg->resv + RESV_HALF, psz, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED ||
+	    mmap((void *)pg->page, psz, prot, MAP_SHARED | MAP_FIXED, fd,
+		 0) == MAP_FAILED)
+		err = -errno;	/* only after the reservation was checked */
+out:
+	close(fd);
+	return err;
+}
+
+/*
+ * Turn @pg into a memfd page with an alias (see "Alias stepping"); on
+ * failure the page stays as it was and steps open it instead.
+ */
+static void wpage_alias(struct wpage *pg)
+{
+	size_t psz = (size_t)page_size;
+	char *resv;
+	int err;
+
+	pk_assert_held(&fault_lock);
+	resv = mmap(NULL, 2 * RESV_HALF, PROT_NONE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (resv == MAP_FAILED)
+		return;
+	wpage_quiesce(pg);
+	pg->resv = resv;
+	/* Freeze writers (they fault and wait) while the bytes move. */
+	mprotect((void *)pg->page, psz, PROT_READ);
+	err = wpage_remap(pg, PROT_READ);
+	if (err) {
+		pk_dbg("watch: page %#lx: no alias (%s); steps open the page",
+		       (unsigned long)pg->page, strerror(-err));
+		mprotect((void *)pg->page, psz, pg->orig_prot);
+		munmap(resv, 2 * RESV_HALF);
+		pg->resv = NULL;
+	} else {
+		pg->alias = resv + RESV_HALF;
+	}
+	__atomic_store_n(&pg->busy, 0, __ATOMIC_RELEASE);
+}
+
+/* The last watch went: a private page with the bytes and protection back. */
+static void wpage_unalias(struct wpage *pg)
+{
+	size_t psz = (size_t)page_size;
+	void *tmp;
+
+	pk_assert_held(&fault_lock);
+	wpage_quiesce(pg);
+	tmp = mmap(NULL, psz, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (tmp != MAP_FAILED) {
+		page_copy(tmp, pg->alias, psz);
+		mprotect(tmp, psz, pg->orig_prot);
+		if (mremap(tmp, psz, psz, MREMAP_MAYMOVE | MREMAP_FIXED,
+			   (void *)pg->page) == MAP_FAILED) {
+			munmap(tmp, psz);
+			tmp = MAP_FAILED;
+		}
+	}
+	if (tmp == MAP_FAILED) {
+		/* Keep the shared page, unprotected: the bytes stay right. */
+		pk_warn("watch: page %#lx stays a shared mapping",
+			(unsigned long)pg->page);
+		mprotect((void *)pg->page, psz, pg->orig_prot);
+	}
+	munmap(pg->resv, 2 * RESV_HALF);
+	pg->resv = pg->alias = NULL;
+	__atomic_store_n(&pg->busy, 0, __ATOMIC_RELEASE);
+}
+
 /* Page mechanism: protect @w's page and join the fault chain. */
 static int watch_page_add(struct pk_watch *w)
 {
@@ -1104,6 +1356,8 @@ static int watch_page_add(struct pk_watch *w)
 			return err;
 		pg->page = page;
 		pg->orig_prot = prot;
+		if (!getenv("PROBEKIT_WATCH_NOALIAS"))
+			wpage_alias(pg);
 	}
 	w->pg = pg;
 	__atomic_store_n(&pg->nw, pg->nw + 1, __ATOMIC_RELEASE);
@@ -1136,7 +1390,10 @@ static void watch_page_remove(struct pk_watch *w)
 	if (last)
 		__atomic_store_n(&retired[retired_pos++ % RETIRED_N], pg->page,
 				 __ATOMIC_RELEASE);
-	mprotect((void *)pg->page, psz, pg->prot);
+	if (last && pg->alias)
+		wpage_unalias(pg);
+	else
+		mprotect((void *)pg->page, psz, pg->prot);
 	wait_readers();		/* no handler runs w->fn after this */
 	w->fn = NULL;
 	if (!last) {
@@ -1276,6 +1533,8 @@ int pk_fault_stats(struct pk_fault_stats *st)
 	cur.traps = __atomic_load_n(&stats.traps, __ATOMIC_RELAXED);
 	cur.die_claimed = __atomic_load_n(&stats.die_claimed, __ATOMIC_RELAXED);
 	cur.watch_hits = __atomic_load_n(&stats.watch_hits, __ATOMIC_RELAXED);
+	cur.watch_open_steps = __atomic_load_n(&stats.watch_open_steps,
+					       __ATOMIC_RELAXED);
 	memcpy(st, &cur, cur.sz);
 	return 0;
 }
