@@ -832,8 +832,9 @@ PK_API int pk_fault_stats(struct pk_fault_stats *st);
  *   - but accesses other threads make while the page is open do not
  *     fault: several writes then show as one hit, reported on the stepping
  *     thread with its registers, and reads there are not reported;
- *   - a watch handler that writes its own watched page opens it until the
- *     handlers return (the same window).
+ *   - a watch handler that writes a page watched by page protection (its
+ *     own or another) opens that page until the handlers return (the same
+ *     window); so does an instruction that touches two watched pages.
  */
 
 #define PK_WATCH_WRITE 0x2u	/* writes */

@@ -14,6 +14,20 @@ __attribute__((aligned(4096))) uint64_t pk_alias_page[512];
 #define var pk_alias_page[0]
 
 static volatile int hits;
+
+/* A second watched page, and a variable on a page of its own. */
+__attribute__((aligned(4096))) uint64_t pk_alias_page2[512];
+__attribute__((aligned(4096))) uint64_t pk_alias_page3[512];
+static volatile int hits2;
+
+/* A handler that writes another watched page (from a SIGTRAP handler). */
+static void on_hit_writes(const struct pk_watch_hit *h, void *ctx)
+{
+	(void)h;
+	(void)ctx;
+	hits2++;
+	pk_alias_page2[8] = pk_alias_page2[8] + 1;	/* page-watched */
+}
 static volatile uint64_t last_old, last_new;
 static volatile unsigned int last_access;
 
@@ -169,5 +183,30 @@ int main(void)
 	ASSERT_OK(pk_watch_remove(w), "remove read watch");
 	ASSERT_EQ(var, 23, "value kept");
 	ASSERT_TRUE(!strcmp(perm_of(&var), "rw-p"), "private again");
+
+	/*
+	 * A watch handler runs in a SIGTRAP handler (SIGTRAP blocked) and
+	 * writes another page that a page watchpoint protects: that fault is
+	 * stepped too (or opened) and the process lives on.
+	 */
+	{
+		struct pk_watch *w2, *w3;
+		int before = hits;
+
+		ASSERT_OK(pk_watch_add(&pk_alias_page2[0], 8, PK_WATCH_WRITE,
+				       on_hit, NULL, &w2), "page watch 2");
+		unsetenv("PROBEKIT_WATCH");	/* hardware where possible */
+		ASSERT_OK(pk_watch_add(&pk_alias_page3[0], 8, PK_WATCH_WRITE,
+				       on_hit_writes, NULL, &w3), "watch 3");
+		for (int i = 1; i <= 3; i++) {
+			store_reg(&pk_alias_page3[0], (uint64_t)i);
+			BARRIER();
+		}
+		ASSERT_EQ(hits2, 3, "the handler ran for each write");
+		ASSERT_EQ(pk_alias_page2[8], 3, "and its writes landed");
+		ASSERT_EQ(hits, before, "unwatched bytes of page 2: no hit");
+		ASSERT_OK(pk_watch_remove(w3), "remove 3");
+		ASSERT_OK(pk_watch_remove(w2), "remove 2");
+	}
 	return t_exit();
 }

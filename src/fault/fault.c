@@ -215,7 +215,8 @@ struct wstep {
 	uintptr_t addr;		/* the faulting address */
 	unsigned int access;
 	int reporting;		/* calling the watch handlers */
-	int reopened;		/* a handler opened the page again */
+	unsigned int reopened;	/* wpages opened during the step (bits) */
+	int trap_blocked;	/* SIGTRAP was blocked where the fault was */
 	int how;		/* 0: page opened; else PK_ACCESS_MOVE_* */
 	int reg;		/* PK_ACCESS_MOVE_REG: the gregs index moved */
 	uintptr_t rip_next;	/* PK_ACCESS_MOVE_RIP: where to go on */
@@ -374,19 +375,19 @@ PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 	ucontext_t *uc = f->ucontext;
 	long psz = page_size;
 
-	if (wstep.pg == pg) {
+	if (wstep.pg) {
 		/*
-		 * A watch handler of this thread's step wrote the page (the
-		 * step protected it already): open it for the handler; the
-		 * step protects it again after the handlers. Writes other
-		 * threads make meanwhile go unseen (probekit.h).
+		 * This thread is in a step already: a watch handler of it
+		 * wrote a watched page (this one after the step protected it
+		 * again, or another), or the stepped instruction touched a
+		 * second watched page. Open the page until the step ends
+		 * (wpage_step() protects it again); writes other threads make
+		 * meanwhile go unseen (probekit.h).
 		 */
-		wstep.reopened = 1;
+		wstep.reopened |= 1u << (pg - wpages);
 		mprotect((void *)pg->page, (size_t)psz, pg->orig_prot);
 		return PK_FAULT_HANDLED;
 	}
-	if (wstep.pg)
-		return PK_FAULT_UNHANDLED;
 	/*
 	 * Counted before looking at busy, and the converter sets busy before
 	 * waiting for the count to drop (both seq_cst): either it waits for
@@ -429,6 +430,16 @@ PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 	wstep.addr = (uintptr_t)f->addr;
 	wstep.access = f->access;
 	wstep.how = 0;
+	/*
+	 * A step where SIGTRAP is blocked (the access is in a SIGTRAP
+	 * handler: a hardware watchpoint's handler writing this page) would
+	 * end in a forced SIGTRAP, which the kernel turns into SIG_DFL: let
+	 * SIGTRAP through for the one instruction; wpage_step() blocks it
+	 * again in the context it returns to.
+	 */
+	wstep.trap_blocked = sigismember(&uc->uc_sigmask, SIGTRAP) == 1;
+	if (wstep.trap_blocked)
+		sigdelset(&uc->uc_sigmask, SIGTRAP);
 	if (!pg->alias || !wpage_move(pg, uc)) {
 		__atomic_add_fetch(&stats.watch_open_steps, 1, __ATOMIC_RELAXED);
 		mprotect((void *)pg->page, (size_t)psz, pg->orig_prot);
@@ -490,9 +501,16 @@ PK_NOPROBE static int wpage_step(ucontext_t *uc)
 		__atomic_add_fetch(&stats.watch_hits, 1, __ATOMIC_RELAXED);
 	}
 	wstep.reporting = 0;
-	if ((!moved && !(prot & PROT_READ)) || wstep.reopened)
+	if (!moved && !(prot & PROT_READ))
 		mprotect((void *)pg->page, (size_t)psz, prot);
+	for (unsigned int i = 0; i < WATCH_SLOTS; i++)
+		if (wstep.reopened & (1u << i))
+			mprotect((void *)wpages[i].page, (size_t)psz,
+				 __atomic_load_n(&wpages[i].prot,
+						 __ATOMIC_ACQUIRE));
 	wstep.reopened = 0;
+	if (wstep.trap_blocked)
+		sigaddset(&uc->uc_sigmask, SIGTRAP);
 	/* Pairs with the compare-exchange in wpage_fault(). */
 	__atomic_store_n(&pg->stepper, 0, __ATOMIC_RELEASE);
 	__atomic_sub_fetch(&readers[idx], 1, __ATOMIC_RELEASE);
@@ -656,7 +674,8 @@ PK_NOPROBE static int fault_hook_slow(int sig, siginfo_t *si, ucontext_t *uc,
 		}
 		break;
 	case SIGTRAP:
-		if (wstep.pg) {
+		/* Only the single-step trap ends a step (TRAP_TRACE). */
+		if (wstep.pg && si->si_code == TRAP_TRACE) {
 			ret = wpage_step(uc);
 			goto out;
 		}
