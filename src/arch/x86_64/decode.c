@@ -86,8 +86,9 @@ static ZydisRegister reg64(ZydisRegister r)
 	       ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r);
 }
 
-int pk_arch_access(const void *code, size_t avail, const long long *gregs,
-		   struct pk_access *out)
+PK_NOPROBE int pk_arch_access(const void *code, size_t avail,
+			      const long long *gregs,
+			      struct pk_access *out)
 {
 	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
 	ZydisDecodedInstruction insn;
