@@ -813,9 +813,13 @@ PK_API int pk_fault_stats(struct pk_fault_stats *st);
  * that its operand lands on the alias). Steps over one page are taken one
  * at a time. So every access of the watched kind, by any thread, is
  * reported exactly once, on the thread that made it, with its old and new
- * value; a child of fork() gets a page of its own (through pthread_atfork).
+ * value; a child of fork() gets a page of its own (through pthread_atfork;
+ * a raw clone() without it would share the page) and stays watched.
  * The bytes must be in writable memory (see pk_watch_add() for which);
- * each access to other bytes of the page costs a fault and a step.
+ * each access to other bytes of the page costs a fault and a step; a
+ * system call that writes the page (read(2) into it) fails with EFAULT; a
+ * page whose protection the program changes is no longer watched; the
+ * page loses mlock() and madvise() settings while watched.
  *
  * An instruction whose access cannot be moved (a second memory operand, as
  * in rep movs/stos, push/pop; a branch through memory; FS/GS; RSP as the
