@@ -1345,7 +1345,12 @@ static void wpage_alias(struct wpage *pg)
 	pg->resv = resv;
 	/* Freeze writers (they fault and wait) while the bytes move. */
 	mprotect((void *)pg->page, psz, PROT_READ);
-	err = wpage_remap(pg, PROT_READ);
+	/*
+	 * Mapped back with the page's own protection: no watch counts on it
+	 * yet (nw is 0), so a fault now would reach the default action; the
+	 * caller protects it once the watch is published.
+	 */
+	err = wpage_remap(pg, pg->orig_prot);
 	if (err) {
 		pk_dbg("watch: page %#lx: no alias (%s); steps open the page",
 		       (unsigned long)pg->page, strerror(-err));
