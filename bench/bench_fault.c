@@ -45,7 +45,8 @@
  *                                               the watched page
  *
  * Userfault cases run each in a child of their own (a clean signal state),
- * interleaved within every run; each child keeps its fastest of 5 rounds.
+ * interleaved within every run, in reverse order every other run; each
+ * child keeps its fastest of UROUNDS short rounds (ucase_measure()).
  * --full runs the seed's own size: 2048 x 2048 pages x 128 loops.
  */
 
@@ -276,21 +277,28 @@ static int ucase_setup(enum ucase c)
 	return 0;
 }
 
-/* In a child: set case @c up, time @n faults, fastest of 5 rounds. */
+/*
+ * In a child: set case @c up, time @n faults in UROUNDS rounds, keep the
+ * fastest round. Short rounds (about 1 ms) and many of them: on a shared
+ * machine a round that another process preempted is simply not the
+ * fastest, where with few long rounds every round had some.
+ */
+#define UROUNDS 40
 static double ucase_measure(enum ucase c, long n)
 {
 	double best = 1e30;
+	long per = n / UROUNDS > 10 ? n / UROUNDS : 10;
 
 	if (ucase_setup(c))
 		return -1;
-	for (int round = -1; round < 5; round++) {
+	for (int round = -1; round < UROUNDS; round++) {
 		double t0 = bench_now_ns();
 
-		for (long i = 0; i < n; i++) {
+		for (long i = 0; i < per; i++) {
 			mprotect(upage, (size_t)page, PROT_NONE);
 			*(volatile char *)upage = (char)i;
 		}
-		double ns = (bench_now_ns() - t0) / n;
+		double ns = (bench_now_ns() - t0) / per;
 
 		if (round >= 0 && ns < best)	/* round -1 warms up */
 			best = ns;
@@ -323,7 +331,7 @@ static double ucase_run(enum ucase c, long n)
 
 static void bench_userfault(void)
 {
-	long n = bench_opts.quick ? 400 : 2000;
+	long n = bench_opts.quick ? 4000 : 12000;
 	struct bench_series ns[U_N], ratio[U_N], vs_lib = { 0 };
 	int ok[U_N];
 
@@ -337,11 +345,19 @@ static void bench_userfault(void)
 	upage = mmap(NULL, 17 * (size_t)page, PROT_READ | PROT_WRITE,
 		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	others = upage + page;
-	printf("userfault: %ld faults x 5 rounds per case per run\n", n);
+	printf("userfault: %d rounds of %ld faults per case per run, fastest "
+	       "round\n", UROUNDS, n / UROUNDS);
 	for (int r = 0; r < bench_opts.runs; r++) {
 		double v[U_N];
 
-		for (int c = 0; c < U_N; c++) {
+		/*
+		 * Forward on even runs, backward on odd ones, so that drift
+		 * within a run (frequency, the parent's caches) does not always
+		 * favour the cases that come last, as libsigsegv did.
+		 */
+		for (int i = 0; i < U_N; i++) {
+			int c = r & 1 ? U_N - 1 - i : i;
+
 			v[c] = ok[c] ? ucase_run((enum ucase)c, n) : -1;
 			if (v[c] <= 0)
 				ok[c] = 0;

@@ -666,10 +666,16 @@ typedef int (*pk_fault_fn)(const struct pk_fault *f, void *ctx);
  * Only @fn is called for a fault in the range: the lookup is a binary search
  * over the sorted ranges, without a lock.
  *
+ * probekit does not change the range's protection: the caller protects it
+ * and @fn makes the access succeed. A range that holds data probekit's own
+ * signal handler uses (its tables and counters, the calling thread's errno
+ * and TLS) would kill the process once protected, and is refused.
+ *
  * Context: any thread, may block; not from a chain callback or signal handler.
  * Return: 0, or -EINVAL (NULL, unaligned, empty, wrapping or unmapped range),
- * -EEXIST (overlaps a registered range), -EDEADLK (from inside a fault, trap
- * or die handler), -ENOMEM; on failure nothing changed.
+ * -EEXIST (overlaps a registered range or a page watched by page
+ * protection), -EBUSY (probekit's own data), -EDEADLK (from inside a fault,
+ * trap or die handler), -ENOMEM; on failure nothing changed.
  */
 PK_API int pk_fault_register(void *addr, size_t len, pk_fault_fn fn,
 			     void *ctx);
@@ -681,7 +687,9 @@ PK_API int pk_fault_register(void *addr, size_t len, pk_fault_fn fn,
  * Returns once no thread runs the range's handler any more.
  *
  * Context: any thread, may block; not from a chain callback or signal handler.
- * Return: 0, or -ENOENT (no range starts at @addr), -EDEADLK, -ENOMEM.
+ * Return: 0, or -ENOENT (no range starts at @addr), -EBUSY (@addr is a page
+ * that a watchpoint protects: pk_watch_remove() it), -EDEADLK, -ENOMEM; on
+ * failure nothing changed.
  */
 PK_API int pk_fault_unregister(void *addr);
 
@@ -768,6 +776,11 @@ struct pk_fault_stats {
 	uint64_t traps;		/* traps a trap entry claimed */
 	uint64_t die_claimed;	/* signals a die handler claimed */
 	uint64_t watch_hits;	/* watchpoint hits reported */
+	uint64_t watch_open_steps; /* page mechanism: steps that had to open
+				    * the page to all threads (an instruction
+				    * whose access could not be moved to the
+				    * page's alias); while 0, no access by any
+				    * thread went unseen */
 };
 
 /**
@@ -785,11 +798,47 @@ PK_API int pk_fault_stats(struct pk_fault_stats *st);
  * not. The handler runs on the thread that made the access, right after
  * it, inside a signal handler (async-signal-safe calls only).
  *
+ * With two threads writing at once, each write is still reported exactly
+ * once on the thread that made it, but new_value is what memory holds when
+ * the handler runs (the other thread may have written since) and old_value
+ * what the previous hit saw.
+ *
  * Where hardware breakpoints are not available (or PROBEKIT_WATCH=page),
- * the watched page is protected instead and the faulting instruction
- * single-stepped: slower, the bytes must be in writable memory and in one
- * page, and a hit racing with another thread's access to the same page can
- * go unreported (see src/fault/fault.c).
+ * the watched page is protected instead, for every thread, all the time:
+ * it becomes a shared memfd page with a writable second mapping (an alias;
+ * /proc/self/maps shows it as shared while watched, private again after),
+ * and the faulting instruction is single-stepped with its one memory
+ * access moved to the alias (a base or index register shifted for that
+ * instruction, or a RIP-relative instruction run from a copy placed so
+ * that its operand lands on the alias). Steps over one page are taken one
+ * at a time. So every access of the watched kind, by any thread, is
+ * reported exactly once, on the thread that made it, with its old and new
+ * value; a child of fork() gets a page of its own (through pthread_atfork;
+ * a raw clone() without it would share the page) and stays watched.
+ * The bytes must be in writable memory (see pk_watch_add() for which);
+ * each access to other bytes of the page costs a fault and a step; a
+ * system call that writes the page (read(2) into it) fails with EFAULT; a
+ * page whose protection the program changes is no longer watched; the
+ * page loses mlock() and madvise() settings while watched.
+ *
+ * An instruction whose access cannot be moved (a second memory operand, as
+ * in rep movs/stos, push/pop; a branch through memory; FS/GS; RSP as the
+ * base; the register used elsewhere in the instruction; a W^X policy that
+ * refuses the executable copy) is stepped with the page open to all
+ * threads for that one instruction, as is every step if the alias cannot
+ * be made (or PROBEKIT_WATCH_NOALIAS=1). Each such step counts in
+ * pk_fault_stats().watch_open_steps; while it stays put, the above holds.
+ * During an open step:
+ *   - steps over one page still never overlap (a thread that faults
+ *     meanwhile waits), and every change of a watched value is reported by
+ *     exactly one hit: never twice, never a value that was not written,
+ *     and the last hit reports the value memory ends with;
+ *   - but accesses other threads make while the page is open do not
+ *     fault: several writes then show as one hit, reported on the stepping
+ *     thread with its registers, and reads there are not reported;
+ *   - a watch handler that writes a page watched by page protection (its
+ *     own or another) opens that page until the handlers return (the same
+ *     window); so does an instruction that touches two watched pages.
  */
 
 #define PK_WATCH_WRITE 0x2u	/* writes */
@@ -817,11 +866,29 @@ struct pk_watch;
  * @fn, @ctx: the handler and its argument
  * @out: receives the watchpoint
  *
+ * What may be watched. Any mechanism: mapped, readable memory (the handler
+ * gets the old value from a copy taken now), not data that probekit's signal
+ * handler itself uses (its tables, the calling thread's errno and TLS).
+ * The page mechanism changes the page's protection, so it also takes only a
+ * page whose protection probekit alone then controls:
+ *   - private (not MAP_SHARED: writes through another mapping of the same
+ *     object, or by another process, would go unseen), writable (nothing
+ *     to watch otherwise) and not executable (code, JIT buffers);
+ *   - not the calling thread's stack mapping, nor its alternate signal
+ *     stack, nor a kernel-named mapping other than [heap] ([stack], [vvar],
+ *     [vdso]...): the kernel writes signal frames there;
+ *   - not a page inside a range of pk_fault_register() (-EEXIST).
+ * Other threads' stacks and TLS cannot be recognised: watching them with the
+ * page mechanism is the caller's responsibility (a thread whose signal
+ * frame cannot be written dies).
+ *
  * Context: any thread, may block; not from a chain callback or signal handler.
- * Return: 0, or -EINVAL (bad argument; for the page mechanism also memory
- * that is not writable or a range across pages), -EBUSY (16 watchpoints
- * already), -EEXIST (page mechanism: the page lies in a range registered
- * with pk_fault_register()), -EDEADLK, -ENOMEM; on failure nothing changed.
+ * Return: 0, or -EINVAL (bad argument, unmapped or unreadable memory; page
+ * mechanism: not writable), -ENOTSUP (page mechanism: shared or executable
+ * mapping), -EBUSY (16 watchpoints already; probekit's own data; page
+ * mechanism: a stack or kernel-named mapping), -EEXIST (page mechanism: the
+ * page lies in a range registered with pk_fault_register()), -EDEADLK,
+ * -ENOMEM; on failure nothing changed.
  */
 PK_API int pk_watch_add(void *addr, size_t len, unsigned int access,
 			pk_watch_fn fn, void *ctx, struct pk_watch **out);
@@ -831,7 +898,8 @@ PK_API int pk_watch_add(void *addr, size_t len, unsigned int access,
  * @w: from pk_watch_add()
  *
  * Context: any thread, may block; not from a chain callback or signal handler.
- * Return: 0, or -EINVAL, -ENOENT (already removed), -EDEADLK.
+ * Return: 0, or -EINVAL (not a handle pk_watch_add() gives), -ENOENT
+ * (already removed), -EDEADLK; on failure nothing changed.
  */
 PK_API int pk_watch_remove(struct pk_watch *w);
 

@@ -16,6 +16,11 @@
  * kernel's NOKPROBE_SYMBOL does.
  */
 #define PK_NOPROBE __attribute__((section("pk_noprobe_text"), noinline))
+/*
+ * A helper of PK_NOPROBE code that is always inlined into it (so it lives in
+ * the caller's section): for the hot fault path, where each call costs.
+ */
+#define PK_NOPROBE_INLINE inline __attribute__((always_inline))
 
 #define pk_container_of(ptr, type, member)                                     \
 	((type *)((char *)(ptr) - offsetof(type, member)))

@@ -120,11 +120,13 @@ endif()
 # ---- fault: watchpoints through page protection + single-step too ----
 # test_fault_watch runs on hardware breakpoints where perf allows them; the
 # _page run forces the page-protection mechanism (PROBEKIT_WATCH=page).
-if(TARGET test_fault_watch)
-  add_test(NAME test_fault_watch_page COMMAND test_fault_watch)
-  set_tests_properties(test_fault_watch_page PROPERTIES SKIP_RETURN_CODE 77
-    LABELS quick TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV};PROBEKIT_WATCH=page")
-endif()
+foreach(name test_fault_watch test_fault_fail)
+  if(TARGET ${name})
+    add_test(NAME ${name}_page COMMAND ${name})
+    set_tests_properties(${name}_page PROPERTIES SKIP_RETURN_CODE 77
+      LABELS quick TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV};PROBEKIT_WATCH=page")
+  endif()
+endforeach()
 # ---- end fault ----
 
 # ---- cli: the probekit command end to end ----

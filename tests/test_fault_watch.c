@@ -8,7 +8,13 @@
 #include "probekit.h"
 #include "harness.h"
 
-static volatile uint64_t target __attribute__((aligned(8)));
+/*
+ * A page of its own: with page protection, a thread touching other data of
+ * the watched page (a barrier) while another writes the variable would
+ * merge hits (probekit.h), and the counts below are exact.
+ */
+static volatile uint64_t target_page[512] __attribute__((aligned(4096)));
+#define target target_page[0]
 static volatile uint32_t other;
 static volatile int hits, bad;
 static volatile uint64_t last_old, last_new;

@@ -41,6 +41,39 @@ struct pk_insn {
 PK_HIDDEN int pk_arch_decode(const void *code, size_t avail, uint64_t runtime,
 			     struct pk_insn *out);
 
+/*
+ * How the one data access of a faulting instruction can be moved to another
+ * mapping of the same memory, @delta bytes away, without changing what else
+ * the instruction does (page watchpoints, src/fault/fault.c):
+ *   PK_ACCESS_MOVE_REG  add delta to general register @reg (an index into
+ *                       the ucontext's gregs) for the instruction, which
+ *                       reads and writes that register nowhere else;
+ *   PK_ACCESS_MOVE_RIP  RIP-relative: run the same bytes at @rip + delta.
+ */
+enum pk_access_move {
+	PK_ACCESS_MOVE_REG = 1,
+	PK_ACCESS_MOVE_RIP = 2,
+};
+
+struct pk_access {
+	uint8_t len;		/* instruction length */
+	uint8_t how;		/* enum pk_access_move */
+	int8_t reg;		/* PK_ACCESS_MOVE_REG: the gregs index */
+	uint64_t addr;		/* the effective address */
+	uint32_t size;		/* bytes accessed */
+};
+
+/*
+ * pk_arch_access() - decode the instruction at @code (@avail bytes readable)
+ * with registers @gregs (a ucontext's gregs) and say how its memory access
+ * can be moved. Async-signal-safe (no allocation).
+ * Return: 0, or -ENOTSUP: not exactly one memory operand, a branch or stack
+ * operation, FS/GS, 32-bit addressing, the register used elsewhere in it,
+ * RSP, or no register to move (absolute, scaled index only).
+ */
+PK_HIDDEN int pk_arch_access(const void *code, size_t avail,
+			     const long long *gregs, struct pk_access *out);
+
 #define PK_ARCH_TRAP_BYTE 0xcc	/* int3 */
 #define PK_ARCH_TRAP_LEN 1
 

@@ -60,6 +60,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/ucontext.h>
 #include <time.h>
 #include <unistd.h>
@@ -79,8 +80,14 @@ struct ent {
 	void *ctx;
 };
 
+/*
+ * Tables live in pages of their own (tab_alloc()), never in a malloc'd
+ * block that could share a page with data a watchpoint protects: the
+ * signal path reads them.
+ */
 struct tab {
 	size_t n;
+	size_t maplen;
 	struct ent e[];
 };
 
@@ -139,9 +146,22 @@ static struct pk_fault_stats stats;	/* atomic counters */
  * watchpoint instead (struct wpage below). Its limits: a page whose
  * protection the program changes is no longer watched; a system call that
  * writes the page (read(2) into it) fails with EFAULT instead of faulting;
- * while one thread steps over an access, another can touch the page without
- * a fault, so a concurrent hit can go unreported; each access to an
- * unwatched byte of the page costs a fault and a step.
+ * each access to an unwatched byte of the page costs a fault and a step;
+ * and while one thread steps over an access, the page is open to all.
+ *
+ * The page is never opened while its accesses can be moved to an alias
+ * ("Alias stepping" below). Where one cannot, what keeps the window of an
+ * opened page small (the guarantees in probekit.h):
+ *   1. one stepper per page (wpage.stepper): a thread faulting meanwhile
+ *      waits for the stepper to protect the page again, then retries;
+ *   2. the stepper snapshots the watched values at its fault (nobody else
+ *      can write then: the page is protected, nobody else steps), and at
+ *      its step protects the page first and reads the values after, so a
+ *      write another thread slipped into the window is in what it reads,
+ *      and every later write faults: each change is reported once.
+ * Protection keys (pkey_mprotect, a per-thread PKRU opened only in the
+ * stepper's signal frame) would be another sound design, without the
+ * memfd; the CPUs here have no PKU.
  */
 
 #define WATCH_SLOTS 16	/* hardware: 4 on x86, the kernel says when */
@@ -178,6 +198,10 @@ struct wpage {
 	int prot;		/* while watched (atomic) */
 	unsigned int nw;	/* watches on it (atomic); 0: slot free */
 	unsigned long steps;	/* atomic: threads between fault and step */
+	uintptr_t stepper;	/* atomic: the thread stepping (its &wstep), 0 */
+	int busy;		/* atomic: being converted; faulters wait */
+	char *alias;		/* writable view of the page (memfd), or NULL */
+	char *resv;		/* address space reserved around the alias */
 };
 
 static struct pk_watch watches[WATCH_SLOTS];	/* guarded by fault_lock */
@@ -190,6 +214,13 @@ struct wstep {
 	struct wpage *pg;
 	uintptr_t addr;		/* the faulting address */
 	unsigned int access;
+	int reporting;		/* calling the watch handlers */
+	unsigned int reopened;	/* wpages opened during the step (bits) */
+	int trap_blocked;	/* SIGTRAP was blocked where the fault was */
+	int how;		/* 0: page opened; else PK_ACCESS_MOVE_* */
+	int reg;		/* PK_ACCESS_MOVE_REG: the gregs index moved */
+	uintptr_t rip_next;	/* PK_ACCESS_MOVE_RIP: where to go on */
+	uintptr_t xol;		/* PK_ACCESS_MOVE_RIP: the code page mapped */
 	uint64_t old[WATCH_SLOTS];
 };
 static __thread struct wstep wstep __attribute__((tls_model("initial-exec")));
@@ -246,6 +277,97 @@ PK_NOPROBE static int watch_hit(siginfo_t *si, ucontext_t *uc)
 	return 1;
 }
 
+/*
+ * Alias stepping (the sound path)
+ * -------------------------------
+ *
+ * A watched page is turned into a MAP_SHARED memfd page, and the same memfd
+ * is mapped writable at pg->alias, in the middle of 4 GiB of address space
+ * reserved (PROT_NONE) at pg->resv. The page itself stays protected for
+ * every thread all the time; the stepping thread's one access is moved to
+ * the alias instead (pk_arch_access()):
+ *   - base or index register: that register + delta for the one
+ *     instruction (nothing else in it uses the register), undone at the
+ *     step;
+ *   - RIP-relative: the same bytes run at rip + delta, in a page mapped
+ *     inside the reservation for the step (RW, filled, then R+X: never
+ *     writable and executable at once), so their operand lands on the
+ *     alias; the thread goes on at rip + len.
+ * So no access by another thread ever goes unseen. Instructions that
+ * cannot be moved (a second memory operand, a branch, the register used
+ * twice, FS/GS, RSP, a code page that cannot be made executable) fall back
+ * to opening the page for the step (the window documented in probekit.h).
+ *
+ * Known gap: a moved instruction that traps for another reason before its
+ * step completes (div by zero through a watched operand, SIGSEGV elsewhere)
+ * leaves the stepper's claim on the page in place; the program gets its
+ * signal with the shifted register in the context.
+ */
+#define RESV_HALF ((size_t)2 << 30)
+
+/* Move the stepping thread's access to the alias; 0 if it cannot be. */
+PK_NOPROBE static int wpage_move(struct wpage *pg, ucontext_t *uc)
+{
+	greg_t *g = uc->uc_mcontext.gregs;
+	uintptr_t psz = (uintptr_t)page_size, rip = (uintptr_t)g[REG_RIP];
+	uintptr_t delta = (uintptr_t)pg->alias - pg->page, cp;
+	size_t avail = psz - (rip & (psz - 1));
+	struct pk_access a;
+
+	if (avail > 15)
+		avail = 15;
+	if (pk_arch_access((void *)rip, avail, g, &a) ||
+	    a.addr < pg->page || a.addr + a.size > pg->page + psz)
+		return 0;
+	if (a.how == PK_ACCESS_MOVE_REG) {
+		g[a.reg] += (greg_t)delta;
+		wstep.reg = a.reg;
+		wstep.how = a.how;
+		return 1;
+	}
+	cp = (rip + delta) & ~(psz - 1);
+	if ((rip & (psz - 1)) + a.len > psz || cp < (uintptr_t)pg->resv ||
+	    cp + psz > (uintptr_t)pg->resv + 2 * RESV_HALF ||
+	    cp == (uintptr_t)pg->alias)
+		return 0;
+	if (mmap((void *)cp, psz, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
+		return 0;
+	memcpy((void *)(rip + delta), (void *)rip, a.len);
+	if (mprotect((void *)cp, psz, PROT_READ | PROT_EXEC)) {
+		mmap((void *)cp, psz, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+		     MAP_FIXED | MAP_NORESERVE, -1, 0);
+		return 0;	/* W^X policy (MDWE): open the page instead */
+	}
+	g[REG_RIP] = (greg_t)(rip + delta);
+	wstep.rip_next = rip + a.len;
+	wstep.xol = cp;
+	wstep.how = a.how;
+	return 1;
+}
+
+/* Undo wpage_move() after the step. */
+PK_NOPROBE static void wpage_unmove(struct wpage *pg, ucontext_t *uc)
+{
+	greg_t *g = uc->uc_mcontext.gregs;
+
+	if (wstep.how == PK_ACCESS_MOVE_REG) {
+		g[wstep.reg] -= (greg_t)((uintptr_t)pg->alias - pg->page);
+	} else if (wstep.how == PK_ACCESS_MOVE_RIP) {
+		g[REG_RIP] = (greg_t)wstep.rip_next;
+		mmap((void *)wstep.xol, (size_t)page_size, PROT_NONE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
+		     -1, 0);
+	}
+	wstep.how = 0;
+}
+
+/* Where a watch's bytes can be read during a step (the page may be PROT_NONE). */
+PK_NOPROBE static uintptr_t wview(const struct wpage *pg, uintptr_t addr)
+{
+	return pg->alias ? (uintptr_t)pg->alias + (addr - pg->page) : addr;
+}
+
 /* Page mechanism, part 1: a fault on a watched page (a fault-chain range). */
 PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 {
@@ -253,27 +375,75 @@ PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 	ucontext_t *uc = f->ucontext;
 	long psz = page_size;
 
-	if (wstep.pg == pg) {
+	if (wstep.pg) {
 		/*
-		 * Faulted again before the step: another thread protected
-		 * the page after its own step. Open it again, step on.
+		 * This thread is in a step already: a watch handler of it
+		 * wrote a watched page (this one after the step protected it
+		 * again, or another), or the stepped instruction touched a
+		 * second watched page. Open the page until the step ends
+		 * (wpage_step() protects it again); writes other threads make
+		 * meanwhile go unseen (probekit.h).
 		 */
+		wstep.reopened |= 1u << (pg - wpages);
 		mprotect((void *)pg->page, (size_t)psz, pg->orig_prot);
 		return PK_FAULT_HANDLED;
 	}
-	if (wstep.pg || !__atomic_load_n(&pg->nw, __ATOMIC_ACQUIRE))
+	/*
+	 * Counted before looking at busy, and the converter sets busy before
+	 * waiting for the count to drop (both seq_cst): either it waits for
+	 * us or we see busy and wait for it (watch_page_add/remove, fork).
+	 */
+	__atomic_add_fetch(&pg->steps, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&pg->busy, __ATOMIC_SEQ_CST)) {
+		__atomic_sub_fetch(&pg->steps, 1, __ATOMIC_SEQ_CST);
+		while (__atomic_load_n(&pg->busy, __ATOMIC_ACQUIRE))
+			sched_yield();
+		return PK_FAULT_HANDLED;	/* retry on the new mapping */
+	}
+	if (!__atomic_load_n(&pg->nw, __ATOMIC_ACQUIRE)) {
+		__atomic_sub_fetch(&pg->steps, 1, __ATOMIC_SEQ_CST);
 		return PK_FAULT_UNHANDLED;
+	}
+	/*
+	 * One thread steps over a page at a time. A thread that faults while
+	 * another steps waits until that one has protected the page again,
+	 * then retries its access (and faults again, and steps, unless a
+	 * third thread opened the page meanwhile). So no two steps overlap:
+	 * a change of a watched value is reported by exactly one step.
+	 * The wait is bounded: the stepper is one instruction away from its
+	 * trap. Released in wpage_step().
+	 */
+	if (!__atomic_compare_exchange_n(&pg->stepper, &(uintptr_t){ 0 },
+					 (uintptr_t)&wstep, 0, __ATOMIC_ACQUIRE,
+					 __ATOMIC_RELAXED)) {
+		__atomic_sub_fetch(&pg->steps, 1, __ATOMIC_SEQ_CST);
+		while (__atomic_load_n(&pg->stepper, __ATOMIC_ACQUIRE))
+			sched_yield();
+		return PK_FAULT_HANDLED;
+	}
 	for (unsigned int i = 0; i < WATCH_SLOTS; i++)
 		if (watches[i].pg == pg &&
 		    __atomic_load_n(&watches[i].active, __ATOMIC_ACQUIRE))
-			wstep.old[i] = watch_read(watches[i].addr,
+			wstep.old[i] = watch_read(wview(pg, watches[i].addr),
 						  watches[i].len);
-	/* Pairs with the wait in watch_page_remove(). */
-	__atomic_add_fetch(&pg->steps, 1, __ATOMIC_SEQ_CST);
 	wstep.pg = pg;
 	wstep.addr = (uintptr_t)f->addr;
 	wstep.access = f->access;
-	mprotect((void *)pg->page, (size_t)psz, pg->orig_prot);
+	wstep.how = 0;
+	/*
+	 * A step where SIGTRAP is blocked (the access is in a SIGTRAP
+	 * handler: a hardware watchpoint's handler writing this page) would
+	 * end in a forced SIGTRAP, which the kernel turns into SIG_DFL: let
+	 * SIGTRAP through for the one instruction; wpage_step() blocks it
+	 * again in the context it returns to.
+	 */
+	wstep.trap_blocked = sigismember(&uc->uc_sigmask, SIGTRAP) == 1;
+	if (wstep.trap_blocked)
+		sigdelset(&uc->uc_sigmask, SIGTRAP);
+	if (!pg->alias || !wpage_move(pg, uc)) {
+		__atomic_add_fetch(&stats.watch_open_steps, 1, __ATOMIC_RELAXED);
+		mprotect((void *)pg->page, (size_t)psz, pg->orig_prot);
+	}
 	uc->uc_mcontext.gregs[REG_EFL] |= X86_EFLAGS_TF;
 	return PK_FAULT_HANDLED;
 }
@@ -284,32 +454,65 @@ PK_NOPROBE static int wpage_step(ucontext_t *uc)
 	unsigned int idx = __atomic_load_n(&phase, __ATOMIC_RELAXED) & 1;
 	struct wpage *pg = wstep.pg;
 	long psz = page_size;
+	int prot = __atomic_load_n(&pg->prot, __ATOMIC_ACQUIRE);
+	struct pk_watch_hit h[WATCH_SLOTS];
+	struct pk_watch *hw[WATCH_SLOTS];
+	unsigned int n = 0;
+
+	int moved = wstep.how != 0;
 
 	uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)X86_EFLAGS_TF;
 	__atomic_add_fetch(&readers[idx], 1, __ATOMIC_SEQ_CST);
+	/*
+	 * Opened page: protect it again before reading the values, not
+	 * after: a write that another thread made while the page was open is
+	 * then in what we read (and reported here), and any later write
+	 * faults. Read watches (PROT_NONE) read through PROT_READ first.
+	 * Moved access: the page was never opened.
+	 */
+	if (moved)
+		wpage_unmove(pg, uc);
+	else
+		mprotect((void *)pg->page, (size_t)psz, prot | PROT_READ);
 	for (unsigned int i = 0; i < WATCH_SLOTS; i++) {
 		struct pk_watch *w = &watches[i];
-		struct pk_watch_hit h;
 		int touched;
 
 		if (w->pg != pg || !__atomic_load_n(&w->active, __ATOMIC_SEQ_CST))
 			continue;
-		h.new_value = watch_read(w->addr, w->len);
-		h.old_value = wstep.old[i];
+		h[n].new_value = watch_read(wview(pg, w->addr), w->len);
+		h[n].old_value = wstep.old[i];
 		touched = wstep.addr >= w->addr && wstep.addr < w->addr + w->len;
-		if (h.new_value == h.old_value && !touched)
+		if (h[n].new_value == h[n].old_value && !touched)
 			continue;	/* an unwatched byte of the page */
 		if (wstep.access == PK_ACCESS_READ && !(w->access & PK_WATCH_READ))
 			continue;
-		h.addr = (void *)w->addr;
-		h.len = w->len;
-		h.access = h.new_value != h.old_value ? PK_ACCESS_WRITE : 0;
-		h.ucontext = uc;
-		w->fn(&h, w->ctx);
+		h[n].addr = (void *)w->addr;
+		h[n].len = w->len;
+		h[n].access = h[n].new_value != h[n].old_value ? PK_ACCESS_WRITE
+							       : 0;
+		h[n].ucontext = uc;
+		hw[n++] = w;
+	}
+	/* A handler that writes the page opens it again: see wpage_fault(). */
+	wstep.reporting = 1;
+	for (unsigned int i = 0; i < n; i++) {
+		hw[i]->fn(&h[i], hw[i]->ctx);
 		__atomic_add_fetch(&stats.watch_hits, 1, __ATOMIC_RELAXED);
 	}
-	mprotect((void *)pg->page, (size_t)psz,
-		 __atomic_load_n(&pg->prot, __ATOMIC_ACQUIRE));
+	wstep.reporting = 0;
+	if (!moved && !(prot & PROT_READ))
+		mprotect((void *)pg->page, (size_t)psz, prot);
+	for (unsigned int i = 0; i < WATCH_SLOTS; i++)
+		if (wstep.reopened & (1u << i))
+			mprotect((void *)wpages[i].page, (size_t)psz,
+				 __atomic_load_n(&wpages[i].prot,
+						 __ATOMIC_ACQUIRE));
+	wstep.reopened = 0;
+	if (wstep.trap_blocked)
+		sigaddset(&uc->uc_sigmask, SIGTRAP);
+	/* Pairs with the compare-exchange in wpage_fault(). */
+	__atomic_store_n(&pg->stepper, 0, __ATOMIC_RELEASE);
 	__atomic_sub_fetch(&readers[idx], 1, __ATOMIC_RELEASE);
 	wstep.pg = NULL;
 	__atomic_sub_fetch(&pg->steps, 1, __ATOMIC_SEQ_CST);
@@ -328,7 +531,7 @@ static uintptr_t retired[RETIRED_N];	/* atomic; written under fault_lock */
 static unsigned int retired_pos;
 static __thread uintptr_t retry_addr __attribute__((tls_model("initial-exec")));
 
-PK_NOPROBE static int wpage_retired(uintptr_t addr)
+PK_NOPROBE __attribute__((cold)) static int wpage_retired(uintptr_t addr)
 {
 	uintptr_t page = addr & ~(uintptr_t)(page_size - 1);
 
@@ -348,7 +551,7 @@ PK_NOPROBE static int wpage_retired(uintptr_t addr)
 /* ------------------------------------------------------------ signal path */
 
 /* The entry containing @addr, or NULL. */
-PK_NOPROBE static const struct ent *tab_find(const struct tab *t,
+static PK_NOPROBE_INLINE const struct ent *tab_find(const struct tab *t,
 					     uintptr_t addr)
 {
 	size_t lo = 0, hi;
@@ -371,7 +574,7 @@ PK_NOPROBE static const struct ent *tab_find(const struct tab *t,
 }
 
 /* x86 page-fault error code: bit 1 write, bit 4 instruction fetch. */
-PK_NOPROBE static unsigned int access_kind(const ucontext_t *uc)
+static PK_NOPROBE_INLINE unsigned int access_kind(const ucontext_t *uc)
 {
 	unsigned long err = (unsigned long)uc->uc_mcontext.gregs[REG_ERR];
 
@@ -383,7 +586,7 @@ PK_NOPROBE static unsigned int access_kind(const ucontext_t *uc)
 }
 
 /* Look @addr up in *@tabp and call its handler inside a read side. */
-PK_NOPROBE static int dispatch(struct tab **tabp, uintptr_t addr,
+static PK_NOPROBE_INLINE int dispatch(struct tab **tabp, uintptr_t addr,
 			       struct pk_fault *f)
 {
 	unsigned int idx = __atomic_load_n(&phase, __ATOMIC_RELAXED) & 1;
@@ -401,7 +604,46 @@ PK_NOPROBE static int dispatch(struct tab **tabp, uintptr_t addr,
 	return ret == PK_FAULT_HANDLED;
 }
 
+PK_NOPROBE __attribute__((cold)) static int fault_hook_slow(int sig,
+							      siginfo_t *si,
+							      ucontext_t *uc,
+							      int asked);
+
+/*
+ * The hook. A fault that a range claims is the hot path (a GC barrier, a
+ * watchpoint): handled here in straight-line code, everything else in
+ * fault_hook_slow(), so that the few cache lines this path touches after
+ * the kernel round trip hold only it.
+ */
 PK_NOPROBE static int fault_hook(int sig, siginfo_t *si, ucontext_t *uc)
+{
+	struct pk_fault f;
+	int ret;
+
+	if (__builtin_expect((sig != SIGSEGV && sig != SIGBUS) ||
+			     si->si_code <= 0, 0))
+		return fault_hook_slow(sig, si, uc, 0);
+	fault_depth++;
+	__asm__ volatile("" ::: "memory");
+	f.addr = si->si_addr;
+	f.start = NULL;
+	f.access = access_kind(uc);
+	f.signo = sig;
+	f.code = si->si_code;
+	f.siginfo = si;
+	f.ucontext = uc;
+	ret = dispatch(&ranges, (uintptr_t)si->si_addr, &f);
+	__asm__ volatile("" ::: "memory");
+	fault_depth--;
+	if (__builtin_expect(!ret, 0))
+		return fault_hook_slow(sig, si, uc, 1);
+	__atomic_add_fetch(&stats.faults, 1, __ATOMIC_RELAXED);
+	return 1;
+}
+
+/* Everything but a fault a range claims; @asked: the range declined it. */
+PK_NOPROBE static int fault_hook_slow(int sig, siginfo_t *si, ucontext_t *uc,
+				      int asked)
 {
 	greg_t *g = uc->uc_mcontext.gregs;
 	struct pk_fault f;
@@ -419,7 +661,7 @@ PK_NOPROBE static int fault_hook(int sig, siginfo_t *si, ucontext_t *uc)
 	case SIGBUS:
 		f.addr = si->si_addr;
 		f.access = access_kind(uc);
-		if (si->si_code > 0 &&
+		if (si->si_code > 0 && !asked &&
 		    dispatch(&ranges, (uintptr_t)si->si_addr, &f)) {
 			__atomic_add_fetch(&stats.faults, 1, __ATOMIC_RELAXED);
 			ret = 1;
@@ -432,7 +674,8 @@ PK_NOPROBE static int fault_hook(int sig, siginfo_t *si, ucontext_t *uc)
 		}
 		break;
 	case SIGTRAP:
-		if (wstep.pg) {
+		/* Only the single-step trap ends a step (TRAP_TRACE). */
+		if (wstep.pg && si->si_code == TRAP_TRACE) {
 			ret = wpage_step(uc);
 			goto out;
 		}
@@ -503,6 +746,36 @@ static void wait_readers(void)
 	wait_zero(&readers[p & 1]);
 }
 
+static struct tab *tab_alloc(size_t n)
+{
+	size_t len = sizeof(struct tab) + (n ? n : 1) * sizeof(struct ent);
+	struct tab *t;
+
+	len = (len + (size_t)page_size - 1) & ~((size_t)page_size - 1);
+	t = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (t == MAP_FAILED)
+		return NULL;
+	/*
+	 * Never one VMA with the program's memory next to it: a page the
+	 * program protects and unprotects around each fault would split and
+	 * merge that VMA every time (measured: +900 ns a fault). The name
+	 * keeps the kernel from merging (Linux 5.17+); NORESERVE does as well
+	 * where the name cannot be set, unless overcommit is strict.
+	 */
+	prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)t, len,
+	      (unsigned long)"probekit");
+	t->n = n;
+	t->maplen = len;
+	return t;
+}
+
+static void tab_free(struct tab *t)
+{
+	if (t)
+		munmap(t, t->maplen);
+}
+
 /* Publish @t in place of *@tabp, wait one grace period, free the old one. */
 static void tab_replace(struct tab **tabp, struct tab *t)
 {
@@ -510,13 +783,13 @@ static void tab_replace(struct tab **tabp, struct tab *t)
 
 	pk_assert_held(&fault_lock);
 	if (t && t->n == 0) {
-		free(t);
+		tab_free(t);
 		t = NULL;
 	}
 	/* W1: pairs with R1 in dispatch(). */
 	old = __atomic_exchange_n(tabp, t, __ATOMIC_SEQ_CST);
 	wait_readers();
-	free(old);
+	tab_free(old);
 }
 
 /* Hook or unhook the signals as the registrations need them. */
@@ -557,10 +830,9 @@ static int tab_insert(struct tab **tabp, const struct ent *e)
 	if ((i > 0 && t->e[i - 1].end > e->start) ||
 	    (i < n && t->e[i].start < e->end))
 		return -EEXIST;
-	nt = malloc(sizeof(*nt) + (n + 1) * sizeof(nt->e[0]));
+	nt = tab_alloc(n + 1);
 	if (!nt)
 		return -ENOMEM;
-	nt->n = n + 1;
 	if (i)
 		memcpy(nt->e, t->e, i * sizeof(nt->e[0]));
 	nt->e[i] = *e;
@@ -580,10 +852,9 @@ static int tab_remove(struct tab **tabp, uintptr_t start)
 		;
 	if (i == n)
 		return -ENOENT;
-	nt = malloc(sizeof(*nt) + (n ? n - 1 : 0) * sizeof(nt->e[0]) + 1);
+	nt = tab_alloc(n - 1);
 	if (!nt)
 		return -ENOMEM;
-	nt->n = n - 1;
 	memcpy(nt->e, t->e, i * sizeof(nt->e[0]));
 	memcpy(nt->e + i, t->e + i + 1, (n - i - 1) * sizeof(nt->e[0]));
 	tab_replace(tabp, nt);
@@ -599,24 +870,50 @@ static int writer_lock(void)
 	return 0;
 }
 
+static int own_data(uintptr_t lo, uintptr_t hi);
+
+static void wpage_quiesce(struct wpage *pg);
+static int wpage_remap(struct wpage *pg, int prot);
+
 /*
  * fork(): util.c's atfork triple calls these in lock order (the probe layer
  * registers trap entries with its own lock held, so fault_lock comes after
  * it). In a child only the forking thread exists: no other readers.
+ *
+ * Aliased watch pages: the memfd is MAP_SHARED, so a child would share the
+ * page with the parent. Prepare stops every step over such pages (the bytes
+ * cannot change then: all writes fault and wait); the child maps a memfd of
+ * its own with the same bytes at the same two places; then both go on. A
+ * fork from inside a watch handler (a step of this thread in flight) cannot
+ * wait for itself: those pages are left shared.
  */
 void pk_fault_fork_child(void)
 {
 	readers[0] = readers[1] = 0;
 	pthread_mutex_init(&fault_lock, NULL);
+	for (unsigned int i = 0; i < WATCH_SLOTS; i++) {
+		struct wpage *pg = &wpages[i];
+
+		if (pg->nw && pg->alias && pg != wstep.pg) {
+			wpage_remap(pg, pg->prot);
+			pg->steps = 0;
+		}
+		pg->busy = 0;
+	}
 }
 
 void pk_fault_fork_prepare(void)
 {
 	pthread_mutex_lock(&fault_lock);
+	for (unsigned int i = 0; i < WATCH_SLOTS; i++)
+		if (wpages[i].nw && wpages[i].alias && &wpages[i] != wstep.pg)
+			wpage_quiesce(&wpages[i]);
 }
 
 void pk_fault_fork_parent(void)
 {
+	for (unsigned int i = 0; i < WATCH_SLOTS; i++)
+		__atomic_store_n(&wpages[i].busy, 0, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&fault_lock);
 }
 
@@ -637,6 +934,8 @@ int pk_fault_register(void *addr, size_t len, pk_fault_fn fn, void *ctx)
 	/* msync fails with ENOMEM where any page of the range is unmapped. */
 	if (msync(addr, len, MS_ASYNC))
 		return -EINVAL;
+	if (own_data(a, a + len))
+		return -EBUSY;	/* probekit's signal path reads it */
 	err = writer_lock();
 	if (err)
 		return err;
@@ -655,13 +954,26 @@ int pk_fault_register(void *addr, size_t len, pk_fault_fn fn, void *ctx)
 	return err;
 }
 
+/* The range at @start serves a page watchpoint (not the caller's). */
+static int range_is_watch(uintptr_t start)
+{
+	const struct tab *t = ranges;
+
+	pk_assert_held(&fault_lock);
+	for (size_t i = 0; t && i < t->n; i++)
+		if (t->e[i].start == start)
+			return t->e[i].fn == wpage_fault;
+	return 0;
+}
+
 int pk_fault_unregister(void *addr)
 {
 	int err = writer_lock();
 
 	if (err)
 		return err;
-	err = tab_remove(&ranges, (uintptr_t)addr);
+	err = range_is_watch((uintptr_t)addr) ? -EBUSY :
+	      tab_remove(&ranges, (uintptr_t)addr);
 	if (!err)
 		update_hooks();
 	pthread_mutex_unlock(&fault_lock);
@@ -846,26 +1158,112 @@ static int watch_errno(int err)
 	}
 }
 
-/* The protection of the mapping that holds @page, or -EINVAL if unmapped. */
-static int page_prot(uintptr_t page)
+/* What /proc/self/maps says about the mapping that holds one page. */
+struct mapinfo {
+	uintptr_t lo, hi;
+	int prot;
+	int shared;		/* 's': MAP_SHARED */
+	char name[32];		/* "[stack]", "[vdso]", a path's start, or "" */
+};
+
+/* The mapping that holds @page: 0, or -EINVAL if unmapped. */
+static int page_map(uintptr_t page, struct mapinfo *mi)
 {
 	FILE *f = fopen("/proc/self/maps", "re");
 	unsigned long lo, hi;
 	char perm[8];
-	int prot = -EINVAL;
+	int err = -EINVAL;
 
 	if (!f)
 		return -errno;
-	while (fscanf(f, "%lx-%lx %7s %*[^\n]", &lo, &hi, perm) == 3) {
+	while (fscanf(f, "%lx-%lx %7s %*s %*s %*s", &lo, &hi, perm) == 3) {
+		int c = fgetc(f);
+
+		while (c == ' ')
+			c = fgetc(f);
+		mi->name[0] = 0;
+		for (size_t i = 0; c != '\n' && c != EOF; c = fgetc(f))
+			if (i < sizeof(mi->name) - 1) {
+				mi->name[i++] = (char)c;
+				mi->name[i] = 0;
+			}
 		if (page < lo || page >= hi)
 			continue;
-		prot = (perm[0] == 'r' ? PROT_READ : 0) |
-		       (perm[1] == 'w' ? PROT_WRITE : 0) |
-		       (perm[2] == 'x' ? PROT_EXEC : 0);
+		mi->lo = lo;
+		mi->hi = hi;
+		mi->prot = (perm[0] == 'r' ? PROT_READ : 0) |
+			   (perm[1] == 'w' ? PROT_WRITE : 0) |
+			   (perm[2] == 'x' ? PROT_EXEC : 0);
+		mi->shared = perm[3] == 's';
+		err = 0;
 		break;
 	}
 	fclose(f);
-	return prot;
+	return err;
+}
+
+static int overlaps(uintptr_t lo, uintptr_t hi, const void *p, size_t len)
+{
+	return (uintptr_t)p < hi && (uintptr_t)p + len > lo;
+}
+
+/*
+ * Whether [@lo, @hi) holds memory that the signal path of probekit writes
+ * or reads (then it must never fault): the fault layer's and sig.c's
+ * statics, and the calling thread's TLS of both. Other threads' TLS cannot
+ * be found from here (see the rule in probekit.h).
+ */
+static int own_data(uintptr_t lo, uintptr_t hi)
+{
+	const struct {
+		const void *p;
+		size_t len;
+	} objs[] = {
+		{ watches, sizeof(watches) }, { wpages, sizeof(wpages) },
+		{ &ranges, sizeof(ranges) }, { &traps, sizeof(traps) },
+		{ readers, sizeof(readers) }, { &phase, sizeof(phase) },
+		{ &n_die, sizeof(n_die) }, { &die_chain, sizeof(die_chain) },
+		{ &stats, sizeof(stats) }, { retired, sizeof(retired) },
+		{ &page_size, sizeof(page_size) },
+		{ &fault_depth, sizeof(fault_depth) },
+		{ &wstep, sizeof(wstep) }, { &retry_addr, sizeof(retry_addr) },
+		{ &errno, sizeof(errno) },
+	};
+
+	for (size_t i = 0; i < PK_ARRAY_SIZE(objs); i++)
+		if (overlaps(lo, hi, objs[i].p, objs[i].len))
+			return 1;
+	return pk_sig_data_overlaps(lo, hi);
+}
+
+/*
+ * The rule of pk_watch_add() for the page mechanism (probekit.h): the page
+ * must be private, writable, not executable data that no signal handler of
+ * the calling thread needs. Return: 0, or the -errno to refuse it with.
+ */
+static int watch_page_allowed(uintptr_t page, size_t psz, struct mapinfo *mi)
+{
+	volatile char here = 0;
+	uintptr_t sp = (uintptr_t)&here;
+	stack_t ss;
+	struct mapinfo stack;
+	int err = page_map(page, mi);
+
+	if (err)
+		return err;			/* unmapped */
+	if (!(mi->prot & PROT_WRITE))
+		return -EINVAL;			/* nothing to watch */
+	if (mi->shared || (mi->prot & PROT_EXEC))
+		return -ENOTSUP;		/* other views; code */
+	if (mi->name[0] == '[' && strcmp(mi->name, "[heap]") &&
+	    strncmp(mi->name, "[anon", 5))
+		return -EBUSY;			/* [stack], [vvar], ... */
+	if (!page_map(sp, &stack) && page >= stack.lo && page < stack.hi)
+		return -EBUSY;			/* the caller's stack */
+	if (!sigaltstack(NULL, &ss) && !(ss.ss_flags & SS_DISABLE) &&
+	    overlaps(page, page + psz, ss.ss_sp, ss.ss_size))
+		return -EBUSY;			/* its signal stack */
+	return 0;
 }
 
 /* The protection a watched page gets: reads fault too if one watch wants. */
@@ -878,6 +1276,124 @@ static int wpage_prot(const struct wpage *pg)
 		    (watches[i].access & PK_WATCH_READ))
 			prot = PROT_NONE;
 	return prot;
+}
+
+/*
+ * Copy a whole page, whatever the program keeps in it: under ASan a page of
+ * globals holds redzones that memcpy() would report (rep movsb is not
+ * intercepted).
+ */
+static void page_copy(void *dst, const void *src, size_t len)
+{
+	__asm__ volatile("rep movsb"
+			 : "+D"(dst), "+S"(src), "+c"(len) : : "memory");
+}
+
+/* Wait until no thread is between a fault on @pg and its step. */
+static void wpage_quiesce(struct wpage *pg)
+{
+	/* Pairs with the increment and busy check in wpage_fault(). */
+	__atomic_store_n(&pg->busy, 1, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&pg->steps, __ATOMIC_SEQ_CST))
+		sched_yield();
+}
+
+/* Map a new memfd holding @pg's bytes at the alias and at the page. */
+static int wpage_remap(struct wpage *pg, int prot)
+{
+	size_t psz = (size_t)page_size;
+	int fd = memfd_create("probekit-watch", MFD_CLOEXEC), err = 0;
+	void *tmp;
+
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)psz)) {
+		err = -errno;
+		goto out;
+	}
+	tmp = mmap(NULL, psz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (tmp == MAP_FAILED) {
+		err = -errno;
+		goto out;
+	}
+	/* Writers fault and wait (busy): the bytes cannot change meanwhile. */
+	page_copy(tmp, pg->alias ? pg->alias : (char *)pg->page, psz);
+	munmap(tmp, psz);
+	if (mmap(pg->resv + RESV_HALF, psz, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED ||
+	    mmap((void *)pg->page, psz, prot, MAP_SHARED | MAP_FIXED, fd,
+		 0) == MAP_FAILED)
+		err = -errno;	/* only after the reservation was checked */
+out:
+	close(fd);
+	return err;
+}
+
+/*
+ * Turn @pg into a memfd page with an alias (see "Alias stepping"); on
+ * failure the page stays as it was and steps open it instead.
+ */
+static void wpage_alias(struct wpage *pg)
+{
+	size_t psz = (size_t)page_size;
+	char *resv;
+	int err;
+
+	pk_assert_held(&fault_lock);
+	resv = mmap(NULL, 2 * RESV_HALF, PROT_NONE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (resv == MAP_FAILED)
+		return;
+	wpage_quiesce(pg);
+	pg->resv = resv;
+	/* Freeze writers (they fault and wait) while the bytes move. */
+	mprotect((void *)pg->page, psz, PROT_READ);
+	/*
+	 * Mapped back with the page's own protection: no watch counts on it
+	 * yet (nw is 0), so a fault now would reach the default action; the
+	 * caller protects it once the watch is published.
+	 */
+	err = wpage_remap(pg, pg->orig_prot);
+	if (err) {
+		pk_dbg("watch: page %#lx: no alias (%s); steps open the page",
+		       (unsigned long)pg->page, strerror(-err));
+		mprotect((void *)pg->page, psz, pg->orig_prot);
+		munmap(resv, 2 * RESV_HALF);
+		pg->resv = NULL;
+	} else {
+		pg->alias = resv + RESV_HALF;
+	}
+	__atomic_store_n(&pg->busy, 0, __ATOMIC_RELEASE);
+}
+
+/* The last watch went: a private page with the bytes and protection back. */
+static void wpage_unalias(struct wpage *pg)
+{
+	size_t psz = (size_t)page_size;
+	void *tmp;
+
+	pk_assert_held(&fault_lock);
+	wpage_quiesce(pg);
+	tmp = mmap(NULL, psz, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (tmp != MAP_FAILED) {
+		page_copy(tmp, pg->alias, psz);
+		mprotect(tmp, psz, pg->orig_prot);
+		if (mremap(tmp, psz, psz, MREMAP_MAYMOVE | MREMAP_FIXED,
+			   (void *)pg->page) == MAP_FAILED) {
+			munmap(tmp, psz);
+			tmp = MAP_FAILED;
+		}
+	}
+	if (tmp == MAP_FAILED) {
+		/* Keep the shared page, unprotected: the bytes stay right. */
+		pk_warn("watch: page %#lx stays a shared mapping",
+			(unsigned long)pg->page);
+		mprotect((void *)pg->page, psz, pg->orig_prot);
+	}
+	munmap(pg->resv, 2 * RESV_HALF);
+	pg->resv = pg->alias = NULL;
+	__atomic_store_n(&pg->busy, 0, __ATOMIC_RELEASE);
 }
 
 /* Page mechanism: protect @w's page and join the fault chain. */
@@ -895,14 +1411,15 @@ static int watch_page_add(struct pk_watch *w)
 		if (wpages[i].nw && wpages[i].page == page)
 			pg = &wpages[i];
 	if (!pg) {
+		struct mapinfo mi;
+
 		for (unsigned int i = 0; i < WATCH_SLOTS && !pg; i++)
 			if (!wpages[i].nw)
 				pg = &wpages[i];
-		prot = page_prot(page);
-		if (prot < 0)
-			return prot;
-		if (!(prot & PROT_WRITE))
-			return -EINVAL;	/* nothing to watch on read-only data */
+		err = watch_page_allowed(page, psz, &mi);
+		if (err)
+			return err;
+		prot = mi.prot;
 		struct ent e = { page, page + psz, wpage_fault, pg };
 
 		err = tab_insert(&ranges, &e);
@@ -910,6 +1427,8 @@ static int watch_page_add(struct pk_watch *w)
 			return err;
 		pg->page = page;
 		pg->orig_prot = prot;
+		if (!getenv("PROBEKIT_WATCH_NOALIAS"))
+			wpage_alias(pg);
 	}
 	w->pg = pg;
 	__atomic_store_n(&pg->nw, pg->nw + 1, __ATOMIC_RELEASE);
@@ -942,7 +1461,10 @@ static void watch_page_remove(struct pk_watch *w)
 	if (last)
 		__atomic_store_n(&retired[retired_pos++ % RETIRED_N], pg->page,
 				 __ATOMIC_RELEASE);
-	mprotect((void *)pg->page, psz, pg->prot);
+	if (last && pg->alias)
+		wpage_unalias(pg);
+	else
+		mprotect((void *)pg->page, psz, pg->prot);
 	wait_readers();		/* no handler runs w->fn after this */
 	w->fn = NULL;
 	if (!last) {
@@ -967,6 +1489,7 @@ int pk_watch_add(void *addr, size_t len, unsigned int access, pk_watch_fn fn,
 	int force_page = mech && !strcmp(mech, "page");
 	uintptr_t a = (uintptr_t)addr;
 	struct pk_watch *w = NULL;
+	struct mapinfo mi;
 	unsigned int slot;
 	int err;
 
@@ -974,6 +1497,12 @@ int pk_watch_add(void *addr, size_t len, unsigned int access, pk_watch_fn fn,
 				     len != 8) || (a & (len - 1)) ||
 	    !(access & (PK_WATCH_READ | PK_WATCH_WRITE)) ||
 	    (access & ~(PK_WATCH_READ | PK_WATCH_WRITE)))
+		return -EINVAL;
+	if (own_data(a, a + len))
+		return -EBUSY;	/* its handler would trap on itself */
+	/* The shadow copy reads it: mapped and readable, or refused. */
+	err = page_map(a, &mi);
+	if (err || !(mi.prot & PROT_READ))
 		return -EINVAL;
 	err = writer_lock();
 	if (err)
@@ -1038,7 +1567,8 @@ int pk_watch_remove(struct pk_watch *w)
 {
 	int err;
 
-	if (!w || w < watches || w >= watches + WATCH_SLOTS)
+	if (!w || w < watches || w >= watches + WATCH_SLOTS ||
+	    ((uintptr_t)w - (uintptr_t)watches) % sizeof(*w))
 		return -EINVAL;
 	err = writer_lock();
 	if (err)
@@ -1074,6 +1604,8 @@ int pk_fault_stats(struct pk_fault_stats *st)
 	cur.traps = __atomic_load_n(&stats.traps, __ATOMIC_RELAXED);
 	cur.die_claimed = __atomic_load_n(&stats.die_claimed, __ATOMIC_RELAXED);
 	cur.watch_hits = __atomic_load_n(&stats.watch_hits, __ATOMIC_RELAXED);
+	cur.watch_open_steps = __atomic_load_n(&stats.watch_open_steps,
+					       __ATOMIC_RELAXED);
 	memcpy(st, &cur, cur.sz);
 	return 0;
 }

@@ -234,6 +234,23 @@ int pk_sig_owned(int sig)
 	return i >= 0 && __atomic_load_n(&installed[i], __ATOMIC_RELAXED);
 }
 
+int pk_sig_data_overlaps(uintptr_t lo, uintptr_t hi)
+{
+	const struct {
+		const void *p;
+		size_t len;
+	} objs[] = {
+		{ installed, sizeof(installed) }, { hooks, sizeof(hooks) },
+		{ prev, sizeof(prev) }, { prev_idx, sizeof(prev_idx) },
+	};
+
+	for (size_t i = 0; i < PK_ARRAY_SIZE(objs); i++)
+		if ((uintptr_t)objs[i].p < hi &&
+		    (uintptr_t)objs[i].p + objs[i].len > lo)
+			return 1;
+	return 0;
+}
+
 int pk_signal_action(int sig, const struct sigaction *act,
 		     struct sigaction *oldact)
 {

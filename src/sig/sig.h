@@ -26,6 +26,7 @@
  */
 
 #include <signal.h>
+#include <stdint.h>
 #include <sys/ucontext.h>
 
 #include "internal.h"
@@ -47,6 +48,9 @@ typedef int (*pk_sig_hook_fn)(int sig, siginfo_t *si, ucontext_t *uc);
  * Return: 0, or -EINVAL, or -errno of sigaction.
  */
 PK_HIDDEN int pk_sig_hook(int sig, enum pk_sig_slot slot, pk_sig_hook_fn fn);
+
+/* Whether [@lo, @hi) overlaps data the signal handler reads or writes. */
+PK_HIDDEN int pk_sig_data_overlaps(uintptr_t lo, uintptr_t hi);
 
 /* Whether probekit's handler is installed for @sig now. */
 PK_HIDDEN int pk_sig_owned(int sig);

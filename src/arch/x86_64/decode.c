@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* decode.c - x86-64 instruction decoding through Zydis, classified for patching. */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
+#include <sys/ucontext.h>
 
 #include <Zydis/Zydis.h>
 
@@ -68,5 +70,100 @@ int pk_arch_decode(const void *code, size_t avail, uint64_t runtime,
 		if (insn.mnemonic == ZYDIS_MNEMONIC_JMP)
 			out->flags |= PK_INSN_F_INDIRECT_JMP;
 	}
+	return 0;
+}
+
+/* The ucontext gregs index of a 64-bit general register, or -1. */
+static int greg_index(ZydisRegister r)
+{
+	static const struct {
+		ZydisRegister zr;
+		int greg;
+	} map[] = {
+		{ ZYDIS_REGISTER_RAX, REG_RAX }, { ZYDIS_REGISTER_RCX, REG_RCX },
+		{ ZYDIS_REGISTER_RDX, REG_RDX }, { ZYDIS_REGISTER_RBX, REG_RBX },
+		{ ZYDIS_REGISTER_RBP, REG_RBP }, { ZYDIS_REGISTER_RSI, REG_RSI },
+		{ ZYDIS_REGISTER_RDI, REG_RDI }, { ZYDIS_REGISTER_R8, REG_R8 },
+		{ ZYDIS_REGISTER_R9, REG_R9 }, { ZYDIS_REGISTER_R10, REG_R10 },
+		{ ZYDIS_REGISTER_R11, REG_R11 }, { ZYDIS_REGISTER_R12, REG_R12 },
+		{ ZYDIS_REGISTER_R13, REG_R13 }, { ZYDIS_REGISTER_R14, REG_R14 },
+		{ ZYDIS_REGISTER_R15, REG_R15 },
+	};
+
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (map[i].zr == r)
+			return map[i].greg;
+	return -1;	/* RSP (signal frames go there), RIP, none */
+}
+
+static ZydisRegister reg64(ZydisRegister r)
+{
+	return r == ZYDIS_REGISTER_NONE ? r :
+	       ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r);
+}
+
+PK_NOPROBE int pk_arch_access(const void *code, size_t avail,
+			      const long long *gregs,
+			      struct pk_access *out)
+{
+	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+	ZydisDecodedInstruction insn;
+	const ZydisDecodedOperandMem *m = NULL;
+	ZydisRegister moved = ZYDIS_REGISTER_NONE;
+	ZydisDecoder dec;
+	uint64_t ea;
+
+	if (ZYAN_FAILED(ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64,
+					 ZYDIS_STACK_WIDTH_64)) ||
+	    ZYAN_FAILED(ZydisDecoderDecodeFull(&dec, code, avail, &insn, ops)))
+		return -ENOTSUP;
+	if (insn.address_width != 64 ||
+	    insn.meta.branch_type != ZYDIS_BRANCH_TYPE_NONE)
+		return -ENOTSUP;
+	/* Exactly one memory operand, hidden ones (stack, strings) included. */
+	for (unsigned int i = 0; i < insn.operand_count; i++) {
+		if (ops[i].type != ZYDIS_OPERAND_TYPE_MEMORY)
+			continue;
+		if (m || ops[i].mem.type != ZYDIS_MEMOP_TYPE_MEM)
+			return -ENOTSUP;
+		m = &ops[i].mem;
+		out->size = ops[i].size / 8;
+	}
+	if (!m || m->segment == ZYDIS_REGISTER_FS ||
+	    m->segment == ZYDIS_REGISTER_GS || !out->size)
+		return -ENOTSUP;
+	memset(out, 0, offsetof(struct pk_access, size));
+	out->len = insn.length;
+	if (m->base == ZYDIS_REGISTER_RIP) {
+		out->how = PK_ACCESS_MOVE_RIP;
+		out->addr = (uint64_t)gregs[REG_RIP] + insn.length +
+			    (uint64_t)m->disp.value;
+		return 0;
+	}
+	if (m->base != ZYDIS_REGISTER_NONE)
+		moved = reg64(m->base);
+	else if (m->index != ZYDIS_REGISTER_NONE && m->scale <= 1)
+		moved = reg64(m->index);
+	if (greg_index(moved) < 0 || reg64(m->index) == reg64(m->base))
+		return -ENOTSUP;
+	/* The moved register must play no other part in the instruction. */
+	for (unsigned int i = 0; i < insn.operand_count; i++)
+		if (ops[i].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+		    (reg64(ops[i].reg.value) == moved ||
+		     ops[i].reg.value == ZYDIS_REGISTER_RIP))
+			return -ENOTSUP;
+	ea = (uint64_t)m->disp.value;
+	if (m->base != ZYDIS_REGISTER_NONE)
+		ea += (uint64_t)gregs[greg_index(reg64(m->base))];
+	if (m->index != ZYDIS_REGISTER_NONE) {
+		int ix = greg_index(reg64(m->index));
+
+		if (ix < 0)
+			return -ENOTSUP;
+		ea += (uint64_t)gregs[ix] * (m->scale ? m->scale : 1);
+	}
+	out->how = PK_ACCESS_MOVE_REG;
+	out->reg = (int8_t)greg_index(moved);
+	out->addr = ea;
 	return 0;
 }
