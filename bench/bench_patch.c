@@ -194,8 +194,10 @@ static void one_case(size_t n, int threads)
 			}
 			measuring = 0;
 			bench_add(&stall, max_gap_ns / 1e3);
-			bench_add(&maxc, worst);
-			bench_add(&sratio, max_gap_ns / 1e3 / worst);
+			if (worst > 0) {	/* some commit kept its core */
+				bench_add(&maxc, worst);
+				bench_add(&sratio, max_gap_ns / 1e3 / worst);
+			}
 		}
 		s0 = syncs_now();
 		b = flip_batch();
@@ -219,9 +221,16 @@ static void one_case(size_t n, int threads)
 	if (threads) {
 		bench_report("patch", cas, "max_stall_us", "us", &stall);
 		bench_report("patch", cas, "max_stall_idle_us", "us", &idle);
-		bench_report("patch", cas, "max_commit_us", "us", &maxc);
-		bench_report("patch", cas, "ratio_max_stall_vs_commit", "x",
-			     &sratio);
+		if (maxc.n) {
+			bench_report("patch", cas, "max_commit_us", "us", &maxc);
+			bench_report("patch", cas, "ratio_max_stall_vs_commit",
+				     "x", &sratio);
+		} else {
+			bench_skip("patch", cas, "max_commit_us",
+				   "every commit lost its core to a runner");
+			bench_skip("patch", cas, "ratio_max_stall_vs_commit",
+				   "every commit lost its core to a runner");
+		}
 	} else {
 		bench_skip("patch", cas, "max_stall_us", "no thread runs the code");
 	}
