@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static int t_passed, t_failed;
 
@@ -74,6 +76,52 @@ static inline double t_now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The protection /proc/self/maps shows for @p ("rw-p"), or "" if unmapped. */
+static inline const char *t_prot_of(const void *p)
+{
+	static char perm[8];
+	unsigned long lo, hi, a = (unsigned long)p;
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	perm[0] = 0;
+	while (f && fscanf(f, "%lx-%lx %7s %*[^\n]", &lo, &hi, perm) == 3) {
+		if (a >= lo && a < hi)
+			break;
+		perm[0] = 0;
+	}
+	if (f)
+		fclose(f);
+	return perm;
+}
+
+/*
+ * Fork children running @child (its return value is the exit status, 0 for
+ * success) until @until (t_now() time) and at least @min times; each is
+ * waited for before the next. Returns how many succeeded, *@forks how many
+ * ran; the first few failures' statuses go to stderr.
+ */
+static inline int t_fork_loop(int (*child)(void), double until, int min,
+			      int *forks)
+{
+	int good = 0;
+
+	*forks = 0;
+	while (t_now() < until || *forks < min) {
+		int status = 0;
+		pid_t pid = fork();
+
+		if (pid == 0)
+			_exit(child());
+		(*forks)++;
+		waitpid(pid, &status, 0);
+		if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+			good++;
+		else if (*forks - good <= 5)
+			fprintf(stderr, "child status %#x\n", status);
+	}
+	return good;
 }
 
 #endif /* PK_TEST_HARNESS_H */

@@ -78,19 +78,7 @@ int main(void)
 	for (int i = 0; i < 4; i++)
 		pthread_create(&th[i], NULL, reader, NULL);
 	pthread_create(&th[4], NULL, writer, NULL);
-	while (t_now() < until || forks < 20) {
-		int status = 0;
-		pid_t pid = fork();
-
-		if (pid == 0)
-			_exit(child());
-		forks++;
-		waitpid(pid, &status, 0);
-		if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-			good++;
-		else
-			fprintf(stderr, "child status %#x\n", status);
-	}
+	good = t_fork_loop(child, until, 20, &forks);
 	stop = 1;
 	for (int i = 0; i < 5; i++)
 		pthread_join(th[i], NULL);

@@ -20,24 +20,6 @@ static int on_fault(const struct pk_fault *f, void *ctx)
 	return PK_FAULT_HANDLED;
 }
 
-/* The protection /proc/self/maps shows for @p ("rw-p"), or "" if unmapped. */
-static const char *prot_of(const void *p)
-{
-	static char perm[8];
-	unsigned long lo, hi, a = (unsigned long)p;
-	FILE *f = fopen("/proc/self/maps", "re");
-
-	perm[0] = 0;
-	while (f && fscanf(f, "%lx-%lx %7s %*[^\n]", &lo, &hi, perm) == 3) {
-		if (a >= lo && a < hi)
-			break;
-		perm[0] = 0;
-	}
-	if (f)
-		fclose(f);
-	return perm;
-}
-
 static int action_is_default(int sig)
 {
 	struct sigaction cur;
@@ -71,7 +53,7 @@ static int page_free(void *p)
 
 #define UNCHANGED(p, perm, what)                                               \
 	do {                                                                   \
-		ASSERT_TRUE(!strcmp(prot_of(p), perm), what ": protection");   \
+		ASSERT_TRUE(!strcmp(t_prot_of(p), perm), what ": protection");   \
 		if (!watched_once)                                             \
 			ASSERT_TRUE(nothing_hooked(),                          \
 				    what ": no handler installed");            \
@@ -279,16 +261,16 @@ static void test_watch_page_rule(void)
 		  "range");
 	ASSERT_EQ(pk_watch_add(area + 8, 8, PK_WATCH_WRITE, on_watch, NULL,
 			       &w), -EEXIST, "page in a registered range");
-	ASSERT_TRUE(!strcmp(prot_of(area), "rw-p"), "its protection kept");
+	ASSERT_TRUE(!strcmp(t_prot_of(area), "rw-p"), "its protection kept");
 	ASSERT_OK(pk_fault_unregister(area), "range unregister");
 	ASSERT_OK(pk_watch_add(area + 8, 8, PK_WATCH_WRITE, on_watch, NULL,
 			       &w), "watch on the page now");
-	ASSERT_TRUE(!strncmp(prot_of(area), "r--", 3), "page protected");
+	ASSERT_TRUE(!strncmp(t_prot_of(area), "r--", 3), "page protected");
 	ASSERT_EQ(pk_fault_register(area, (size_t)page, on_fault, NULL),
 		  -EEXIST, "range over a watched page");
 	ASSERT_EQ(pk_fault_unregister(area), -EBUSY,
 		  "a watchpoint's range is not the caller's to remove");
-	ASSERT_TRUE(!strncmp(prot_of(area), "r--", 3), "still protected");
+	ASSERT_TRUE(!strncmp(t_prot_of(area), "r--", 3), "still protected");
 	ASSERT_OK(pk_watch_remove(w), "remove");
 	UNCHANGED(area, "rw-p", "after the watch went");
 
@@ -345,7 +327,7 @@ static void test_deadlk(void)
 	__asm__ volatile("" ::: "memory");
 	for (int i = 0; i < 8; i++)
 		ASSERT_EQ(inner[i], -EDEADLK, "writer inside a handler");
-	ASSERT_TRUE(!strcmp(prot_of(area + 3 * page), "rw-p"),
+	ASSERT_TRUE(!strcmp(t_prot_of(area + 3 * page), "rw-p"),
 		    "nothing registered from inside");
 	ASSERT_OK(pk_fault_unregister(area + page), "range still there");
 	ASSERT_OK(pk_watch_remove(inner_w), "watch still there");

@@ -48,23 +48,6 @@ static uint64_t open_steps(void)
 	return st.watch_open_steps;
 }
 
-static const char *perm_of(const void *p)
-{
-	static char perm[8];
-	unsigned long lo, hi, a = (unsigned long)p;
-	FILE *f = fopen("/proc/self/maps", "re");
-
-	perm[0] = 0;
-	while (f && fscanf(f, "%lx-%lx %7s %*[^\n]", &lo, &hi, perm) == 3) {
-		if (a >= lo && a < hi)
-			break;
-		perm[0] = 0;
-	}
-	if (f)
-		fclose(f);
-	return perm;
-}
-
 #define BARRIER() __asm__ volatile("" ::: "memory")
 
 static void store_reg(uint64_t *p, uint64_t v)
@@ -110,7 +93,7 @@ int main(void)
 	if (!ASSERT_OK(pk_watch_add(&var, 8, PK_WATCH_WRITE, on_hit, NULL, &w),
 		       "watch"))
 		return t_exit();
-	ASSERT_TRUE(!strcmp(perm_of(&var), "r--s"),
+	ASSERT_TRUE(!strcmp(t_prot_of(&var), "r--s"),
 		    "the page is a protected shared (memfd) page now");
 	opened = open_steps();
 
@@ -162,7 +145,7 @@ int main(void)
 	ASSERT_EQ(hits, 5, "the parent is still watched");
 
 	ASSERT_OK(pk_watch_remove(w), "remove");
-	ASSERT_TRUE(!strcmp(perm_of(&var), "rw-p"),
+	ASSERT_TRUE(!strcmp(t_prot_of(&var), "rw-p"),
 		    "a private writable page again");
 	ASSERT_EQ(var, 21, "with its bytes");
 	ASSERT_EQ(pk_alias_page[100], 5, "all of them");
@@ -172,7 +155,7 @@ int main(void)
 	/* A read watch: reads are hits too, the page is PROT_NONE. */
 	ASSERT_OK(pk_watch_add(&var, 8, PK_WATCH_READ, on_hit, NULL, &w),
 		  "read watch");
-	ASSERT_TRUE(!strcmp(perm_of(&var), "---s"), "PROT_NONE shared page");
+	ASSERT_TRUE(!strcmp(t_prot_of(&var), "---s"), "PROT_NONE shared page");
 	ASSERT_EQ(load_reg(&var), 22, "read through the alias");
 	ASSERT_EQ(hits, 6, "a read is a hit");
 	ASSERT_EQ(last_access, 0, "value unchanged");
@@ -182,7 +165,7 @@ int main(void)
 	ASSERT_EQ(last_access, PK_ACCESS_WRITE, "changed");
 	ASSERT_OK(pk_watch_remove(w), "remove read watch");
 	ASSERT_EQ(var, 23, "value kept");
-	ASSERT_TRUE(!strcmp(perm_of(&var), "rw-p"), "private again");
+	ASSERT_TRUE(!strcmp(t_prot_of(&var), "rw-p"), "private again");
 
 	/*
 	 * A watch handler runs in a SIGTRAP handler (SIGTRAP blocked) and

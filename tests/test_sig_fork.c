@@ -73,19 +73,7 @@ int main(void)
 	pthread_create(&th, NULL, changer, NULL);
 	while (!started)
 		sched_yield();
-	while (t_now() < until || forks < 200) {
-		int status = 0;
-		pid_t pid = fork();
-
-		if (pid == 0)
-			_exit(child());
-		forks++;
-		waitpid(pid, &status, 0);
-		if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-			good++;
-		else if (forks - good < 5)
-			fprintf(stderr, "child status %#x\n", status);
-	}
+	good = t_fork_loop(child, until, 200, &forks);
 	stop = 1;
 	pthread_join(th, NULL);
 	ASSERT_EQ(good, forks, "children that could change a handler");
