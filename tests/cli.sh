@@ -45,6 +45,17 @@ check "fork+exec: 1500 calls in 2 processes" \
 check "json: one line, command recorded" \
 	'[ $(wc -l <"$tmp/rep") -eq 1 ] && grep -q "^{\"command\":\\[\"$target\",\"1000\"" "$tmp/rep"'
 
+# Counts read live while the command runs (-I): the first program's 100
+# calls show before the second starts; the final report has all 300.
+run count -j -I 100 -p cli_target_fn -o "$tmp/rep" -- sh -c "\"$target\" 100; sleep 0.5; \"$target\" 200"
+check "-I: status 0" '[ $rc -eq 0 ]'
+check "-I: an interval line with the first program's 100 calls" \
+	'grep -q "^{\"interval_s\":[0-9.]*,\"probes\":\[{\"spec\":\"cli_target_fn\",\"hits\":100," "$tmp/rep"'
+check "-I: then the final report with 300" \
+	'tail -n 1 "$tmp/rep" | grep -q "\"hits\":300,"'
+run count -I 5 -p cli_target_fn -- "$target" 1
+check "-I below 10 ms: 125" '[ $rc -eq 125 ] && grep -q "milliseconds" "$tmp/err"'
+
 # Exit statuses and counts of processes that die without destructors.
 run count -p cli_target_fn -o "$tmp/rep" -- "$target" 10 exit 7
 check "exit 7 passed on" '[ $rc -eq 7 ]'

@@ -2,7 +2,7 @@
 /* probekit.c - the probekit command: count calls of functions in a program run. */
 
 /*
- * probekit count [-p SPEC]... [--json] [-o FILE] -- COMMAND [ARG]...
+ * probekit count [-p SPEC]... [-I MS] [--json] [-o FILE] -- COMMAND [ARG]...
  *
  * Runs COMMAND with the counting agent preloaded (see count.h), waits for
  * it, and reports how often each function was entered, summed over every
@@ -26,6 +26,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "count.h"
@@ -55,13 +56,14 @@ struct spec_total {
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: probekit count [-p SPEC]... [--json] [-o FILE] -- COMMAND [ARG]...\n"
+		"usage: probekit count [-p SPEC]... [-I MS] [--json] [-o FILE] -- COMMAND [ARG]...\n"
 		"       probekit --help | --version\n"
 		"\n"
 		"Counts calls of functions while COMMAND runs, in every process it starts.\n"
 		"  -p, --probe SPEC  a function: NAME or OBJECT:NAME (e.g. malloc,\n"
 		"                    libz.so.1:inflate, a static function of the program)\n"
-		"  -j, --json        the report as one JSON object\n"
+		"  -I, --interval MS also report the counts so far every MS milliseconds\n"
+		"  -j, --json        the report as one JSON object (a line per interval)\n"
 		"  -o, --output FILE the report to FILE instead of stderr\n"
 		"Exit status: COMMAND's; 128+N if killed by signal N; 125 probekit failed;\n"
 		"126 COMMAND could not run; 127 COMMAND not found.\n");
@@ -134,8 +136,12 @@ static int set_env(const char *dir, const char *agent, char **specs, int n)
 	return 0;
 }
 
-/* Sum every process's counts file in @dir into @t, removing the files. */
-static int collect(const char *dir, struct spec_total *t, int n)
+/*
+ * Sum every process's counts file in @dir into @t; @consume: remove the
+ * files (at the end; while the command runs they are read live: the
+ * agents count straight into them).
+ */
+static int collect(const char *dir, struct spec_total *t, int n, int consume)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
@@ -157,7 +163,8 @@ static int collect(const char *dir, struct spec_total *t, int n)
 			got = read(fd, &f, sizeof(f));
 			close(fd);
 		}
-		unlink(path);
+		if (consume)
+			unlink(path);
 		if (got != (ssize_t)sizeof(f) || f.magic != PKC_MAGIC ||
 		    f.version != PKC_VERSION)
 			continue;
@@ -240,12 +247,66 @@ static void report(FILE *o, int json, char **argv, int status, int procs,
 	}
 }
 
+/*
+ * Wait for @pid, and every @ms milliseconds report the counts so far (as
+ * perf stat -I does): one line per function, or one JSON object per
+ * interval, with the time since the start and the calls per second.
+ */
+static void wait_reporting(pid_t pid, int *status, long ms, const char *dir,
+			   char **specs, int n, int json, FILE *out)
+{
+	unsigned long long last[PKC_MAX] = { 0 };
+	struct timespec t0, now, nap = { 0, 10 * 1000 * 1000 };
+	double next = ms / 1e3, prev = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		struct spec_total t[PKC_MAX];
+		pid_t r = waitpid(pid, status, WNOHANG);
+		double el;
+
+		if (r == pid || (r < 0 && errno != EINTR))
+			return;
+		nanosleep(&nap, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		el = (double)(now.tv_sec - t0.tv_sec) +
+		     (double)(now.tv_nsec - t0.tv_nsec) / 1e9;
+		if (el < next)
+			continue;
+		memset(t, 0, sizeof(t));
+		collect(dir, t, n, 0);
+		if (json)
+			fprintf(out, "{\"interval_s\":%.3f,\"probes\":[", el);
+		for (int i = 0; i < n; i++) {
+			double rate = (double)(t[i].hits - last[i]) / (el - prev);
+
+			if (json) {
+				fprintf(out, "%s{\"spec\":", i ? "," : "");
+				json_str(out, specs[i]);
+				fprintf(out, ",\"hits\":%llu,\"per_s\":%.0f}",
+					t[i].hits, rate);
+			} else {
+				fprintf(out, " %10.3f s %16llu  %s  (%.0f/s)\n", el,
+					t[i].hits, specs[i], rate);
+			}
+			last[i] = t[i].hits;
+		}
+		if (json)
+			fprintf(out, "]}\n");
+		fflush(out);
+		prev = el;
+		while (next <= el)
+			next += ms / 1e3;
+	}
+}
+
 static int cmd_count(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "probe", required_argument, NULL, 'p' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "interval", required_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -253,11 +314,12 @@ static int cmd_count(int argc, char **argv)
 	struct spec_total t[PKC_MAX];
 	const char *out_path = NULL;
 	int n = 0, json = 0, c, status, code, procs, armed = 0, err[2];
+	long interval_ms = 0;
 	struct sigaction ign = { .sa_handler = SIG_IGN }, old_int, old_quit;
 	FILE *out = stderr;
 	pid_t pid;
 
-	while ((c = getopt_long(argc, argv, "+p:jo:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+p:jo:hI:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (n == PKC_MAX || !*optarg || strchr(optarg, PKC_SEP)) {
@@ -274,6 +336,17 @@ static int cmd_count(int argc, char **argv)
 		case 'o':
 			out_path = optarg;
 			break;
+		case 'I': {
+			char *end;
+
+			interval_ms = strtol(optarg, &end, 10);
+			if (*end || interval_ms < 10 || interval_ms > 3600000) {
+				fprintf(stderr, "probekit: -I wants milliseconds, "
+						"10 to 3600000\n");
+				return EXIT_OWN;
+			}
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -340,15 +413,18 @@ static int cmd_count(int argc, char **argv)
 		}
 		close(err[0]);
 	}
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
+	if (interval_ms)
+		wait_reporting(pid, &status, interval_ms, dir, specs, n, json, out);
+	else
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
 	code = WIFSIGNALED(status) ? 128 + WTERMSIG(status)
 				   : WEXITSTATUS(status);
 
 	memset(t, 0, sizeof(t));
 	for (int i = 0; i < n; i++)
 		t[i].spec = specs[i];
-	procs = collect(dir, t, n);
+	procs = collect(dir, t, n, 1);
 	rmdir(dir);
 	report(out, json, &argv[optind], code, procs, t, n);
 	if (out != stderr)
