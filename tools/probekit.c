@@ -300,6 +300,48 @@ static void wait_reporting(pid_t pid, int *status, long ms, const char *dir,
 	}
 }
 
+/*
+ * Fork and exec @argv, the terminal's ^C and ^\\ left to it (as time(1)
+ * does). 0 with *@pid, or the exit status to give: exec failures come back
+ * through a close-on-exec pipe.
+ */
+static int start_command(char **argv, pid_t *pid)
+{
+	struct sigaction ign = { .sa_handler = SIG_IGN }, old_int, old_quit;
+	int err[2], e;
+
+	if (pipe2(err, O_CLOEXEC)) {
+		fprintf(stderr, "probekit: pipe: %s\n", strerror(errno));
+		return EXIT_OWN;
+	}
+	sigaction(SIGINT, &ign, &old_int);
+	sigaction(SIGQUIT, &ign, &old_quit);
+	*pid = fork();
+	if (*pid == 0) {
+		sigaction(SIGINT, &old_int, NULL);
+		sigaction(SIGQUIT, &old_quit, NULL);
+		execvp(argv[0], argv);
+		e = errno;
+		if (write(err[1], &e, sizeof(e)) < 0)
+			_exit(EXIT_OWN);
+		_exit(e == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN);
+	}
+	close(err[1]);
+	if (*pid < 0) {
+		fprintf(stderr, "probekit: fork: %s\n", strerror(errno));
+		close(err[0]);
+		return EXIT_OWN;
+	}
+	if (read(err[0], &e, sizeof(e)) == (ssize_t)sizeof(e)) {
+		fprintf(stderr, "probekit: %s: %s\n", argv[0], strerror(e));
+		close(err[0]);
+		waitpid(*pid, NULL, 0);
+		return e == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
+	}
+	close(err[0]);
+	return 0;
+}
+
 static int cmd_count(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -310,12 +352,12 @@ static int cmd_count(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	char *specs[PKC_MAX], agent[4096], dir[] = "/tmp/probekit-count.XXXXXX";
+	char *specs[PKC_MAX], agent[4096], dir[4096];
+	const char *tmp = getenv("TMPDIR");
 	struct spec_total t[PKC_MAX];
 	const char *out_path = NULL;
-	int n = 0, json = 0, c, status, code, procs, armed = 0, err[2];
+	int n = 0, json = 0, c, status, code, procs, armed = 0;
 	long interval_ms = 0;
-	struct sigaction ign = { .sa_handler = SIG_IGN }, old_int, old_quit;
 	FILE *out = stderr;
 	pid_t pid;
 
@@ -370,48 +412,22 @@ static int cmd_count(int argc, char **argv)
 		fprintf(stderr, "probekit: %s: %s\n", out_path, strerror(errno));
 		return EXIT_OWN;
 	}
+	snprintf(dir, sizeof(dir), "%s/probekit-count.XXXXXX",
+		 tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(dir)) {
 		fprintf(stderr, "probekit: mkdtemp: %s\n", strerror(errno));
 		return EXIT_OWN;
 	}
-	if (set_env(dir, agent, specs, n) || pipe2(err, O_CLOEXEC)) {
+	if (set_env(dir, agent, specs, n)) {
 		fprintf(stderr, "probekit: %s\n", strerror(errno));
 		rmdir(dir);
 		return EXIT_OWN;
 	}
 
-	/* Like time(1): the terminal's ^C and ^\ are for COMMAND. */
-	sigaction(SIGINT, &ign, &old_int);
-	sigaction(SIGQUIT, &ign, &old_quit);
-	pid = fork();
-	if (pid == 0) {
-		int e;
-
-		sigaction(SIGINT, &old_int, NULL);
-		sigaction(SIGQUIT, &old_quit, NULL);
-		execvp(argv[optind], &argv[optind]);
-		e = errno;
-		if (write(err[1], &e, sizeof(e)) < 0)
-			_exit(EXIT_OWN);
-		_exit(e == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN);
-	}
-	close(err[1]);
-	if (pid < 0) {
-		fprintf(stderr, "probekit: fork: %s\n", strerror(errno));
+	code = start_command(&argv[optind], &pid);
+	if (code) {
 		rmdir(dir);
-		return EXIT_OWN;
-	}
-	{
-		int e;
-
-		if (read(err[0], &e, sizeof(e)) == (ssize_t)sizeof(e)) {
-			fprintf(stderr, "probekit: %s: %s\n", argv[optind],
-				strerror(e));
-			waitpid(pid, NULL, 0);
-			rmdir(dir);
-			return e == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
-		}
-		close(err[0]);
+		return code;
 	}
 	if (interval_ms)
 		wait_reporting(pid, &status, interval_ms, dir, specs, n, json, out);
