@@ -301,7 +301,7 @@ static void wait_reporting(pid_t pid, int *status, long ms, const char *dir,
 }
 
 /*
- * Fork and exec @argv, the terminal's ^C and ^\\ left to it (as time(1)
+ * Fork and exec @argv, the terminal's ^C and ^\ left to it (as time(1)
  * does). 0 with *@pid, or the exit status to give: exec failures come back
  * through a close-on-exec pipe.
  */
