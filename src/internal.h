@@ -60,17 +60,20 @@ PK_HIDDEN int pk_gettid(void);
 
 /*
  * fork(): util.c registers one pthread_atfork triple that takes every
- * layer's locks in lock order (probe, sym, fault, chain, urcu-bp, key,
+ * layer's locks in lock order (ret, probe, sym, fault, chain, urcu-bp, key,
  * text, sig, and util.c's log lock, which any of them may hold while
- * logging)
- * before fork and releases them after, so a child never inherits a
+ * logging) before fork and releases them after, so a child never inherits a
  * lock held by a thread it does not have, nor a commit half done. The
- * order is the nesting order of the code: probe_lock is held around text
+ * order is the nesting order of the code: ret_lock (return probes) is held
+ * around probe registrations; probe_lock is held around text
  * commits, pk_text_fill() and trap-chain (fault) registrations; fault_lock
  * around die-chain (chain) registrations; key's lock around text commits;
  * text and fault install their signal handlers (sig_lock) with their own
  * lock held. sym's cache lock nests nothing of these.
  */
+PK_HIDDEN void pk_ret_fork_prepare(void);
+PK_HIDDEN void pk_ret_fork_parent(void);
+PK_HIDDEN void pk_ret_fork_child(void);
 PK_HIDDEN void pk_probe_fork_prepare(void);
 PK_HIDDEN void pk_probe_fork_parent(void);
 PK_HIDDEN void pk_probe_fork_child(void);

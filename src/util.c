@@ -73,6 +73,7 @@ int pk_env_flag(const char *name)
 /* Lock order: see internal.h. Released in the reverse order. */
 static void fork_prepare(void)
 {
+	pk_ret_fork_prepare();
 	pk_probe_fork_prepare();
 	pk_sym_fork_prepare();
 	pk_fault_fork_prepare();
@@ -94,6 +95,7 @@ static void fork_parent(void)
 	pk_fault_fork_parent();
 	pk_sym_fork_release();
 	pk_probe_fork_parent();
+	pk_ret_fork_parent();
 }
 
 static void fork_child(void)
@@ -106,6 +108,7 @@ static void fork_child(void)
 	pk_fault_fork_child();
 	pk_sym_fork_release();
 	pk_probe_fork_child();
+	pk_ret_fork_child();
 }
 
 /* At load, so the handlers exist before any lock can be taken. */

@@ -701,7 +701,18 @@ static size_t build_eh(uint8_t *b, uintptr_t pc, size_t range, uintptr_t land0,
 	return n + 4;
 }
 
-static void ret_fork_child(void)
+/* fork(): util.c's atfork triple, ret_lock first of all (see internal.h). */
+void pk_ret_fork_prepare(void)
+{
+	pthread_mutex_lock(&ret_lock);
+}
+
+void pk_ret_fork_parent(void)
+{
+	pthread_mutex_unlock(&ret_lock);
+}
+
+void pk_ret_fork_child(void)
 {
 	/* Only this thread survives: the other blocks are free again. */
 	for (size_t i = 0; i < ret_nblk; i++)
@@ -709,6 +720,7 @@ static void ret_fork_child(void)
 			ret_blks[i].owner = 0;
 			ret_blks[i].cur = NULL;
 		}
+	pthread_mutex_unlock(&ret_lock);
 }
 
 static long sys_membarrier(int cmd, unsigned int flags)
@@ -780,7 +792,6 @@ static int region_init(void)
 	have = sys_membarrier(MEMBARRIER_CMD_QUERY, 0);
 	ret_asym = have > 0 && (have & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
 		   !sys_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0);
-	pthread_atfork(NULL, NULL, ret_fork_child);
 	free(code);
 	ret_nblk = nblk;
 	ret_blks = blks;
