@@ -474,16 +474,17 @@ static void ret_entry(struct pk_probe *p, struct pk_regs *r, void *ctx)
 		return;
 	}
 	/*
-	 * A request pending below us is dead (a signal handler that cut its
-	 * dispatch short by longjmp), or on a stack below a sigaltstack we run
-	 * on: drop it, so that no later stub at that depth takes it. (In the
-	 * second case that call returns unprobed: safe.) A pending request
-	 * above us is the dispatch a signal handler running us interrupted.
+	 * A pending request is the dispatch a signal handler running us
+	 * interrupted, wherever it is: above us, or on the thread's stack
+	 * while we run on a sigaltstack (at any address). It is never
+	 * dropped here: its thread may be past the stub's cmp already, on its
+	 * way to the divert code, which reads ret_dto and ret_dcont and pushes
+	 * into the record it names; dropping it would let our hits post a
+	 * divert of their own over those, and reuse that record. So hits
+	 * while a request is pending hijack, and its record stays live. (A
+	 * request is dead only if a handler left probekit's trampoline by
+	 * longjmp, which the header forbids.)
 	 */
-	if (pending && dsp < a) {
-		ret_dsp = dsp = 0;
-		pending = 0;
-	}
 	base = ret_mybase;
 	recs = ret_myrecs;
 	top = ret_top;
