@@ -104,11 +104,13 @@
 
 #define SLOT_SIZE 64
 #define SLOT_ENTRY 8
-#define SLOT_CALL 13
-#define SLOT_RET 18
+#define SLOT_RET 18		/* SLOT_ENTRY + lea (5) + call (5) */
 #define SLOT_DIVERT 26		/* je to the chunk's divert code (ret.c) */
 #define SLOT_COPY 32
 #define CALL_SEQ 18	/* lea rsp,[rsp-128]; call stub; lea rsp,[rsp+128] */
+_Static_assert(SLOT_ENTRY + CALL_SEQ == SLOT_DIVERT, "call_seq, then the je");
+_Static_assert(SLOT_DIVERT + 6 == SLOT_COPY, "je rel32, then the copy");
+_Static_assert(SLOT_COPY - SLOT_RET == PK_PROBE_RET_TO_COPY, "ret.c's cont");
 #define SLOT_COPY_MAX (SLOT_SIZE - SLOT_COPY - PK_ARCH_JMP_LEN)
 #define CHUNK_SIZE (64 * 1024)
 #define STUB_FAST 0		/* flags not restored: function entries */
@@ -718,8 +720,6 @@ static size_t build_stub(uint8_t *b, size_t off, int full)
 		memcpy(b + n, pop_flags, sizeof(pop_flags));
 		n += sizeof(pop_flags);
 	} else {
-		size_t end = off + n + sizeof(skip_flags);
-
 		memcpy(b + n, skip_flags, sizeof(skip_flags));
 		n += sizeof(skip_flags);
 		/*
@@ -727,8 +727,8 @@ static size_t build_stub(uint8_t *b, size_t off, int full)
 		 * (ret.c). Not in STUB_FULL: its popf must come last, and its
 		 * slots hold a NOP where the je would be.
 		 */
-		n += pk_ret_stub_tail(b + n, end < CHUNK_DIVERT ? CHUNK_DIVERT - end : 0,
-				      SLOT_COPY - SLOT_RET, 128);
+		pk_ret_stub_tail(b + n);
+		n += PK_RET_STUB_TAIL_LEN;
 	}
 	return n;
 }
@@ -778,7 +778,6 @@ static uintptr_t find_gap(uintptr_t near)
 static struct chunk *chunk_new(uintptr_t near)
 {
 	uint8_t stub[CHUNK_SLOTS0];
-	size_t fast;
 	uintptr_t disp = (uintptr_t)pk_probe_dispatch,
 		  disp_full = (uintptr_t)pk_probe_dispatch_full;
 	struct chunk *c;
@@ -809,12 +808,11 @@ static struct chunk *chunk_new(uintptr_t near)
 	}
 	c->base = (uintptr_t)p;
 	memset(stub, PK_ARCH_TRAP_BYTE, sizeof(stub));
-	fast = build_stub(stub + STUB_FAST, STUB_FAST, 0);
-	if (fast > STUB_FULL - STUB_FAST ||
-	    build_stub(stub + STUB_FULL, STUB_FULL, 1) > CHUNK_DISPATCH - STUB_FULL)
+	if (build_stub(stub + STUB_FAST, STUB_FAST, 0) > CHUNK_DIVERT - STUB_FAST ||
+	    build_stub(stub + STUB_FULL, STUB_FULL, 1) > CHUNK_DISPATCH - STUB_FULL ||
+	    PK_RET_DIVERT_LEN > STUB_FULL - CHUNK_DIVERT)
 		abort();	/* the layout above is wrong */
-	if (STUB_FAST + fast <= CHUNK_DIVERT)
-		pk_ret_divert_code(stub + CHUNK_DIVERT, STUB_FULL - CHUNK_DIVERT);
+	pk_ret_divert_code(stub + CHUNK_DIVERT);
 	memcpy(stub + CHUNK_DISPATCH, &disp, sizeof(disp));
 	memcpy(stub + CHUNK_DISPATCH_FULL, &disp_full, sizeof(disp_full));
 	if (pk_text_fill((void *)c->base, stub, sizeof(stub))) {
@@ -1230,7 +1228,7 @@ static int slot_code(struct tramp *t, uint8_t *slot)
 	memcpy(slot, &t, sizeof(t));
 	call_seq(slot + SLOT_ENTRY, t->slot + SLOT_ENTRY,
 		 t->full ? full : t->chunk->base + STUB_FAST);
-	if (t->full)
+	if (t->full)	/* nopw 0(%rax,%rax): no divert after popf */
 		memcpy(slot + SLOT_DIVERT, "\x66\x0f\x1f\x44\x00\x00", 6);
 	else
 		pk_ret_slot_divert(slot + SLOT_DIVERT, t->slot + SLOT_DIVERT,

@@ -28,24 +28,26 @@ PK_HIDDEN int pk_sym_func_at(uintptr_t addr, struct pk_func *out);
  * Return probes (ret.c) hook the entry probes' trampolines, so that a
  * return-probed function can be called from ret.c's code (its ret is then
  * predicted) instead of having its return address replaced:
- *   pk_ret_stub_tail()   the stub's last instructions at @b (<= @room
- *			  bytes, room for the divert code after them
- *			  included): ret into the slot, with ZF set when this
- *			  call is to be diverted. With less than 10 bytes, 4
- *			  bytes that clear ZF and ret, and no divert ever.
- *			  @cont_off: slot return -> the slot's copy of the
- *			  displaced instructions; @redzone: bytes the slot
- *			  steps over. Returns the bytes written.
- *   pk_ret_divert_code() the chunk's divert code (<= @room bytes), which
- *			  the slot's je reaches with the function's stack;
- *			  only where the stub left room for it.
+ *   pk_ret_stub_tail()   STUB_FAST's last instructions at @b
+ *			  (PK_RET_STUB_TAIL_LEN bytes): ret into the slot,
+ *			  with ZF set when this call is to be diverted.
+ *   pk_ret_divert_code() the chunk's divert code (PK_RET_DIVERT_LEN bytes
+ *			  at @b), which the slot's je reaches with the
+ *			  function's stack.
  *   pk_ret_slot_divert() the slot's je (6 bytes at @b, running at @at).
  *   pk_ret_busy_at()	  @ip is on the way from the divert code into a
  *			  slot (the sweep must wait). Async-signal-safe.
+ * The slot layout both files rely on: the stub returns to the slot
+ * PK_PROBE_RET_TO_COPY bytes before the copy of the displaced
+ * instructions, and the slot stepped PK_PROBE_REDZONE bytes below the
+ * function's stack pointer before calling the stub.
  */
-PK_HIDDEN size_t pk_ret_stub_tail(uint8_t *b, size_t room, unsigned int cont_off,
-				  unsigned int redzone);
-PK_HIDDEN void pk_ret_divert_code(uint8_t *b, size_t room);
+#define PK_PROBE_RET_TO_COPY 14
+#define PK_PROBE_REDZONE 128
+#define PK_RET_STUB_TAIL_LEN 10
+#define PK_RET_DIVERT_LEN 37
+PK_HIDDEN void pk_ret_stub_tail(uint8_t *b);
+PK_HIDDEN void pk_ret_divert_code(uint8_t *b);
 PK_HIDDEN void pk_ret_slot_divert(uint8_t *b, uintptr_t at, uintptr_t divert);
 PK_HIDDEN int pk_ret_busy_at(uintptr_t ip);
 

@@ -171,9 +171,8 @@ static struct blk *ret_blks;
 static pthread_key_t ret_key;
 static int ret_asym;			/* membarrier plays barrier B */
 static int ret_hijack_only;		/* PROBEKIT_RETPROBE_HIJACK=1 */
-/* Set by pk_ret_stub_tail() under probe.c's lock, before any hit. */
-static unsigned int ret_stub_skip;	/* slot return -> function's rsp; 0: no divert */
-static unsigned int ret_cont_off;	/* slot return -> the slot's copy */
+/* The stub's return address in the slot -> the function's stack pointer. */
+#define RET_STUB_SKIP (8 + PK_PROBE_REDZONE)
 
 /* This thread's block (or NULL), its stack top, and "in the dispatcher". */
 static __thread struct blk *ret_self __attribute__((tls_model("initial-exec")));
@@ -287,40 +286,22 @@ static int32_t tp_off(const void *tls)
 	return (int32_t)(intptr_t)((uintptr_t)tls - tp);
 }
 
-size_t pk_ret_stub_tail(uint8_t *b, size_t room, unsigned int cont_off,
-			unsigned int redzone)
+void pk_ret_stub_tail(uint8_t *b)
 {
 	int32_t dsp = tp_off(&ret_dsp);
 
-	if (room < 10) {
-		/* Always ends in ret; the slot's je never taken; no divert. */
-		pk_warn("probe: no room for return probes' divert test in the "
-			"stub (%zu bytes); their functions' returns will "
-			"mispredict", room);
-		memcpy(b, "\x48\x85\xe4\xc3", 4);	/* test %rsp,%rsp (ZF=0); ret */
-		ret_stub_skip = 0;
-		return 4;
-	}
 	/* cmp %rsp, %fs:ret_dsp; ret (into the slot, which tests ZF) */
 	memcpy(b, "\x64\x48\x39\x24\x25", 5);
 	memcpy(b + 5, &dsp, 4);
 	b[9] = 0xc3;
-	ret_cont_off = cont_off;
-	ret_stub_skip = 8 + redzone;
-	return 10;
 }
 
-void pk_ret_divert_code(uint8_t *b, size_t room)
+void pk_ret_divert_code(uint8_t *b)
 {
 	int32_t dsp = tp_off(&ret_dsp), dto = tp_off(&ret_dto),
 		dcont = tp_off(&ret_dcont);
 	size_t n = 0;
 
-	if (room < 37) {
-		ret_stub_skip = 0;	/* never ask for a divert */
-		memset(b, 0xcc, room);
-		return;
-	}
 	/* The function's stack: rsp = its slot, [slot] = its return address. */
 	/* mov %fs:ret_dto, %r11 (the entry) */
 	memcpy(b + n, "\x64\x4c\x8b\x1c\x25", 5);
@@ -339,8 +320,6 @@ void pk_ret_divert_code(uint8_t *b, size_t room)
 	n += 9;
 	/* lea 8(%rsp), %rsp; jmp *%r11 */
 	memcpy(b + n, "\x48\x8d\x64\x24\x08\x41\xff\xe3", 8);
-	n += 8;
-	memset(b + n, 0xcc, room - n);
 }
 
 void pk_ret_slot_divert(uint8_t *b, uintptr_t at, uintptr_t divert)
@@ -442,7 +421,7 @@ static int rec_live(const struct rec *recs, size_t base, unsigned int j,
 		if ((t->sp & ~(uint64_t)7) != sp || (t->sp & 7) == M_PIGGY)
 			return 0;
 	}
-	if (dsp && !(dsp & 7) && sp == dsp + ret_stub_skip)
+	if (dsp && !(dsp & 7) && sp == dsp + RET_STUB_SKIP)
 		return 1;	/* pending */
 	v = *(const volatile uint64_t *)(uintptr_t)sp;
 	return v == land_addr(base + j) ||
@@ -512,10 +491,14 @@ static void ret_entry(struct pk_probe *p, struct pk_regs *r, void *ctx)
 
 		m = M_PIGGY;	/* live (above), so *slot is its landing */
 		cont = (t->sp & 7) == M_PIGGY ? t->cont : land_addr(base + top - 1);
-	} else if (!pending && ret_stub_skip && r->rsp == a + ret_stub_skip &&
-		   !ret_hijack_only) {
+	} else if (!pending && !ret_hijack_only) {
+		/*
+		 * Only STUB_FAST calls us (a return probe's entry probe is at
+		 * a function's entry, without post-handler), and its slots
+		 * have the je: the function's stack is RET_STUB_SKIP above a.
+		 */
 		m = M_DIVERT;
-		cont = r->pk_private_ret + ret_cont_off;
+		cont = r->pk_private_ret + PK_PROBE_RET_TO_COPY;
 	} else {
 		m = M_HIJACK;
 		cont = 0;
