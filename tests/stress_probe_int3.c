@@ -30,15 +30,23 @@ static void icallee(void)
 	__atomic_add_fetch(&icalls, 1, __ATOMIC_RELAXED);
 }
 
+/* A post-handler runs only after its own pre-handler, also mid-(dis)arming. */
+static __thread struct pk_probe *last_pre;
+static unsigned long unpaired;	/* atomic */
+
 static void count(struct pk_probe *p, struct pk_regs *r, void *ctx)
 {
-	(void)p, (void)r, (void)ctx;
+	(void)r, (void)ctx;
+	last_pre = p;
 	__atomic_add_fetch(&hits, 1, __ATOMIC_RELAXED);
 }
 
 static void count_post(struct pk_probe *p, struct pk_regs *r, void *ctx)
 {
-	(void)p, (void)r, (void)ctx;
+	(void)r, (void)ctx;
+	if (last_pre != p)
+		__atomic_add_fetch(&unpaired, 1, __ATOMIC_RELAXED);
+	last_pre = NULL;
 	__atomic_add_fetch(&posts, 1, __ATOMIC_RELAXED);
 }
 
@@ -131,6 +139,7 @@ int main(void)
 	printf("%lu arm/disarm rounds (slowest %.0f ms), %lu calls, %lu pre and %lu post handler "
 	       "hits\n", rounds, worst * 1e3, total, hits, posts);
 	ASSERT_EQ(wrong, 0, "wrong results while int3 probes came and went");
+	ASSERT_EQ(unpaired, 0, "post-handlers run without their pre-handler");
 	ASSERT_GE(rounds, 1, "rounds");
 	ASSERT_GE(hits, 1, "hits");
 	ASSERT_GE(posts, 1, "post hits");

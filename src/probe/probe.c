@@ -1215,6 +1215,17 @@ static void call_seq(uint8_t *b, uintptr_t at, uintptr_t stub)
 	memcpy(b + 10, "\x48\x8d\xa4\x24\x80\x00\x00\x00", 8);
 }
 
+/*
+ * Where a thread that traps on @t's site while the original bytes come back
+ * (disarming, or a failed arming rolled back) runs them: the slot's copy;
+ * with post-handlers, whose call sits inside that copy, the whole slot, so
+ * that a post-handler never runs without its pre-handler.
+ */
+static uintptr_t slot_orig(const struct tramp *t)
+{
+	return t->slot + (t->post ? SLOT_ENTRY : SLOT_COPY);
+}
+
 /* Fill @t's slot (see the top of this file) in @slot. */
 static int slot_code(struct tramp *t, uint8_t *slot)
 {
@@ -1451,7 +1462,7 @@ int pk_probe_register(struct pk_probe *const *probes, size_t n)
 					       t->old, PK_TEXT_F_MERGE,
 					       t->kind == PK_PROBE_INT3 ?
 					       t->slot + SLOT_ENTRY : 0,
-					       t->slot + SLOT_COPY);
+					       slot_orig(t));
 		}
 		/* An int3 replaces no boundary: no thread to move. */
 		if (t->kind == PK_PROBE_JUMP)
@@ -1554,10 +1565,10 @@ int pk_probe_unregister(struct pk_probe *const *probes, size_t n)
 			uint8_t ab[PK_TEXT_MAX];
 
 			site_bytes(t, ab);
-			/* A thread trapping meanwhile runs the slot's copy. */
+			/* A thread trapping meanwhile: see slot_orig(). */
 			err = pk_batch_add_via(b, (void *)t->addr, t->old, t->len,
 					       ab, PK_TEXT_F_MERGE,
-					       t->slot + SLOT_COPY,
+					       slot_orig(t),
 					       t->kind == PK_PROBE_INT3 ?
 					       t->slot + SLOT_ENTRY : 0);
 		}
