@@ -179,7 +179,14 @@ PK_NOPROBE static int pk_text_trap(int sig, siginfo_t *si, ucontext_t *uc)
 	if (si->si_code != SI_KERNEL) /* not an int3 */
 		return 0;
 
-	/* Pairs with the seq_cst store/exchange of inflight in commit(). */
+	/*
+	 * No commit in flight (every int3 probe hit, say): no table to read,
+	 * and no shared counter written. Otherwise count ourselves in, then
+	 * load again: only a table loaded after the increment is read.
+	 * Pairs with the seq_cst store/exchange of inflight in commit().
+	 */
+	if (!__atomic_load_n(&inflight, __ATOMIC_SEQ_CST))
+		goto gone;
 	__atomic_add_fetch(&trap_readers, 1, __ATOMIC_SEQ_CST);
 	t = __atomic_load_n(&inflight, __ATOMIC_SEQ_CST);
 	if (t) {
@@ -219,7 +226,7 @@ PK_NOPROBE static int pk_text_trap(int sig, siginfo_t *si, ucontext_t *uc)
 		}
 	}
 	__atomic_sub_fetch(&trap_readers, 1, __ATOMIC_SEQ_CST);
-
+gone:
 	/*
 	 * An int3 that is gone: a thread trapped at a site before phase 3 of
 	 * a commit and got here after step 4. Run what is there now.
