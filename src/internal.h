@@ -59,6 +59,23 @@ PK_HIDDEN int pk_env_flag(const char *name);
 PK_HIDDEN int pk_gettid(void);
 
 /*
+ * Options structs (`size_t sz` first, STYLE.md "Growth"): field @f of *@o
+ * if the caller's struct has it, else 0; and whether the bytes past @known
+ * (fields this version does not know) are all zero, as libbpf's
+ * OPTS_VALID.
+ */
+#define PK_OPT(o, type, f)                                                     \
+	((o)->sz >= offsetof(type, f) + sizeof((o)->f) ? (o)->f : 0)
+
+static inline int pk_opts_tail_zero(const void *o, size_t sz, size_t known)
+{
+	for (size_t i = known; i < sz; i++)
+		if (((const char *)o)[i])
+			return 0;
+	return 1;
+}
+
+/*
  * fork(): util.c registers one pthread_atfork triple that takes every
  * layer's locks in lock order (ret, probe, sym, fault, chain, urcu-bp, key,
  * text, sig, and util.c's log lock, which any of them may hold while

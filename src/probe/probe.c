@@ -1114,9 +1114,7 @@ out:
 }
 
 /* An option, or 0 when @o is too short to hold it. */
-#define OPT(o, f)                                                              \
-	((o)->sz >= offsetof(struct pk_probe_opts, f) + sizeof((o)->f) ? (o)->f \
-									: 0)
+#define OPT(o, f) PK_OPT(o, struct pk_probe_opts, f)
 
 int pk_probe_create(const struct pk_probe_opts *opts, struct pk_probe **out)
 {
@@ -1126,11 +1124,9 @@ int pk_probe_create(const struct pk_probe_opts *opts, struct pk_probe **out)
 
 	if (!opts || !out || opts->sz < offsetof(struct pk_probe_opts, ctx) ||
 	    (!opts->symbol == !opts->addr) ||
-	    (OPT(opts, flags) & ~PK_PROBE_F_INT3))
+	    (OPT(opts, flags) & ~PK_PROBE_F_INT3) ||
+	    !pk_opts_tail_zero(opts, opts->sz, sizeof(*opts)))
 		return -EINVAL;
-	for (size_t i = sizeof(*opts); i < opts->sz; i++)
-		if (((const char *)opts)[i])
-			return -EINVAL;	/* fields this version does not know */
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;

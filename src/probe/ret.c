@@ -806,20 +806,17 @@ int pk_retprobe_create(const struct pk_retprobe_opts *opts,
 	int err;
 
 	if (!opts || !out || opts->sz < offsetof(struct pk_retprobe_opts, ctx) ||
-	    !opts->ret)
+	    !opts->ret || !pk_opts_tail_zero(opts, opts->sz, sizeof(*opts)))
 		return -EINVAL;
-	for (size_t i = sizeof(*opts); i < opts->sz; i++)
-		if (((const char *)opts)[i])
-			return -EINVAL;	/* fields this version does not know */
-	if (opts->sz > offsetof(struct pk_retprobe_opts, data_size) &&
-	    opts->data_size > PK_RETPROBE_DATA_MAX)
+	if (PK_OPT(opts, struct pk_retprobe_opts, data_size) >
+	    PK_RETPROBE_DATA_MAX)
 		return -E2BIG;
 	rp = calloc(1, sizeof(*rp));
 	if (!rp)
 		return -ENOMEM;
 	rp->entry = opts->entry;
 	rp->ret = opts->ret;
-	rp->ctx = opts->sz > offsetof(struct pk_retprobe_opts, ctx) ? opts->ctx : NULL;
+	rp->ctx = PK_OPT(opts, struct pk_retprobe_opts, ctx);
 	{
 		PK_OPTS(pk_probe_opts, po, .symbol = opts->symbol,
 			.addr = opts->addr, .pre = ret_entry, .ctx = rp);
