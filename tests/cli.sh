@@ -37,6 +37,15 @@ check "exit status of COMMAND" '[ $rc -eq 0 ]'
 check "COMMAND output untouched" 'grep -qx "cli_target done" "$tmp/out"'
 check "1000 calls counted" 'grep -Eq "^ +1000  cli_target_fn$" "$tmp/rep"'
 
+# A program that exec()s in place keeps the pid: it still gets its own
+# file (the first image, env or sh, has no cli_target_fn: 1 of 2 unprobed).
+run count -p cli_target_fn -o "$tmp/rep" -- env "$target" 5
+check "env PROG (exec in place): 5 counted in the second of 2 images" \
+	'[ $rc -eq 0 ] && grep -q "2 processes" "$tmp/rep" && grep -Eq "^ +5  cli_target_fn  \(not probed in 1 of 2:" "$tmp/rep"'
+run count -p cli_target_fn -o "$tmp/rep" -- sh -c "exec \"$target\" 7"
+check "sh -c \"exec PROG\": 7 counted in the second of 2 images" \
+	'[ $rc -eq 0 ] && grep -q "2 processes" "$tmp/rep" && grep -Eq "^ +7  cli_target_fn  \(not probed in 1 of 2:" "$tmp/rep"'
+
 # fork (shared file) + exec (its own file) + JSON.
 run count --json -p cli_target_fn -o "$tmp/rep" -- "$target" 1000 fork 300 exec 200
 check "fork+exec: status 0" '[ $rc -eq 0 ]'
