@@ -234,6 +234,12 @@ out:
 	pk_probe_destroy(e);
 }
 
+static void ret_unused(struct pk_retprobe *rp, struct pk_regs *r, void *data,
+		       void *ctx)
+{
+	(void)rp, (void)r, (void)data, (void)ctx;
+}
+
 static void quiet(enum pk_log_level l, const char *m, void *c)
 {
 	(void)l, (void)m, (void)c;
@@ -261,6 +267,23 @@ static void test_refusals(void)
 				pk_probe_destroy(p);
 			}
 		}
+	}
+	/*
+	 * Neither a jump probe (jrcxz's target is inside the first 5 bytes)
+	 * nor an int3 probe (jrcxz can be neither moved nor emulated), with
+	 * no post-handler asked for.
+	 */
+	ASSERT_EQ(attach("pt_asm_jrcxz", NULL, record, NULL, &p), -ENOTSUP,
+		  "jrcxz: neither movable nor emulable");
+	ASSERT_EQ(pt_asm_jrcxz(7), 7, "pt_asm_jrcxz still runs");
+	{
+		/* A return probe needs that entry probe: refused the same way. */
+		PK_OPTS(pk_retprobe_opts, ro, .symbol = "pt_asm_jrcxz",
+			.ret = ret_unused);
+		struct pk_retprobe *rp = NULL;
+
+		ASSERT_EQ(pk_retprobe_create(&ro, &rp), -ENOTSUP,
+			  "jrcxz: no return probe either");
 	}
 	ASSERT_EQ(attach(NULL, (char *)exe_mix + 1, record, NULL, &p), -EINVAL,
 		  "not a function's start");
