@@ -240,18 +240,13 @@ static void ret_unused(struct pk_retprobe *rp, struct pk_regs *r, void *data,
 	(void)rp, (void)r, (void)data, (void)ctx;
 }
 
-static void quiet(enum pk_log_level l, const char *m, void *c)
-{
-	(void)l, (void)m, (void)c;
-}
-
 static void test_refusals(void)
 {
 	struct pk_probe *p = NULL;
 	struct pk_sym s;
 	PK_OPTS(pk_probe_opts, none, .pre = record);
 
-	pk_set_log(quiet, NULL);
+	pk_set_log(t_quiet_log, NULL);
 	ASSERT_EQ(pk_probe_create(&none, &p), -EINVAL, "neither symbol nor address");
 	/* No jump probe possible: int3 probes (tests/test_probe_int3.c). */
 	{

@@ -31,11 +31,6 @@ static void *caller(void *arg)
 	return NULL;
 }
 
-static void quiet(enum pk_log_level l, const char *m, void *c)
-{
-	(void)l, (void)m, (void)c;
-}
-
 static int posts;
 
 static void count_post(struct pk_probe *p, struct pk_regs *r, void *ctx)
@@ -73,7 +68,7 @@ int main(void)
 	memcpy(before[4], (void *)pt_asm_post, 16);
 	for (int i = 0; i < 4; i++)
 		pthread_create(&th[i], NULL, caller, NULL);
-	pk_set_log(quiet, NULL);
+	pk_set_log(t_quiet_log, NULL);
 	err = pk_probe_register(p, N);
 	pk_set_log(NULL, NULL);
 	/* The injected write failure is reported as the documented -EPERM. */

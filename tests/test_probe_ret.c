@@ -674,11 +674,6 @@ out:
 	pk_retprobe_destroy(rp);
 }
 
-static void quiet(enum pk_log_level l, const char *m, void *c)
-{
-	(void)l, (void)m, (void)c;
-}
-
 static void test_refusals(void)
 {
 	struct pk_retprobe *rp = NULL;
@@ -689,7 +684,7 @@ static void test_refusals(void)
 		.data_size = PK_RETPROBE_DATA_MAX);
 	PK_OPTS(pk_retprobe_opts, none, .ret = count_ret);
 
-	pk_set_log(quiet, NULL);
+	pk_set_log(t_quiet_log, NULL);
 	ASSERT_EQ(pk_retprobe_create(&no_ret, &rp), -EINVAL, "no return handler");
 	ASSERT_EQ(pk_retprobe_create(&big, &rp), -E2BIG, "data too large");
 	ASSERT_EQ(pk_retprobe_create(&none, &rp), -EINVAL, "no symbol nor address");

@@ -295,11 +295,6 @@ static int uprobe_counts(unsigned long *sums)
 	return 0;
 }
 
-static void quiet(enum pk_log_level l, const char *m, void *c)
-{
-	(void)l, (void)m, (void)c;
-}
-
 int main(int argc, char **argv)
 {
 	unsigned long ref_len, len, ref_sums[2], sums[2], usums[2];
@@ -351,7 +346,7 @@ int main(int argc, char **argv)
 			       ur == -2 ? "PK_TEST_UPROBES=1 turns them on"
 					: "see above");
 		if (!getenv("PROBEKIT_LOG"))
-			pk_set_log(quiet, NULL);
+			pk_set_log(t_quiet_log, NULL);
 		/* The independent count: int3 probes only. */
 		for (int i = 0; i < nfns; i++) {
 			PK_OPTS(pk_probe_opts, o, .addr = (void *)(base + fns[i].value),
