@@ -164,6 +164,32 @@ static void must(int err, const char *what)
 	}
 }
 
+/*
+ * One run: @n calls of bp_target unprobed, then with @p armed; adds the
+ * per-call difference to @s. @what names the probe in a failure.
+ */
+static void add_overhead(struct pk_probe *p, unsigned long n,
+			 struct bench_series *s, const char *what)
+{
+	double plain = loop_ns(n), probed;
+
+	must(pk_probe_register(&p, 1), what);
+	probed = loop_ns(n);
+	must(pk_probe_unregister(&p, 1), what);
+	bench_add(s, probed - plain);
+}
+
+/* @out gets each run's @num / the median of @den, where that is positive. */
+static void add_ratios(const struct bench_series *num,
+		       const struct bench_series *den, struct bench_series *out)
+{
+	double d = bench_median(den);
+
+	for (int i = 0; i < num->n; i++)
+		if (d > 0)
+			bench_add(out, num->v[i] / d);
+}
+
 /* ------------------------------------------------------------- uprobes */
 
 struct find_off {
@@ -273,14 +299,8 @@ int main(int argc, char **argv)
 	printf("bench_probe: entry probes (empty pre-handler) on a noinline function\n");
 
 	p = make_probe((void *)bp_target);
-	for (int r = 0; r < bench_opts.runs; r++) {
-		double plain = loop_ns(n), probed;
-
-		must(pk_probe_register(&p, 1), "register");
-		probed = loop_ns(n);
-		must(pk_probe_unregister(&p, 1), "unregister");
-		bench_add(&entry, probed - plain);
-	}
+	for (int r = 0; r < bench_opts.runs; r++)
+		add_overhead(p, n, &entry, "(un)register");
 	pk_probe_get_info(p, &info);
 	bench_add(&bytes, (double)info.bytes);
 	bench_report("probe", "entry", "ns_overhead", "ns", &entry);
@@ -293,25 +313,13 @@ int main(int argc, char **argv)
 						     PK_PROBE_F_INT3, NULL);
 		unsigned long n3 = bench_opts.quick ? 20000 : 200000;
 
-		for (int r = 0; r < bench_opts.runs; r++) {
-			double plain = loop_ns(n3), probed;
-
-			must(pk_probe_register(&q, 1), "register int3");
-			probed = loop_ns(n3);
-			must(pk_probe_unregister(&q, 1), "unregister int3");
-			bench_add(&int3, probed - plain);
-		}
+		for (int r = 0; r < bench_opts.runs; r++)
+			add_overhead(q, n3, &int3, "(un)register int3");
 		pk_probe_destroy(q);
 		bench_report("probe", "int3", "ns_overhead", "ns", &int3);
 		q = make_probe_opts((void *)bp_target, 0, empty);
-		for (int r = 0; r < bench_opts.runs; r++) {
-			double plain = loop_ns(n), probed;
-
-			must(pk_probe_register(&q, 1), "register post");
-			probed = loop_ns(n);
-			must(pk_probe_unregister(&q, 1), "unregister post");
-			bench_add(&post, probed - plain);
-		}
+		for (int r = 0; r < bench_opts.runs; r++)
+			add_overhead(q, n, &post, "(un)register post");
 		pk_probe_destroy(q);
 		bench_report("probe", "entry,post", "ns_overhead", "ns", &post);
 	}
@@ -384,14 +392,12 @@ int main(int argc, char **argv)
 	bench_report("probe", "entry,threads=64", "ratio_vs_1_thread", "x", &ratio64);
 
 	/*
-	 * Not with --quick (the test suite's smoke run): uprobe events used by
-	 * two processes at once (this and test_probe_zlib with
-	 * PK_TEST_UPROBES=1 in a parallel ctest) left tasks in D state in the
-	 * kernel's uprobe code on the 6.18 VM this was written on.
-	 */
-	/*
 	 * Kernel uprobes, one event at a time, each removed before the next:
-	 * never two users of uprobe_events at once (see tests/tracefs.h).
+	 * never two users of uprobe_events at once (see tests/tracefs.h). Not
+	 * with --quick (the test suite's smoke run): uprobe events used by two
+	 * processes at once (this and test_probe_zlib with PK_TEST_UPROBES=1
+	 * in a parallel ctest) left tasks in D state in the kernel's uprobe
+	 * code on the 6.18 VM this was written on.
 	 */
 	why = bench_opts.quick ? "not run with --quick (kernel uprobe events "
 				 "hung when two processes used them at once)"
@@ -400,12 +406,8 @@ int main(int argc, char **argv)
 		bench_skip("probe", "uprobe", "ns_overhead", why);
 		bench_skip("probe", "entry", "ratio_uprobe_vs_probekit", why);
 	} else {
-		double e = bench_median(&entry);
-
 		bench_report("probe", "uprobe", "ns_overhead", "ns", &up);
-		for (int i = 0; i < up.n; i++)
-			if (e > 0)
-				bench_add(&up_ratio, up.v[i] / e);
+		add_ratios(&up, &entry, &up_ratio);
 		bench_report("probe", "entry", "ratio_uprobe_vs_probekit", "x", &up_ratio);
 	}
 	why = why ? why : bench_uprobe('r', &uret, 100000);
@@ -413,12 +415,8 @@ int main(int argc, char **argv)
 		bench_skip("probe", "uretprobe", "ns_overhead", why);
 		bench_skip("probe", "return", "ratio_uretprobe_vs_probekit", why);
 	} else {
-		double e = bench_median(&ret);
-
 		bench_report("probe", "uretprobe", "ns_overhead", "ns", &uret);
-		for (int i = 0; i < uret.n; i++)
-			if (e > 0)
-				bench_add(&uret_ratio, uret.v[i] / e);
+		add_ratios(&uret, &ret, &uret_ratio);
 		bench_report("probe", "return", "ratio_uretprobe_vs_probekit", "x",
 			     &uret_ratio);
 	}

@@ -1100,7 +1100,7 @@ PK_API int pk_probe_create(const struct pk_probe_opts *opts,
  * registration order.
  *
  * Context: any thread, may block; not from a signal handler or probe handler.
- * Return: 0, or -EINVAL (NULL, already armed, the same probe twice), -ENOMEM,
+ * Return: 0, or -EINVAL (NULL or @n 0, already armed, the same probe twice), -ENOMEM,
  * -ERANGE (no trampoline memory within +-2 GiB), -EBUSY (a thread could not
  * be moved out of the displaced bytes in time; the probe's instruction
  * overlaps another armed probe's displaced bytes; a probe of another kind,
@@ -1119,7 +1119,7 @@ PK_API int pk_probe_register(struct pk_probe *const *probes, size_t n);
  * Returns when no thread is in their handlers or trampolines any more.
  *
  * Context: any thread, may block; not from a signal handler or probe handler.
- * Return: 0, or -EINVAL (NULL, not armed: nothing done), -EPERM/-ENOMEM
+ * Return: 0, or -EINVAL (NULL or @n 0, not armed: nothing done), -EPERM/-ENOMEM
  * (the code could not be restored; the probes stay armed).
  */
 PK_API int pk_probe_unregister(struct pk_probe *const *probes, size_t n);
@@ -1283,8 +1283,8 @@ PK_API int pk_retprobe_create(const struct pk_retprobe_opts *opts,
  * until the process ends).
  *
  * Context: any thread, may block; not from a signal handler or probe handler.
- * Return: 0, or what pk_probe_register() returns; -ENOMEM or -EPERM when
- * the trampoline cannot be made. On failure no probe of the set is armed.
+ * Return: 0, or -EINVAL (NULL or @n 0), or what pk_probe_register()
+ * returns; -ENOMEM or -EPERM when the trampoline cannot be made. On failure no probe of the set is armed.
  */
 PK_API int pk_retprobe_register(struct pk_retprobe *const *rps, size_t n);
 
@@ -1297,7 +1297,7 @@ PK_API int pk_retprobe_register(struct pk_retprobe *const *rps, size_t n);
  * inside a probed call return normally, without calling them.
  *
  * Context: any thread, may block; not from a signal handler or probe handler.
- * Return: 0, or -EINVAL (NULL, not armed: nothing done), or what
+ * Return: 0, or -EINVAL (NULL or @n 0, not armed: nothing done), or what
  * pk_probe_unregister() returns (the probes stay armed).
  */
 PK_API int pk_retprobe_unregister(struct pk_retprobe *const *rps, size_t n);
@@ -1329,7 +1329,7 @@ struct pk_retprobe_info {
  * @info: filled up to @info->sz bytes; set @info->sz first
  *
  * Context: any thread.
- * Return: 0, or -EINVAL.
+ * Return: 0, or -EINVAL (@rp or @info NULL, @info->sz too small).
  */
 PK_API int pk_retprobe_get_info(const struct pk_retprobe *rp,
 				struct pk_retprobe_info *info);

@@ -14,6 +14,10 @@ fi
 fails=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# probekit makes its counts directory under $TMPDIR: a private one, so the
+# leftover check sees only this script's runs (others may run concurrently).
+export TMPDIR="$tmp/td"
+mkdir "$TMPDIR"
 
 check() { # description, then a shell condition
 	desc=$1
@@ -36,6 +40,15 @@ run count -p cli_target_fn -o "$tmp/rep" -- "$target" 1000
 check "exit status of COMMAND" '[ $rc -eq 0 ]'
 check "COMMAND output untouched" 'grep -qx "cli_target done" "$tmp/out"'
 check "1000 calls counted" 'grep -Eq "^ +1000  cli_target_fn$" "$tmp/rep"'
+
+# A program that exec()s in place keeps the pid: it still gets its own
+# file (the first image, env or sh, has no cli_target_fn: 1 of 2 unprobed).
+run count -p cli_target_fn -o "$tmp/rep" -- env "$target" 5
+check "env PROG (exec in place): 5 counted in the second of 2 images" \
+	'[ $rc -eq 0 ] && grep -q "2 processes" "$tmp/rep" && grep -Eq "^ +5  cli_target_fn  \(not probed in 1 of 2:" "$tmp/rep"'
+run count -p cli_target_fn -o "$tmp/rep" -- sh -c "exec \"$target\" 7"
+check "sh -c \"exec PROG\": 7 counted in the second of 2 images" \
+	'[ $rc -eq 0 ] && grep -q "2 processes" "$tmp/rep" && grep -Eq "^ +7  cli_target_fn  \(not probed in 1 of 2:" "$tmp/rep"'
 
 # fork (shared file) + exec (its own file) + JSON.
 run count --json -p cli_target_fn -o "$tmp/rep" -- "$target" 1000 fork 300 exec 200
@@ -72,7 +85,6 @@ check "ls: malloc and free counted" \
 	'grep -Eq "^ +[1-9][0-9]*  malloc$" "$tmp/err" && grep -Eq "^ +[1-9][0-9]*  libc.so.6:free$" "$tmp/err"'
 
 # Failure paths: clear message, the right status, nothing left behind.
-before=$(ls -d /tmp/probekit-count.* 2>/dev/null | wc -l)
 run count -p cli_target_fn -- /nonexistent/program
 check "command not found: 127" '[ $rc -eq 127 ] && grep -q "No such file" "$tmp/err"'
 printf 'data\n' >"$tmp/noexec"
@@ -95,8 +107,7 @@ PROBEKIT_AGENT=/nonexistent.so run count -p malloc -- true
 check "missing agent: 125, says which" '[ $rc -eq 125 ] && grep -q "cannot find the agent /nonexistent.so" "$tmp/err"'
 run count -p malloc -o /nonexistent/dir/rep -- true
 check "unwritable report file: 125" '[ $rc -eq 125 ]'
-after=$(ls -d /tmp/probekit-count.* 2>/dev/null | wc -l)
-check "no temporary directory left behind" '[ "$after" -le "$before" ]'
+check "no temporary directory left behind" '[ -z "$(ls -A "$TMPDIR")" ]'
 run --version
 check "--version" '[ $rc -eq 0 ] && grep -q "^probekit [0-9]" "$tmp/out"'
 

@@ -112,8 +112,12 @@ endforeach()
 # ---- end probe ----
 
 # ---- probe: test_probe_zlib reads the copy's .dynsym with libelf ----
+# It may use kernel uprobes (PK_TEST_UPROBES=1): it holds the "tracefs"
+# lock that tests/tracefs.h describes. bench_smoke runs --quick, which
+# never touches uprobe events, so it does not.
 if(TARGET test_probe_zlib)
   target_link_libraries(test_probe_zlib PRIVATE PkgConfig::LIBELF)
+  set_tests_properties(test_probe_zlib PROPERTIES RESOURCE_LOCK tracefs)
 endif()
 # ---- end probe ----
 

@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "probekit.h"
+
 static int t_passed, t_failed;
 
 static inline int t_check(int ok, const char *file, int line, const char *what,
@@ -94,6 +96,12 @@ static inline const char *t_prot_of(const void *p)
 	if (f)
 		fclose(f);
 	return perm;
+}
+
+/* A pk_set_log() sink that drops everything: for refusals a test expects. */
+static inline void t_quiet_log(enum pk_log_level l, const char *m, void *c)
+{
+	(void)l, (void)m, (void)c;
 }
 
 /*

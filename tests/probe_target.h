@@ -15,6 +15,7 @@ void pt_asm_short(void);
 long pt_asm_jcc(long a);
 long pt_asm_call(long a);
 long pt_asm_icall(long a, void (*f)(void));
+long pt_asm_jrcxz(long a);
 long pt_asm_post(long a, long b);
 void pt_asm_live(void);
 uint64_t *pt_live_out(void);	/* 20 words */

@@ -234,9 +234,10 @@ out:
 	pk_probe_destroy(e);
 }
 
-static void quiet(enum pk_log_level l, const char *m, void *c)
+static void ret_unused(struct pk_retprobe *rp, struct pk_regs *r, void *data,
+		       void *ctx)
 {
-	(void)l, (void)m, (void)c;
+	(void)rp, (void)r, (void)data, (void)ctx;
 }
 
 static void test_refusals(void)
@@ -245,7 +246,7 @@ static void test_refusals(void)
 	struct pk_sym s;
 	PK_OPTS(pk_probe_opts, none, .pre = record);
 
-	pk_set_log(quiet, NULL);
+	pk_set_log(t_quiet_log, NULL);
 	ASSERT_EQ(pk_probe_create(&none, &p), -EINVAL, "neither symbol nor address");
 	/* No jump probe possible: int3 probes (tests/test_probe_int3.c). */
 	{
@@ -261,6 +262,23 @@ static void test_refusals(void)
 				pk_probe_destroy(p);
 			}
 		}
+	}
+	/*
+	 * Neither a jump probe (jrcxz's target is inside the first 5 bytes)
+	 * nor an int3 probe (jrcxz can be neither moved nor emulated), with
+	 * no post-handler asked for.
+	 */
+	ASSERT_EQ(attach("pt_asm_jrcxz", NULL, record, NULL, &p), -ENOTSUP,
+		  "jrcxz: neither movable nor emulable");
+	ASSERT_EQ(pt_asm_jrcxz(7), 7, "pt_asm_jrcxz still runs");
+	{
+		/* A return probe needs that entry probe: refused the same way. */
+		PK_OPTS(pk_retprobe_opts, ro, .symbol = "pt_asm_jrcxz",
+			.ret = ret_unused);
+		struct pk_retprobe *rp = NULL;
+
+		ASSERT_EQ(pk_retprobe_create(&ro, &rp), -ENOTSUP,
+			  "jrcxz: no return probe either");
 	}
 	ASSERT_EQ(attach(NULL, (char *)exe_mix + 1, record, NULL, &p), -EINVAL,
 		  "not a function's start");

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* test_probe_fail.c - a probe batch (jump, int3, post) whose commit fails halfway changes nothing; the next one works. */
+/* test_probe_fail.c - a probe batch (jump, int3, post) and a return probe whose commit fails halfway change nothing; the next one works. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -31,11 +31,6 @@ static void *caller(void *arg)
 	return NULL;
 }
 
-static void quiet(enum pk_log_level l, const char *m, void *c)
-{
-	(void)l, (void)m, (void)c;
-}
-
 static int posts;
 
 static void count_post(struct pk_probe *p, struct pk_regs *r, void *ctx)
@@ -46,6 +41,49 @@ static void count_post(struct pk_probe *p, struct pk_regs *r, void *ctx)
 
 #define N 5
 
+static void ret_count(struct pk_retprobe *rp, struct pk_regs *r, void *data,
+		      void *ctx)
+{
+	(void)rp, (void)r, (void)data, (void)ctx;
+	__atomic_add_fetch(&hits, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * A return probe whose register's code write fails: rolled back the same
+ * way. Run in a child forked before this process touched the text layer,
+ * as the injected failure happens once per process.
+ */
+static int retprobe_child(void)
+{
+	PK_OPTS(pk_retprobe_opts, o, .symbol = "pt_sum6", .ret = ret_count);
+	struct pk_retprobe_info info = { .sz = sizeof(info) };
+	struct pk_retprobe *rp = NULL;
+	uint8_t before[16];
+	int err;
+
+	setenv("PROBEKIT_TEST_FAIL_WRITE", "0:1", 1);
+	if (!ASSERT_OK(pk_retprobe_create(&o, &rp), "retprobe create"))
+		return 1;
+	memcpy(before, (void *)pt_sum6, 16);
+	pk_set_log(t_quiet_log, NULL);
+	err = pk_retprobe_register(&rp, 1);
+	pk_set_log(NULL, NULL);
+	ASSERT_EQ(err, -EPERM, "retprobe register fails when a code write fails");
+	ASSERT_MEM_EQ((void *)pt_sum6, before, 16, "retprobe: pt_sum6 untouched");
+	ASSERT_OK(pk_retprobe_get_info(rp, &info), "retprobe info");
+	ASSERT_EQ(info.armed, 0, "retprobe not armed");
+	ASSERT_EQ(pk_retprobe_unregister(&rp, 1), -EINVAL, "nothing to unregister");
+	hits = 0;
+	if (ASSERT_OK(pk_retprobe_register(&rp, 1), "the next retprobe register works")) {
+		ASSERT_EQ(pt_sum6(1, 1, 1, 1, 1, 1), 21, "probed result");
+		ASSERT_EQ(hits, 1, "return handler runs");
+		ASSERT_OK(pk_retprobe_unregister(&rp, 1), "retprobe unregister");
+	}
+	ASSERT_MEM_EQ((void *)pt_sum6, before, 16, "retprobe: restored");
+	pk_retprobe_destroy(rp);
+	return t_failed ? 1 : 0;
+}
+
 int main(void)
 {
 	/* Jump probes; an int3 one (a branch into its bytes); int3 + post. */
@@ -54,7 +92,17 @@ int main(void)
 	uint8_t before[N][16];
 	struct pk_probe *p[N] = { 0 };
 	pthread_t th[4];
-	int err;
+	int err, st = 0;
+	pid_t pid;
+
+	pid = fork();
+	if (pid == 0)
+		_exit(retprobe_child());
+	if (ASSERT_GE(pid, 1, "fork")) {
+		waitpid(pid, &st, 0);
+		ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+			    "child: a failed retprobe register changed nothing");
+	}
 
 	/* The first commit's second write (the tails) fails, once. */
 	setenv("PROBEKIT_TEST_FAIL_WRITE", "0:1", 1);
@@ -73,10 +121,11 @@ int main(void)
 	memcpy(before[4], (void *)pt_asm_post, 16);
 	for (int i = 0; i < 4; i++)
 		pthread_create(&th[i], NULL, caller, NULL);
-	pk_set_log(quiet, NULL);
+	pk_set_log(t_quiet_log, NULL);
 	err = pk_probe_register(p, N);
 	pk_set_log(NULL, NULL);
-	ASSERT_TRUE(err < 0, "register fails when a code write fails");
+	/* The injected write failure is reported as the documented -EPERM. */
+	ASSERT_EQ(err, -EPERM, "register fails with -EPERM when a code write fails");
 	ASSERT_MEM_EQ((void *)pt_sum6, before[0], 16, "pt_sum6 untouched");
 	ASSERT_MEM_EQ((void *)pt_asm_jcc, before[1], 16, "pt_asm_jcc untouched");
 	ASSERT_MEM_EQ((void *)pt_asm_rip, before[2], 16, "pt_asm_rip untouched");

@@ -96,11 +96,6 @@ static int kind_of(struct pk_probe *p)
 	return info.kind;
 }
 
-static void quiet(enum pk_log_level l, const char *m, void *c)
-{
-	(void)l, (void)m, (void)c;
-}
-
 static int icalls;
 static void icallee(void)
 {
@@ -317,7 +312,7 @@ static void test_refusals(void)
 	struct seen s = { 0 };
 	uint8_t before[16];
 
-	pk_set_log(quiet, NULL);
+	pk_set_log(t_quiet_log, NULL);
 	ASSERT_EQ(create("pt_asm_post", NULL, 1, 0, on_pre, NULL, &s, &p), -EINVAL,
 		  "offset inside an instruction");
 	ASSERT_EQ(create("pt_asm_post", NULL, 2, PK_PROBE_F_INT3, on_pre, NULL, &s,

@@ -674,11 +674,6 @@ out:
 	pk_retprobe_destroy(rp);
 }
 
-static void quiet(enum pk_log_level l, const char *m, void *c)
-{
-	(void)l, (void)m, (void)c;
-}
-
 static void test_refusals(void)
 {
 	struct pk_retprobe *rp = NULL;
@@ -689,7 +684,7 @@ static void test_refusals(void)
 		.data_size = PK_RETPROBE_DATA_MAX);
 	PK_OPTS(pk_retprobe_opts, none, .ret = count_ret);
 
-	pk_set_log(quiet, NULL);
+	pk_set_log(t_quiet_log, NULL);
 	ASSERT_EQ(pk_retprobe_create(&no_ret, &rp), -EINVAL, "no return handler");
 	ASSERT_EQ(pk_retprobe_create(&big, &rp), -E2BIG, "data too large");
 	ASSERT_EQ(pk_retprobe_create(&none, &rp), -EINVAL, "no symbol nor address");
@@ -703,6 +698,38 @@ static void test_refusals(void)
 		ASSERT_EQ(pk_retprobe_register(two, 2), -EINVAL, "same probe twice");
 		ASSERT_EQ(pk_retprobe_unregister(&rp, 1), -EINVAL, "not armed");
 		pk_retprobe_destroy(rp);
+	}
+	if (ASSERT_OK(pk_retprobe_create(&max, &rp), "a probe to describe")) {
+		struct pk_retprobe_info info = { .sz = sizeof(info) };
+		struct pk_retprobe_info zero = { .sz = 0 };
+
+		ASSERT_EQ(pk_retprobe_get_info(NULL, &info), -EINVAL, "info of NULL");
+		ASSERT_EQ(pk_retprobe_get_info(rp, NULL), -EINVAL, "info into NULL");
+		ASSERT_EQ(pk_retprobe_get_info(rp, &zero), -EINVAL, "info.sz 0");
+		ASSERT_EQ(pk_retprobe_register(&rp, 0), -EINVAL, "register n 0");
+		ASSERT_EQ(pk_retprobe_unregister(&rp, 0), -EINVAL, "unregister n 0");
+		ASSERT_OK(pk_retprobe_get_info(rp, &info), "info");
+		ASSERT_EQ(info.armed, 0, "n 0: nothing armed");
+		pk_retprobe_destroy(rp);
+	}
+	{
+		/* sz below the fields this version needs; an unknown tail. */
+		struct {
+			struct pk_retprobe_opts o;
+			char tail[8];
+		} grown = { .o = { .sz = sizeof(grown), .symbol = "rt_plain",
+				   .ret = count_ret } };
+		struct pk_retprobe_opts small = { .sz = sizeof(size_t),
+						  .symbol = "rt_plain",
+						  .ret = count_ret };
+
+		ASSERT_EQ(pk_retprobe_create(&small, &rp), -EINVAL, "opts.sz too small");
+		grown.tail[5] = 1;
+		ASSERT_EQ(pk_retprobe_create(&grown.o, &rp), -EINVAL,
+			  "unknown non-zero trailing bytes");
+		grown.tail[5] = 0;
+		if (ASSERT_OK(pk_retprobe_create(&grown.o, &rp), "zero trailing bytes"))
+			pk_retprobe_destroy(rp);
 	}
 	ASSERT_EQ(pk_retprobe_register(NULL, 1), -EINVAL, "NULL set");
 	ASSERT_EQ(pk_retprobe_unregister(NULL, 1), -EINVAL, "NULL unregister");

@@ -49,10 +49,14 @@ static struct pkc_file *open_file(const char *dir)
 	struct pkc_file *f;
 	int fd;
 
-	if (snprintf(path, sizeof(path), "%s/%d.cnt", dir, (int)getpid()) >=
+	/*
+	 * Unique, not <pid>: a program that exec()s in place (env prog,
+	 * sh -c "exec prog") keeps the pid and must get a file of its own.
+	 */
+	if (snprintf(path, sizeof(path), "%s/%d-XXXXXX", dir, (int)getpid()) >=
 	    (int)sizeof(path))
 		return NULL;
-	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	fd = mkostemp(path, O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
 	if (ftruncate(fd, sizeof(*f))) {
@@ -68,6 +72,7 @@ __attribute__((constructor)) static void pkc_init(void)
 {
 	const char *dir = getenv("PROBEKIT_COUNT_DIR");
 	const char *specs = getenv("PROBEKIT_COUNT_PROBES");
+	const char sep[] = { PKC_SEP, 0 };
 	struct pk_probe *probes[PKC_MAX];
 	int idx[PKC_MAX], armed = 0, rc;
 	char *list, *save = NULL, *s;
@@ -85,8 +90,8 @@ __attribute__((constructor)) static void pkc_init(void)
 	__atomic_store_n(&file->magic, PKC_MAGIC, __ATOMIC_RELEASE);
 	pk_set_log(quiet_log, NULL);
 
-	for (s = strtok_r(list, "\n", &save); s && n < PKC_MAX;
-	     s = strtok_r(NULL, "\n", &save), n++) {
+	for (s = strtok_r(list, sep, &save); s && n < PKC_MAX;
+	     s = strtok_r(NULL, sep, &save), n++) {
 		PK_OPTS(pk_probe_opts, o, .symbol = s, .pre = count_hit,
 			.ctx = &file->count[n]);
 

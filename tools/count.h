@@ -12,11 +12,13 @@
  *   PROBEKIT_COUNT_DIR     a directory private to this run
  *   PROBEKIT_COUNT_PROBES  the probe specs, separated by PKC_SEP
  *
- * Every process that loads the agent creates DIR/<pid>.cnt, one struct
- * pkc_file, maps it shared and counts hits straight into it. So counts
+ * Every process that loads the agent creates a file of its own in DIR,
+ * named <pid>-XXXXXX (mkostemp: unique even when a program exec()s in
+ * place and keeps its pid), one struct pkc_file, maps it shared and counts hits straight into it. So counts
  * survive a process that ends by _exit() or by a signal (no destructor has
  * to run), and a fork()ed child, which keeps the mapping, adds to its
- * parent's file. A program started by exec() gets a file of its own.
+ * parent's file. A program started by exec() gets a file of its own. The
+ * CLI reads every file in DIR whose name does not start with a dot.
  */
 #define PKC_MAGIC 0x706b636eu	/* "pkcn" */
 #define PKC_VERSION 1

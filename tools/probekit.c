@@ -103,21 +103,20 @@ static int find_agent(char *out, size_t len)
 static int set_env(const char *dir, const char *agent, char **specs, int n)
 {
 	const char *pre = getenv("LD_PRELOAD");
-	size_t len = 1;
-	char *list, *preload;
+	char *list = NULL, *preload;
+	size_t len;
+	FILE *m = open_memstream(&list, &len);
 
-	for (int i = 0; i < n; i++)
-		len += strlen(specs[i]) + 1;
-	list = calloc(1, len);
-	if (!list)
+	if (!m)
 		return -ENOMEM;
-	for (int i = 0, at = 0; i < n; i++) {
-		size_t l = strlen(specs[i]);
-
-		memcpy(list + at, specs[i], l);
-		at += (int)l;
-		if (i + 1 < n)
-			list[at++] = PKC_SEP;
+	for (int i = 0; i < n; i++) {
+		if (i)
+			fputc(PKC_SEP, m);
+		fputs(specs[i], m);
+	}
+	if (fclose(m)) {
+		free(list);
+		return -ENOMEM;
 	}
 	if (asprintf(&preload, "%s%s%s", agent, pre && *pre ? ":" : "",
 		     pre ? pre : "") < 0) {
@@ -321,10 +320,11 @@ static int start_command(char **argv, pid_t *pid)
 		sigaction(SIGINT, &old_int, NULL);
 		sigaction(SIGQUIT, &old_quit, NULL);
 		execvp(argv[0], argv);
+		/* The parent maps errno to the status; this one goes unseen. */
 		e = errno;
 		if (write(err[1], &e, sizeof(e)) < 0)
 			_exit(EXIT_OWN);
-		_exit(e == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN);
+		_exit(EXIT_CANNOT_RUN);
 	}
 	close(err[1]);
 	if (*pid < 0) {
@@ -356,7 +356,7 @@ static int cmd_count(int argc, char **argv)
 	const char *tmp = getenv("TMPDIR");
 	struct spec_total t[PKC_MAX];
 	const char *out_path = NULL;
-	int n = 0, json = 0, c, status, code, procs, armed = 0;
+	int n = 0, json = 0, c, status = -1, code, procs, armed = 0;
 	long interval_ms = 0;
 	FILE *out = stderr;
 	pid_t pid;
@@ -434,8 +434,14 @@ static int cmd_count(int argc, char **argv)
 	else
 		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 			;
-	code = WIFSIGNALED(status) ? 128 + WTERMSIG(status)
-				   : WEXITSTATUS(status);
+	/* waitpid() failed (status untouched): probekit's failure, not COMMAND's. */
+	if (status == -1) {
+		fprintf(stderr, "probekit: waitpid: %s\n", strerror(errno));
+		code = EXIT_OWN;
+	} else {
+		code = WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+					   : WEXITSTATUS(status);
+	}
 
 	memset(t, 0, sizeof(t));
 	for (int i = 0; i < n; i++)

@@ -50,7 +50,9 @@ __attribute__((visibility("default"))) long (*pt_get_static_mul(void))(long, lon
  *   pt_asm_short  a 1-byte ret;
  *   pt_asm_jcc    test; jz (rel8, widened when moved): -1 for 0, else a+1;
  *   pt_asm_call   starts with a call (would return into the trampoline);
- *   pt_asm_icall  starts with an indirect call through a register.
+ *   pt_asm_icall  starts with an indirect call through a register;
+ *   pt_asm_jrcxz  starts with jrcxz (no rel32 form: cannot be moved) whose
+ *                 target is inside the first 5 bytes: returns a.
  */
 __asm__(".text\n"
 	".globl pt_asm_loop\n.type pt_asm_loop,@function\n"
@@ -105,6 +107,12 @@ __asm__(".text\n"
 	"	nop\n"
 	"	ret\n"
 	".size pt_asm_icall, .-pt_asm_icall\n"
+	".globl pt_asm_jrcxz\n.type pt_asm_jrcxz,@function\n"
+	"pt_asm_jrcxz:\n"
+	"	jrcxz 1f\n"
+	"1:	mov %rdi, %rax\n"
+	"	ret\n"
+	".size pt_asm_jrcxz, .-pt_asm_jrcxz\n"
 	".data\n.balign 8\npt_asm_data: .quad 100\n.text\n");
 
 /*
