@@ -356,7 +356,7 @@ static int cmd_count(int argc, char **argv)
 	const char *tmp = getenv("TMPDIR");
 	struct spec_total t[PKC_MAX];
 	const char *out_path = NULL;
-	int n = 0, json = 0, c, status = -1, code, procs, armed = 0;
+	int n = 0, json = 0, c, status = -1, code, procs, armed = 0, err;
 	long interval_ms = 0;
 	FILE *out = stderr;
 	pid_t pid;
@@ -418,8 +418,9 @@ static int cmd_count(int argc, char **argv)
 		fprintf(stderr, "probekit: mkdtemp: %s\n", strerror(errno));
 		return EXIT_OWN;
 	}
-	if (set_env(dir, agent, specs, n)) {
-		fprintf(stderr, "probekit: %s\n", strerror(errno));
+	err = set_env(dir, agent, specs, n);
+	if (err) {
+		fprintf(stderr, "probekit: environment: %s\n", strerror(-err));
 		rmdir(dir);
 		return EXIT_OWN;
 	}
