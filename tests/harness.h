@@ -13,6 +13,17 @@
 
 #include "probekit.h"
 
+/*
+ * A probed function the compiler must call as written: not inlined, and
+ * (GCC) not analysed across calls: handlers change globals behind the
+ * compiler's back, which IPA mod/ref analysis would assume it leaves alone.
+ */
+#if defined(__GNUC__) && !defined(__clang__)
+#define T_NOINLINE __attribute__((noinline, noipa))
+#else
+#define T_NOINLINE __attribute__((noinline))
+#endif
+
 static int t_passed, t_failed;
 
 static inline int t_check(int ok, const char *file, int line, const char *what,

@@ -14,18 +14,13 @@
 #include "harness.h"
 #include "probekit.h"
 
-#if defined(__GNUC__) && !defined(__clang__)
-#define NOINLINE __attribute__((noinline, noipa))
-#else
-#define NOINLINE __attribute__((noinline))
-#endif
 
 #define NTHREADS 64
 
-NOINLINE long sr_rec(long n);
+T_NOINLINE long sr_rec(long n);
 static long (*volatile rec_ptr)(long) = sr_rec;
 
-NOINLINE long sr_rec(long n)
+T_NOINLINE long sr_rec(long n)
 {
 	volatile long pad = n;
 
@@ -41,7 +36,7 @@ static long rec_ref(long n)
 
 static __thread jmp_buf *jb;
 
-NOINLINE long sr_jump(long n)
+T_NOINLINE long sr_jump(long n)
 {
 	volatile long x = n;
 
@@ -51,7 +46,7 @@ NOINLINE long sr_jump(long n)
 }
 
 /* Spends a while inside, so unregister often finds threads there. */
-NOINLINE long sr_slow(long n)
+T_NOINLINE long sr_slow(long n)
 {
 	volatile long x = n;
 

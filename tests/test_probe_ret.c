@@ -12,20 +12,11 @@
 #include "harness.h"
 #include "probekit.h"
 
-/*
- * Handlers change globals behind the compiler's back: keep it from
- * assuming a target leaves them alone (GCC's IPA mod/ref analysis).
- */
-#if defined(__GNUC__) && !defined(__clang__)
-#define NOINLINE __attribute__((noinline, noipa))
-#else
-#define NOINLINE __attribute__((noinline))
-#endif
 #define POOL 8		/* PROBEKIT_RETPROBE_THREADS for this test */
 
 /* --------------------------------------------------------------- targets */
 
-NOINLINE long rt_plain(long a, long b)
+T_NOINLINE long rt_plain(long a, long b)
 {
 	volatile long x = a;
 
@@ -33,7 +24,7 @@ NOINLINE long rt_plain(long a, long b)
 }
 
 /* Arguments 7 and 8 are on the stack: a diverted call must keep them there. */
-NOINLINE long rt_args8(long a, long b, long c, long d, long e, long f, long g,
+T_NOINLINE long rt_args8(long a, long b, long c, long d, long e, long f, long g,
 		       long h)
 {
 	volatile long x = a;
@@ -41,7 +32,7 @@ NOINLINE long rt_args8(long a, long b, long c, long d, long e, long f, long g,
 	return x + b * 2 + c * 3 + d * 4 + e * 5 + f * 6 + g * 7 + h * 8;
 }
 
-NOINLINE double rt_fp(double a, long n)
+T_NOINLINE double rt_fp(double a, long n)
 {
 	volatile double x = a;
 
@@ -49,10 +40,10 @@ NOINLINE double rt_fp(double a, long n)
 }
 
 /* Recursion through a volatile pointer: no tail-recursion elimination. */
-NOINLINE long rt_rec(long n);
+T_NOINLINE long rt_rec(long n);
 static long (*volatile rec_ptr)(long) = rt_rec;
 
-NOINLINE long rt_rec(long n)
+T_NOINLINE long rt_rec(long n)
 {
 	volatile long pad = n;
 
@@ -69,7 +60,7 @@ static long rec_ref(long n)
 static jmp_buf jb;
 
 /* Leaves by longjmp when @n > 0. */
-NOINLINE long rt_lj(long n)
+T_NOINLINE long rt_lj(long n)
 {
 	volatile long x = n;
 
@@ -79,7 +70,7 @@ NOINLINE long rt_lj(long n)
 }
 
 /* setjmp inside; the probed rt_lj it calls jumps back here. */
-NOINLINE long rt_outer(long n)
+T_NOINLINE long rt_outer(long n)
 {
 	static jmp_buf inner;
 	volatile long x = n;
@@ -111,7 +102,7 @@ __asm__(".text\n"
 	"	jmp rt_leaf\n"
 	".size rt_tail, .-rt_tail\n");
 
-NOINLINE long rt_sig(long n)
+T_NOINLINE long rt_sig(long n)
 {
 	volatile long x = n;
 
@@ -121,7 +112,7 @@ NOINLINE long rt_sig(long n)
 
 static volatile int wait_in, wait_go;
 
-NOINLINE long rt_wait(long n)
+T_NOINLINE long rt_wait(long n)
 {
 	volatile long x = n;
 
@@ -131,7 +122,7 @@ NOINLINE long rt_wait(long n)
 	return x + 1;
 }
 
-NOINLINE long rt_exit(long n)
+T_NOINLINE long rt_exit(long n)
 {
 	volatile long x = n;
 

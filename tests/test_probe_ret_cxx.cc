@@ -11,15 +11,6 @@
 
 #include "harness.h"
 
-/*
- * Handlers change globals behind the compiler's back: keep it from
- * assuming a target leaves them alone (GCC's IPA mod/ref analysis).
- */
-#if defined(__GNUC__) && !defined(__clang__)
-#define NOINLINE __attribute__((noinline, noipa))
-#else
-#define NOINLINE __attribute__((noinline))
-#endif
 
 namespace {
 
@@ -34,7 +25,7 @@ struct guard {
 
 extern "C" {
 
-NOINLINE long rx_thrower(long n)
+T_NOINLINE long rx_thrower(long n)
 {
 	volatile long x = n;
 
@@ -44,7 +35,7 @@ NOINLINE long rx_thrower(long n)
 }
 
 /* A frame with a destructor between the throw and the catch. */
-NOINLINE long rx_middle(long n)
+T_NOINLINE long rx_middle(long n)
 {
 	guard g{ &dtors };
 	volatile long x = n;
@@ -53,7 +44,7 @@ NOINLINE long rx_middle(long n)
 }
 
 /* Probed itself; catches what is thrown below it, then returns normally. */
-NOINLINE long rx_catcher(long n)
+T_NOINLINE long rx_catcher(long n)
 {
 	volatile long x = n;
 
@@ -74,7 +65,7 @@ __asm__(".text\n"
 	"	jmp rx_thrower\n"
 	".size rx_tail, .-rx_tail\n");
 
-NOINLINE long rx_exit(long n)
+T_NOINLINE long rx_exit(long n)
 {
 	volatile long x = n;
 
@@ -87,7 +78,7 @@ NOINLINE long rx_exit(long n)
 static void *bt[64];
 static int nbt;
 
-NOINLINE long rx_bt(long n)
+T_NOINLINE long rx_bt(long n)
 {
 	volatile long x = n;
 
@@ -95,7 +86,7 @@ NOINLINE long rx_bt(long n)
 	return x + 1;
 }
 
-NOINLINE long rx_bt_caller(long n)
+T_NOINLINE long rx_bt_caller(long n)
 {
 	volatile long x = n;
 

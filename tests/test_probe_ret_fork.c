@@ -7,18 +7,13 @@
 #include "harness.h"
 #include "probekit.h"
 
-#if defined(__GNUC__) && !defined(__clang__)
-#define NOINLINE __attribute__((noinline, noipa))
-#else
-#define NOINLINE __attribute__((noinline))
-#endif
 
-NOINLINE long churned(long x)
+T_NOINLINE long churned(long x)
 {
 	return x * 3 + 1;
 }
 
-NOINLINE long in_child(long x)
+T_NOINLINE long in_child(long x)
 {
 	return x * 5 + 1;
 }
