@@ -150,7 +150,7 @@ static void test_trap_die(void)
 	ASSERT_EQ(pk_die_unregister(&die_nb), -ENOENT, "die unknown");
 	ASSERT_EQ(pk_die_unregister(NULL), -EINVAL, "die unregister NULL");
 	ASSERT_OK(pk_die_register(&die_nb), "die");
-	ASSERT_NE(pk_die_register(&die_nb), 0, "die twice");
+	ASSERT_EQ(pk_die_register(&die_nb), -EEXIST, "die twice");
 	ASSERT_OK(pk_die_unregister(&die_nb), "die unregister");
 	ASSERT_EQ(pk_die_unregister(&die_nb), -ENOENT, "die unregister twice");
 	UNCHANGED(area, "rw-p", "trap and die failures");
