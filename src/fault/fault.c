@@ -326,7 +326,7 @@ PK_NOPROBE static int wpage_move(struct wpage *pg, ucontext_t *uc)
 		return 1;
 	}
 	cp = (rip + delta) & ~(psz - 1);
-	if ((rip & (psz - 1)) + a.len > psz || cp < (uintptr_t)pg->resv ||
+	if (cp < (uintptr_t)pg->resv ||
 	    cp + psz > (uintptr_t)pg->resv + 2 * RESV_HALF ||
 	    cp == (uintptr_t)pg->alias)
 		return 0;
