@@ -924,7 +924,7 @@ __attribute__((constructor)) static void fault_init(void)
 
 int pk_fault_register(void *addr, size_t len, pk_fault_fn fn, void *ctx)
 {
-	uintptr_t a = (uintptr_t)addr, page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t a = (uintptr_t)addr, page = (uintptr_t)page_size;
 	struct ent e = { a, a + len, fn, ctx };
 	int err;
 
@@ -1399,7 +1399,7 @@ static void wpage_unalias(struct wpage *pg)
 /* Page mechanism: protect @w's page and join the fault chain. */
 static int watch_page_add(struct pk_watch *w)
 {
-	uintptr_t psz = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t psz = (uintptr_t)page_size;
 	uintptr_t page = w->addr & ~(psz - 1);
 	struct wpage *pg = NULL;
 	int err, prot;
@@ -1427,7 +1427,7 @@ static int watch_page_add(struct pk_watch *w)
 			return err;
 		pg->page = page;
 		pg->orig_prot = prot;
-		if (!getenv("PROBEKIT_WATCH_NOALIAS"))
+		if (!pk_env_flag("WATCH_NOALIAS"))
 			wpage_alias(pg);
 	}
 	w->pg = pg;
