@@ -606,8 +606,7 @@ static PK_NOPROBE_INLINE int dispatch(struct tab **tabp, uintptr_t addr,
 
 PK_NOPROBE __attribute__((cold)) static int fault_hook_slow(int sig,
 							      siginfo_t *si,
-							      ucontext_t *uc,
-							      int asked);
+							      ucontext_t *uc);
 
 /*
  * The hook. A fault that a range claims is the hot path (a GC barrier, a
@@ -622,7 +621,7 @@ PK_NOPROBE static int fault_hook(int sig, siginfo_t *si, ucontext_t *uc)
 
 	if (__builtin_expect((sig != SIGSEGV && sig != SIGBUS) ||
 			     si->si_code <= 0, 0))
-		return fault_hook_slow(sig, si, uc, 0);
+		return fault_hook_slow(sig, si, uc);
 	fault_depth++;
 	__asm__ volatile("" ::: "memory");
 	f.addr = si->si_addr;
@@ -636,14 +635,16 @@ PK_NOPROBE static int fault_hook(int sig, siginfo_t *si, ucontext_t *uc)
 	__asm__ volatile("" ::: "memory");
 	fault_depth--;
 	if (__builtin_expect(!ret, 0))
-		return fault_hook_slow(sig, si, uc, 1);
+		return fault_hook_slow(sig, si, uc);
 	__atomic_add_fetch(&stats.faults, 1, __ATOMIC_RELAXED);
 	return 1;
 }
 
-/* Everything but a fault a range claims; @asked: the range declined it. */
-PK_NOPROBE static int fault_hook_slow(int sig, siginfo_t *si, ucontext_t *uc,
-				      int asked)
+/*
+ * Everything but a fault a range claims: fault_hook() has already asked the
+ * ranges about every SIGSEGV/SIGBUS with si_code > 0.
+ */
+PK_NOPROBE static int fault_hook_slow(int sig, siginfo_t *si, ucontext_t *uc)
 {
 	greg_t *g = uc->uc_mcontext.gregs;
 	struct pk_fault f;
@@ -661,12 +662,6 @@ PK_NOPROBE static int fault_hook_slow(int sig, siginfo_t *si, ucontext_t *uc,
 	case SIGBUS:
 		f.addr = si->si_addr;
 		f.access = access_kind(uc);
-		if (si->si_code > 0 && !asked &&
-		    dispatch(&ranges, (uintptr_t)si->si_addr, &f)) {
-			__atomic_add_fetch(&stats.faults, 1, __ATOMIC_RELAXED);
-			ret = 1;
-			goto out;
-		}
 		if (sig == SIGSEGV && si->si_code == SEGV_ACCERR &&
 		    wpage_retired((uintptr_t)si->si_addr)) {
 			ret = 1;	/* a watchpoint's page, open again: retry */
