@@ -206,7 +206,6 @@ struct wpage {
 
 static struct pk_watch watches[WATCH_SLOTS];	/* guarded by fault_lock */
 static struct wpage wpages[WATCH_SLOTS];	/* guarded by fault_lock */
-static size_t n_watch;
 static int watch_used;		/* a watchpoint existed once: see update_hooks() */
 
 /* The single step a thread is in the middle of (page mechanism). */
@@ -214,7 +213,6 @@ struct wstep {
 	struct wpage *pg;
 	uintptr_t addr;		/* the faulting address */
 	unsigned int access;
-	int reporting;		/* calling the watch handlers */
 	unsigned int reopened;	/* wpages opened during the step (bits) */
 	int trap_blocked;	/* SIGTRAP was blocked where the fault was */
 	int how;		/* 0: page opened; else PK_ACCESS_MOVE_* */
@@ -495,12 +493,10 @@ PK_NOPROBE static int wpage_step(ucontext_t *uc)
 		hw[n++] = w;
 	}
 	/* A handler that writes the page opens it again: see wpage_fault(). */
-	wstep.reporting = 1;
 	for (unsigned int i = 0; i < n; i++) {
 		hw[i]->fn(&h[i], hw[i]->ctx);
 		__atomic_add_fetch(&stats.watch_hits, 1, __ATOMIC_RELAXED);
 	}
-	wstep.reporting = 0;
 	if (!moved && !(prot & PROT_READ))
 		mprotect((void *)pg->page, (size_t)psz, prot);
 	for (unsigned int i = 0; i < WATCH_SLOTS; i++)
@@ -795,9 +791,8 @@ static int update_hooks(void)
 	 * breakpoint's SIGTRAP or a fault on a page that was just unwatched
 	 * may still be on its way to a thread after pk_watch_remove().
 	 */
-	int need_fault = (ranges && ranges->n) || n_die || n_watch ||
-			 watch_used;
-	int need_trap = (traps && traps->n) || n_die || n_watch || watch_used;
+	int need_fault = (ranges && ranges->n) || n_die || watch_used;
+	int need_trap = (traps && traps->n) || n_die || watch_used;
 	int err = 0, e;
 
 	pk_assert_held(&fault_lock);
@@ -1517,7 +1512,6 @@ int pk_watch_add(void *addr, size_t len, unsigned int access, pk_watch_fn fn,
 	w->fn = fn;
 	w->ctx = ctx;
 	w->shadow = watch_read(a, len);
-	n_watch++;
 	watch_used = 1;
 	err = update_hooks();
 	if (!err && !force_page) {
@@ -1548,7 +1542,6 @@ int pk_watch_add(void *addr, size_t len, unsigned int access, pk_watch_fn fn,
 fail:
 		w->fn = NULL;
 		w->pg = NULL;
-		n_watch--;
 		update_hooks();
 		goto out;
 	}
@@ -1580,7 +1573,6 @@ int pk_watch_remove(struct pk_watch *w)
 		wait_readers();
 		w->fn = NULL;
 	}
-	n_watch--;
 	update_hooks();
 out:
 	pthread_mutex_unlock(&fault_lock);
