@@ -1192,11 +1192,6 @@ static int page_map(uintptr_t page, struct mapinfo *mi)
 	return err;
 }
 
-static int overlaps(uintptr_t lo, uintptr_t hi, const void *p, size_t len)
-{
-	return (uintptr_t)p < hi && (uintptr_t)p + len > lo;
-}
-
 /*
  * Whether [@lo, @hi) holds memory that the signal path of probekit writes
  * or reads (then it must never fault): the fault layer's and sig.c's
@@ -1205,10 +1200,7 @@ static int overlaps(uintptr_t lo, uintptr_t hi, const void *p, size_t len)
  */
 static int own_data(uintptr_t lo, uintptr_t hi)
 {
-	const struct {
-		const void *p;
-		size_t len;
-	} objs[] = {
+	const struct pk_span objs[] = {
 		{ watches, sizeof(watches) }, { wpages, sizeof(wpages) },
 		{ &ranges, sizeof(ranges) }, { &traps, sizeof(traps) },
 		{ readers, sizeof(readers) }, { &phase, sizeof(phase) },
@@ -1220,10 +1212,8 @@ static int own_data(uintptr_t lo, uintptr_t hi)
 		{ &errno, sizeof(errno) },
 	};
 
-	for (size_t i = 0; i < PK_ARRAY_SIZE(objs); i++)
-		if (overlaps(lo, hi, objs[i].p, objs[i].len))
-			return 1;
-	return pk_sig_data_overlaps(lo, hi);
+	return pk_overlaps(lo, hi, objs, PK_ARRAY_SIZE(objs)) ||
+	       pk_sig_data_overlaps(lo, hi);
 }
 
 /*
@@ -1251,7 +1241,8 @@ static int watch_page_allowed(uintptr_t page, size_t psz, struct mapinfo *mi)
 	if (!page_map(sp, &stack) && page >= stack.lo && page < stack.hi)
 		return -EBUSY;			/* the caller's stack */
 	if (!sigaltstack(NULL, &ss) && !(ss.ss_flags & SS_DISABLE) &&
-	    overlaps(page, page + psz, ss.ss_sp, ss.ss_size))
+	    pk_overlaps(page, page + psz,
+		&(struct pk_span){ ss.ss_sp, ss.ss_size }, 1))
 		return -EBUSY;			/* its signal stack */
 	return 0;
 }

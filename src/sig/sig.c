@@ -236,19 +236,12 @@ int pk_sig_owned(int sig)
 
 int pk_sig_data_overlaps(uintptr_t lo, uintptr_t hi)
 {
-	const struct {
-		const void *p;
-		size_t len;
-	} objs[] = {
+	const struct pk_span objs[] = {
 		{ installed, sizeof(installed) }, { hooks, sizeof(hooks) },
 		{ prev, sizeof(prev) }, { prev_idx, sizeof(prev_idx) },
 	};
 
-	for (size_t i = 0; i < PK_ARRAY_SIZE(objs); i++)
-		if ((uintptr_t)objs[i].p < hi &&
-		    (uintptr_t)objs[i].p + objs[i].len > lo)
-			return 1;
-	return 0;
+	return pk_overlaps(lo, hi, objs, PK_ARRAY_SIZE(objs));
 }
 
 int pk_signal_action(int sig, const struct sigaction *act,
