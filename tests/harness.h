@@ -96,6 +96,19 @@ static inline const char *t_prot_of(const void *p)
 	return perm;
 }
 
+#ifdef PK_VERSION_MAJOR	/* after probekit.h */
+/* pk_fault_stats().watch_open_steps: page-watch steps that opened the page. */
+static inline uint64_t t_watch_open_steps(void)
+{
+	struct pk_fault_stats st;
+
+	memset(&st, 0, sizeof(st));
+	st.sz = sizeof(st);
+	pk_fault_stats(&st);
+	return st.watch_open_steps;
+}
+#endif
+
 /*
  * Fork children running @child (its return value is the exit status, 0 for
  * success) until @until (t_now() time) and at least @min times; each is
