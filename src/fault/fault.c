@@ -429,11 +429,13 @@ PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 	wstep.access = f->access;
 	wstep.how = 0;
 	/*
-	 * A step where SIGTRAP is blocked (the access is in a SIGTRAP
-	 * handler: a hardware watchpoint's handler writing this page) would
-	 * end in a forced SIGTRAP, which the kernel turns into SIG_DFL: let
-	 * SIGTRAP through for the one instruction; wpage_step() blocks it
-	 * again in the context it returns to.
+	 * A step where SIGTRAP is blocked would end in a forced SIGTRAP,
+	 * which the kernel turns into SIG_DFL. probekit's own handler is
+	 * SA_NODEFER (sig.c), so a watch handler does not block it; the
+	 * program can (pthread_sigmask(), or a handler of its own with
+	 * SIGTRAP in its sa_mask): let SIGTRAP through for the one
+	 * instruction; wpage_step() blocks it again in the context it
+	 * returns to.
 	 */
 	wstep.trap_blocked = sigismember(&uc->uc_sigmask, SIGTRAP) == 1;
 	if (wstep.trap_blocked)
