@@ -1240,6 +1240,8 @@ static int watch_page_allowed(uintptr_t page, size_t psz, struct mapinfo *mi)
 	if (mi->name[0] == '[' && strcmp(mi->name, "[heap]") &&
 	    strncmp(mi->name, "[anon", 5))
 		return -EBUSY;			/* [stack], [vvar], ... */
+	if (!strcmp(mi->name, "[anon:probekit]"))
+		return -EBUSY;			/* our tables: tab_alloc() */
 	if (!page_map(sp, &stack) && page >= stack.lo && page < stack.hi)
 		return -EBUSY;			/* the caller's stack */
 	if (!sigaltstack(NULL, &ss) && !(ss.ss_flags & SS_DISABLE) &&
