@@ -212,6 +212,7 @@ static int watch_used;		/* a watchpoint existed once: see update_hooks() */
 struct wstep {
 	struct wpage *pg;
 	uintptr_t addr;		/* the faulting address */
+	uintptr_t end;		/* ... and the end of the access (decoded) */
 	unsigned int access;
 	unsigned int reopened;	/* wpages opened during the step (bits) */
 	int trap_blocked;	/* SIGTRAP was blocked where the fault was */
@@ -303,19 +304,33 @@ PK_NOPROBE static int watch_hit(siginfo_t *si, ucontext_t *uc)
  */
 #define RESV_HALF ((size_t)2 << 30)
 
-/* Move the stepping thread's access to the alias; 0 if it cannot be. */
-PK_NOPROBE static int wpage_move(struct wpage *pg, ucontext_t *uc)
+/*
+ * Decode the access at the faulting instruction into @a: 0, or -ENOTSUP.
+ * It is decoded from at most the bytes left on the instruction's page.
+ */
+PK_NOPROBE static int wpage_decode(ucontext_t *uc, struct pk_access *a)
+{
+	greg_t *g = uc->uc_mcontext.gregs;
+	uintptr_t psz = (uintptr_t)page_size, rip = (uintptr_t)g[REG_RIP];
+	size_t avail = psz - (rip & (psz - 1));
+
+	if (avail > 15)
+		avail = 15;
+	return pk_arch_access((void *)rip, avail, g, a);
+}
+
+/*
+ * Move the stepping thread's access @a (from wpage_decode()) to the alias;
+ * 0 if it cannot be.
+ */
+PK_NOPROBE static int wpage_move(struct wpage *pg, ucontext_t *uc,
+				 struct pk_access a)
 {
 	greg_t *g = uc->uc_mcontext.gregs;
 	uintptr_t psz = (uintptr_t)page_size, rip = (uintptr_t)g[REG_RIP];
 	uintptr_t delta = (uintptr_t)pg->alias - pg->page, cp;
-	size_t avail = psz - (rip & (psz - 1));
-	struct pk_access a;
 
-	if (avail > 15)
-		avail = 15;
-	if (pk_arch_access((void *)rip, avail, g, &a) ||
-	    a.addr < pg->page || a.addr + a.size > pg->page + psz)
+	if (a.addr < pg->page || a.addr + a.size > pg->page + psz)
 		return 0;
 	if (a.how == PK_ACCESS_MOVE_REG) {
 		g[a.reg] += (greg_t)delta;
@@ -372,6 +387,8 @@ PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 	struct wpage *pg = ctx;
 	ucontext_t *uc = f->ucontext;
 	long psz = page_size;
+	struct pk_access a;
+	int decoded;
 
 	if (wstep.pg) {
 		/*
@@ -426,8 +443,18 @@ PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 						  watches[i].len);
 	wstep.pg = pg;
 	wstep.addr = (uintptr_t)f->addr;
+	wstep.end = wstep.addr + 1;
 	wstep.access = f->access;
 	wstep.how = 0;
+	/*
+	 * The range the instruction accesses: an access that starts before
+	 * a watched value (si_addr) but covers it touches it too.
+	 */
+	decoded = !wpage_decode(uc, &a);
+	if (decoded && a.addr <= wstep.addr && a.addr + a.size > wstep.addr) {
+		wstep.addr = (uintptr_t)a.addr;
+		wstep.end = (uintptr_t)a.addr + a.size;
+	}
 	/*
 	 * A step where SIGTRAP is blocked would end in a forced SIGTRAP,
 	 * which the kernel turns into SIG_DFL. probekit's own handler is
@@ -440,7 +467,7 @@ PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 	wstep.trap_blocked = sigismember(&uc->uc_sigmask, SIGTRAP) == 1;
 	if (wstep.trap_blocked)
 		sigdelset(&uc->uc_sigmask, SIGTRAP);
-	if (!pg->alias || !wpage_move(pg, uc)) {
+	if (!pg->alias || !decoded || !wpage_move(pg, uc, a)) {
 		__atomic_add_fetch(&stats.watch_open_steps, 1, __ATOMIC_RELAXED);
 		mprotect((void *)pg->page, (size_t)psz, pg->orig_prot);
 	}
@@ -482,7 +509,7 @@ PK_NOPROBE static int wpage_step(ucontext_t *uc)
 			continue;
 		h[n].new_value = watch_read(wview(pg, w->addr), w->len);
 		h[n].old_value = wstep.old[i];
-		touched = wstep.addr >= w->addr && wstep.addr < w->addr + w->len;
+		touched = wstep.addr < w->addr + w->len && wstep.end > w->addr;
 		if (h[n].new_value == h[n].old_value && !touched)
 			continue;	/* an unwatched byte of the page */
 		if (wstep.access == PK_ACCESS_READ && !(w->access & PK_WATCH_READ))
