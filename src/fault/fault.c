@@ -202,6 +202,7 @@ struct wpage {
 	int busy;		/* atomic: being converted; faulters wait */
 	char *alias;		/* writable view of the page (memfd), or NULL */
 	char *resv;		/* address space reserved around the alias */
+	char *snap;		/* fork: the alias's bytes at prepare, or NULL */
 };
 
 static struct pk_watch watches[WATCH_SLOTS];	/* guarded by fault_lock */
@@ -892,19 +893,34 @@ static int writer_lock(void)
 static int own_data(uintptr_t lo, uintptr_t hi);
 
 static void wpage_quiesce(struct wpage *pg);
-static int wpage_remap(struct wpage *pg, int prot);
+static void page_copy(void *dst, const void *src, size_t len);
+
+static void snap_free(struct wpage *pg)
+{
+	if (pg->snap)
+		munmap(pg->snap, (size_t)page_size);
+	pg->snap = NULL;
+}
+
+static int wpage_remap(struct wpage *pg, int prot, const void *src);
 
 /*
  * fork(): util.c's atfork triple calls these in lock order (the probe layer
  * registers trap entries with its own lock held, so fault_lock comes after
  * it). In a child only the forking thread exists: no other readers.
  *
+ * Prepare stops every step over every watched page (the bytes cannot
+ * change then: all writes fault and wait), so that no page is open and no
+ * step claimed in the child, whose other threads are gone.
+ *
  * Aliased watch pages: the memfd is MAP_SHARED, so a child would share the
- * page with the parent. Prepare stops every step over such pages (the bytes
- * cannot change then: all writes fault and wait); the child maps a memfd of
- * its own with the same bytes at the same two places; then both go on. A
- * fork from inside a watch handler (a step of this thread in flight) cannot
- * wait for itself: those pages are left shared.
+ * page with the parent. Prepare also copies each such page to a private
+ * snapshot, because glibc runs the parent's and the child's handlers
+ * concurrently: the parent's writers go on (busy cleared) while the child
+ * still builds its page. The child maps a memfd of its own holding the
+ * snapshot at the same two places. A fork from inside a watch handler (a
+ * step of this thread in flight) cannot wait for itself: that page is left
+ * shared, and keeps this thread's step state.
  */
 void pk_fault_fork_child(void)
 {
@@ -913,26 +929,47 @@ void pk_fault_fork_child(void)
 	for (unsigned int i = 0; i < WATCH_SLOTS; i++) {
 		struct wpage *pg = &wpages[i];
 
-		if (pg->nw && pg->alias && pg != wstep.pg) {
-			wpage_remap(pg, pg->prot);
+		if (pg->nw && pg != wstep.pg) {
+			if (pg->alias)
+				wpage_remap(pg, pg->prot, pg->snap);
 			pg->steps = 0;
+			pg->stepper = 0;
 		}
+		snap_free(pg);
 		pg->busy = 0;
 	}
 }
 
 void pk_fault_fork_prepare(void)
 {
+	size_t psz = (size_t)page_size;
+
 	pthread_mutex_lock(&fault_lock);
-	for (unsigned int i = 0; i < WATCH_SLOTS; i++)
-		if (wpages[i].nw && wpages[i].alias && &wpages[i] != wstep.pg)
-			wpage_quiesce(&wpages[i]);
+	for (unsigned int i = 0; i < WATCH_SLOTS; i++) {
+		struct wpage *pg = &wpages[i];
+		void *p;
+
+		if (!pg->nw || pg == wstep.pg)
+			continue;
+		wpage_quiesce(pg);
+		if (!pg->alias)
+			continue;
+		/* Without a snapshot the child copies the shared page. */
+		p = mmap(NULL, psz, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			continue;
+		page_copy(p, pg->alias, psz);
+		pg->snap = p;
+	}
 }
 
 void pk_fault_fork_parent(void)
 {
-	for (unsigned int i = 0; i < WATCH_SLOTS; i++)
+	for (unsigned int i = 0; i < WATCH_SLOTS; i++) {
+		snap_free(&wpages[i]);
 		__atomic_store_n(&wpages[i].busy, 0, __ATOMIC_RELEASE);
+	}
 	pthread_mutex_unlock(&fault_lock);
 }
 
@@ -1311,7 +1348,7 @@ static void wpage_quiesce(struct wpage *pg)
 }
 
 /* Map a new memfd holding @pg's bytes at the alias and at the page. */
-static int wpage_remap(struct wpage *pg, int prot)
+static int wpage_remap(struct wpage *pg, int prot, const void *src)
 {
 	size_t psz = (size_t)page_size;
 	int fd = memfd_create("probekit-watch", MFD_CLOEXEC), err = 0;
@@ -1328,8 +1365,12 @@ static int wpage_remap(struct wpage *pg, int prot)
 		err = -errno;
 		goto out;
 	}
-	/* Writers fault and wait (busy): the bytes cannot change meanwhile. */
-	page_copy(tmp, pg->alias ? pg->alias : (char *)pg->page, psz);
+	/*
+	 * @src: a copy that cannot change (fork), or the page itself while
+	 * writers fault and wait (busy).
+	 */
+	page_copy(tmp, src ? src : pg->alias ? pg->alias : (char *)pg->page,
+		  psz);
 	munmap(tmp, psz);
 	if (mmap(pg->resv + RESV_HALF, psz, PROT_READ | PROT_WRITE,
 		 MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED ||
@@ -1365,7 +1406,7 @@ static void wpage_alias(struct wpage *pg)
 	 * yet (nw is 0), so a fault now would reach the default action; the
 	 * caller protects it once the watch is published.
 	 */
-	err = wpage_remap(pg, pg->orig_prot);
+	err = wpage_remap(pg, pg->orig_prot, NULL);
 	if (err) {
 		pk_dbg("watch: page %#lx: no alias (%s); steps open the page",
 		       (unsigned long)pg->page, strerror(-err));
