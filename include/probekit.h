@@ -815,6 +815,8 @@ PK_API int pk_fault_stats(struct pk_fault_stats *st);
  * reported exactly once, on the thread that made it, with its old and new
  * value; a child of fork() gets a page of its own (through pthread_atfork;
  * a raw clone() without it would share the page) and stays watched.
+ * fork() from inside a watch, fault, trap or die handler is not supported:
+ * the child's count of threads inside those handlers restarts at zero.
  * The bytes must be in writable memory (see pk_watch_add() for which);
  * each access to other bytes of the page costs a fault and a step; a
  * system call that writes the page (read(2) into it) fails with EFAULT; a

@@ -4,6 +4,7 @@
 #define PK_INTERNAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <pthread.h>
 
 #include "probekit.h"
@@ -26,6 +27,22 @@
 	((type *)((char *)(ptr) - offsetof(type, member)))
 
 #define PK_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* An object of probekit's: see own_data() in fault.c, pk_sig_data_overlaps(). */
+struct pk_span {
+	const void *p;
+	size_t len;
+};
+
+/* Whether [@lo, @hi) overlaps any of the @n spans at @s. */
+static inline int pk_overlaps(uintptr_t lo, uintptr_t hi,
+			      const struct pk_span *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((uintptr_t)s[i].p < hi && (uintptr_t)s[i].p + s[i].len > lo)
+			return 1;
+	return 0;
+}
 
 /* Format one message and hand it to the log hook. Never on a signal path. */
 PK_HIDDEN void pk_log(enum pk_log_level level, const char *fmt, ...)

@@ -115,6 +115,17 @@ static inline void t_quiet_log(enum pk_log_level l, const char *m, void *c)
 	(void)l, (void)m, (void)c;
 }
 
+/* pk_fault_stats().watch_open_steps: page-watch steps that opened the page. */
+static inline uint64_t t_watch_open_steps(void)
+{
+	struct pk_fault_stats st;
+
+	memset(&st, 0, sizeof(st));
+	st.sz = sizeof(st);
+	pk_fault_stats(&st);
+	return st.watch_open_steps;
+}
+
 /*
  * Fork children running @child (its return value is the exit status, 0 for
  * success) until @until (t_now() time) and at least @min times; each is

@@ -63,6 +63,7 @@ static unsigned long phase_run(double seconds, const char *mech)
 		ASSERT_EQ(vars[8 + i], writes[i] - 1, "unwatched bytes written");
 	}
 	printf("%s: %lu add/remove cycles, %lu hits\n", mech, changes, hits);
+	ASSERT_GE(hits, 1, "the watched writes were reported");
 	return changes;
 }
 

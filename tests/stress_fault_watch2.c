@@ -90,23 +90,6 @@ static void *writer(void *arg)
 	return NULL;
 }
 
-static int page_protected(const void *p)
-{
-	unsigned long lo, hi, a = (unsigned long)p;
-	char perm[8] = "";
-	FILE *f = fopen("/proc/self/maps", "re");
-	int ro = 0;
-
-	while (f && fscanf(f, "%lx-%lx %7s %*[^\n]", &lo, &hi, perm) == 3)
-		if (a >= lo && a < hi) {
-			ro = perm[1] != 'w';
-			break;
-		}
-	if (f)
-		fclose(f);
-	return ro;
-}
-
 static void reset(void)
 {
 	memset(seen, 0, sizeof(seen));
@@ -118,18 +101,10 @@ static void reset(void)
 	go = stop = 0;
 }
 
-static uint64_t open_steps(void)
-{
-	struct pk_fault_stats st = { .sz = sizeof(st) };
-
-	pk_fault_stats(&st);
-	return st.watch_open_steps;
-}
-
 /* @nthreads writers for @seconds; returns 0 if the watch could not be set. */
 static int run(int nthreads, double seconds, int hardware)
 {
-	uint64_t opened = open_steps();
+	uint64_t opened = t_watch_open_steps();
 	int exact;
 	pthread_t th[THREADS];
 	struct pk_watch *w;
@@ -143,7 +118,7 @@ static int run(int nthreads, double seconds, int hardware)
 	if (err)
 		return err;
 	/* The page mechanism write-protects the page; hardware leaves it. */
-	if (hardware && page_protected((void *)&watched))
+	if (hardware && t_prot_of((void *)&watched)[1] == '-')
 		hardware = 0;
 	for (long i = 0; i < nthreads; i++)
 		pthread_create(&th[i], NULL, writer, (void *)(uintptr_t)i);
@@ -154,7 +129,7 @@ static int run(int nthreads, double seconds, int hardware)
 	for (int i = 0; i < nthreads; i++)
 		pthread_join(th[i], NULL);
 	ASSERT_OK(pk_watch_remove(w), "remove");
-	opened = open_steps() - opened;
+	opened = t_watch_open_steps() - opened;
 	exact = hardware || opened == 0;
 
 	for (int t = 0; t < nthreads; t++) {

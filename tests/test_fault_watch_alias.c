@@ -40,14 +40,6 @@ static void on_hit(const struct pk_watch_hit *h, void *ctx)
 	hits++;
 }
 
-static uint64_t open_steps(void)
-{
-	struct pk_fault_stats st = { .sz = sizeof(st) };
-
-	pk_fault_stats(&st);
-	return st.watch_open_steps;
-}
-
 #define BARRIER() __asm__ volatile("" ::: "memory")
 
 static void store_reg(uint64_t *p, uint64_t v)
@@ -95,7 +87,7 @@ int main(void)
 		return t_exit();
 	ASSERT_TRUE(!strcmp(t_prot_of(&var), "r--s"),
 		    "the page is a protected shared (memfd) page now");
-	opened = open_steps();
+	opened = t_watch_open_steps();
 
 	store_reg(&var, 2);
 	BARRIER();
@@ -122,13 +114,13 @@ int main(void)
 	BARRIER();
 	ASSERT_EQ(hits, 3, "other bytes of the page: no hit");
 	ASSERT_EQ(pk_alias_page[100], 5, "but written");
-	ASSERT_EQ(open_steps(), opened, "none of these opened the page");
+	ASSERT_EQ(t_watch_open_steps(), opened, "none of these opened the page");
 
 	store_rep(&var, 20);
 	BARRIER();
 	ASSERT_EQ(hits, 4, "rep stosq: still reported");
 	ASSERT_EQ(last_new, 20, "rep stosq: value");
-	ASSERT_EQ(open_steps(), opened + 1, "by opening the page for its step");
+	ASSERT_EQ(t_watch_open_steps(), opened + 1, "by opening the page for its step");
 
 	/* A child of fork() has a page of its own. */
 	pid = fork();

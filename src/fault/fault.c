@@ -202,19 +202,19 @@ struct wpage {
 	int busy;		/* atomic: being converted; faulters wait */
 	char *alias;		/* writable view of the page (memfd), or NULL */
 	char *resv;		/* address space reserved around the alias */
+	char *snap;		/* fork: the alias's bytes at prepare, or NULL */
 };
 
 static struct pk_watch watches[WATCH_SLOTS];	/* guarded by fault_lock */
 static struct wpage wpages[WATCH_SLOTS];	/* guarded by fault_lock */
-static size_t n_watch;
 static int watch_used;		/* a watchpoint existed once: see update_hooks() */
 
 /* The single step a thread is in the middle of (page mechanism). */
 struct wstep {
 	struct wpage *pg;
 	uintptr_t addr;		/* the faulting address */
+	uintptr_t end;		/* ... and the end of the access (decoded) */
 	unsigned int access;
-	int reporting;		/* calling the watch handlers */
 	unsigned int reopened;	/* wpages opened during the step (bits) */
 	int trap_blocked;	/* SIGTRAP was blocked where the fault was */
 	int how;		/* 0: page opened; else PK_ACCESS_MOVE_* */
@@ -305,19 +305,33 @@ PK_NOPROBE static int watch_hit(siginfo_t *si, ucontext_t *uc)
  */
 #define RESV_HALF ((size_t)2 << 30)
 
-/* Move the stepping thread's access to the alias; 0 if it cannot be. */
-PK_NOPROBE static int wpage_move(struct wpage *pg, ucontext_t *uc)
+/*
+ * Decode the access at the faulting instruction into @a: 0, or -ENOTSUP.
+ * It is decoded from at most the bytes left on the instruction's page.
+ */
+PK_NOPROBE static int wpage_decode(ucontext_t *uc, struct pk_access *a)
+{
+	greg_t *g = uc->uc_mcontext.gregs;
+	uintptr_t psz = (uintptr_t)page_size, rip = (uintptr_t)g[REG_RIP];
+	size_t avail = psz - (rip & (psz - 1));
+
+	if (avail > 15)
+		avail = 15;
+	return pk_arch_access((void *)rip, avail, g, a);
+}
+
+/*
+ * Move the stepping thread's access @a (from wpage_decode()) to the alias;
+ * 0 if it cannot be.
+ */
+PK_NOPROBE static int wpage_move(struct wpage *pg, ucontext_t *uc,
+				 struct pk_access a)
 {
 	greg_t *g = uc->uc_mcontext.gregs;
 	uintptr_t psz = (uintptr_t)page_size, rip = (uintptr_t)g[REG_RIP];
 	uintptr_t delta = (uintptr_t)pg->alias - pg->page, cp;
-	size_t avail = psz - (rip & (psz - 1));
-	struct pk_access a;
 
-	if (avail > 15)
-		avail = 15;
-	if (pk_arch_access((void *)rip, avail, g, &a) ||
-	    a.addr < pg->page || a.addr + a.size > pg->page + psz)
+	if (a.addr < pg->page || a.addr + a.size > pg->page + psz)
 		return 0;
 	if (a.how == PK_ACCESS_MOVE_REG) {
 		g[a.reg] += (greg_t)delta;
@@ -326,7 +340,7 @@ PK_NOPROBE static int wpage_move(struct wpage *pg, ucontext_t *uc)
 		return 1;
 	}
 	cp = (rip + delta) & ~(psz - 1);
-	if ((rip & (psz - 1)) + a.len > psz || cp < (uintptr_t)pg->resv ||
+	if (cp < (uintptr_t)pg->resv ||
 	    cp + psz > (uintptr_t)pg->resv + 2 * RESV_HALF ||
 	    cp == (uintptr_t)pg->alias)
 		return 0;
@@ -374,6 +388,8 @@ PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 	struct wpage *pg = ctx;
 	ucontext_t *uc = f->ucontext;
 	long psz = page_size;
+	struct pk_access a;
+	int decoded;
 
 	if (wstep.pg) {
 		/*
@@ -428,19 +444,31 @@ PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 						  watches[i].len);
 	wstep.pg = pg;
 	wstep.addr = (uintptr_t)f->addr;
+	wstep.end = wstep.addr + 1;
 	wstep.access = f->access;
 	wstep.how = 0;
 	/*
-	 * A step where SIGTRAP is blocked (the access is in a SIGTRAP
-	 * handler: a hardware watchpoint's handler writing this page) would
-	 * end in a forced SIGTRAP, which the kernel turns into SIG_DFL: let
-	 * SIGTRAP through for the one instruction; wpage_step() blocks it
-	 * again in the context it returns to.
+	 * The range the instruction accesses: an access that starts before
+	 * a watched value (si_addr) but covers it touches it too.
+	 */
+	decoded = !wpage_decode(uc, &a);
+	if (decoded && a.addr <= wstep.addr && a.addr + a.size > wstep.addr) {
+		wstep.addr = (uintptr_t)a.addr;
+		wstep.end = (uintptr_t)a.addr + a.size;
+	}
+	/*
+	 * A step where SIGTRAP is blocked would end in a forced SIGTRAP,
+	 * which the kernel turns into SIG_DFL. probekit's own handler is
+	 * SA_NODEFER (sig.c), so a watch handler does not block it; the
+	 * program can (pthread_sigmask(), or a handler of its own with
+	 * SIGTRAP in its sa_mask): let SIGTRAP through for the one
+	 * instruction; wpage_step() blocks it again in the context it
+	 * returns to.
 	 */
 	wstep.trap_blocked = sigismember(&uc->uc_sigmask, SIGTRAP) == 1;
 	if (wstep.trap_blocked)
 		sigdelset(&uc->uc_sigmask, SIGTRAP);
-	if (!pg->alias || !wpage_move(pg, uc)) {
+	if (!pg->alias || !decoded || !wpage_move(pg, uc, a)) {
 		__atomic_add_fetch(&stats.watch_open_steps, 1, __ATOMIC_RELAXED);
 		mprotect((void *)pg->page, (size_t)psz, pg->orig_prot);
 	}
@@ -482,7 +510,7 @@ PK_NOPROBE static int wpage_step(ucontext_t *uc)
 			continue;
 		h[n].new_value = watch_read(wview(pg, w->addr), w->len);
 		h[n].old_value = wstep.old[i];
-		touched = wstep.addr >= w->addr && wstep.addr < w->addr + w->len;
+		touched = wstep.addr < w->addr + w->len && wstep.end > w->addr;
 		if (h[n].new_value == h[n].old_value && !touched)
 			continue;	/* an unwatched byte of the page */
 		if (wstep.access == PK_ACCESS_READ && !(w->access & PK_WATCH_READ))
@@ -495,12 +523,10 @@ PK_NOPROBE static int wpage_step(ucontext_t *uc)
 		hw[n++] = w;
 	}
 	/* A handler that writes the page opens it again: see wpage_fault(). */
-	wstep.reporting = 1;
 	for (unsigned int i = 0; i < n; i++) {
 		hw[i]->fn(&h[i], hw[i]->ctx);
 		__atomic_add_fetch(&stats.watch_hits, 1, __ATOMIC_RELAXED);
 	}
-	wstep.reporting = 0;
 	if (!moved && !(prot & PROT_READ))
 		mprotect((void *)pg->page, (size_t)psz, prot);
 	for (unsigned int i = 0; i < WATCH_SLOTS; i++)
@@ -606,8 +632,7 @@ static PK_NOPROBE_INLINE int dispatch(struct tab **tabp, uintptr_t addr,
 
 PK_NOPROBE __attribute__((cold)) static int fault_hook_slow(int sig,
 							      siginfo_t *si,
-							      ucontext_t *uc,
-							      int asked);
+							      ucontext_t *uc);
 
 /*
  * The hook. A fault that a range claims is the hot path (a GC barrier, a
@@ -622,7 +647,7 @@ PK_NOPROBE static int fault_hook(int sig, siginfo_t *si, ucontext_t *uc)
 
 	if (__builtin_expect((sig != SIGSEGV && sig != SIGBUS) ||
 			     si->si_code <= 0, 0))
-		return fault_hook_slow(sig, si, uc, 0);
+		return fault_hook_slow(sig, si, uc);
 	fault_depth++;
 	__asm__ volatile("" ::: "memory");
 	f.addr = si->si_addr;
@@ -636,14 +661,16 @@ PK_NOPROBE static int fault_hook(int sig, siginfo_t *si, ucontext_t *uc)
 	__asm__ volatile("" ::: "memory");
 	fault_depth--;
 	if (__builtin_expect(!ret, 0))
-		return fault_hook_slow(sig, si, uc, 1);
+		return fault_hook_slow(sig, si, uc);
 	__atomic_add_fetch(&stats.faults, 1, __ATOMIC_RELAXED);
 	return 1;
 }
 
-/* Everything but a fault a range claims; @asked: the range declined it. */
-PK_NOPROBE static int fault_hook_slow(int sig, siginfo_t *si, ucontext_t *uc,
-				      int asked)
+/*
+ * Everything but a fault a range claims: fault_hook() has already asked the
+ * ranges about every SIGSEGV/SIGBUS with si_code > 0.
+ */
+PK_NOPROBE static int fault_hook_slow(int sig, siginfo_t *si, ucontext_t *uc)
 {
 	greg_t *g = uc->uc_mcontext.gregs;
 	struct pk_fault f;
@@ -661,12 +688,6 @@ PK_NOPROBE static int fault_hook_slow(int sig, siginfo_t *si, ucontext_t *uc,
 	case SIGBUS:
 		f.addr = si->si_addr;
 		f.access = access_kind(uc);
-		if (si->si_code > 0 && !asked &&
-		    dispatch(&ranges, (uintptr_t)si->si_addr, &f)) {
-			__atomic_add_fetch(&stats.faults, 1, __ATOMIC_RELAXED);
-			ret = 1;
-			goto out;
-		}
 		if (sig == SIGSEGV && si->si_code == SEGV_ACCERR &&
 		    wpage_retired((uintptr_t)si->si_addr)) {
 			ret = 1;	/* a watchpoint's page, open again: retry */
@@ -800,9 +821,8 @@ static int update_hooks(void)
 	 * breakpoint's SIGTRAP or a fault on a page that was just unwatched
 	 * may still be on its way to a thread after pk_watch_remove().
 	 */
-	int need_fault = (ranges && ranges->n) || n_die || n_watch ||
-			 watch_used;
-	int need_trap = (traps && traps->n) || n_die || n_watch || watch_used;
+	int need_fault = (ranges && ranges->n) || n_die || watch_used;
+	int need_trap = (traps && traps->n) || n_die || watch_used;
 	int err = 0, e;
 
 	pk_assert_held(&fault_lock);
@@ -873,19 +893,34 @@ static int writer_lock(void)
 static int own_data(uintptr_t lo, uintptr_t hi);
 
 static void wpage_quiesce(struct wpage *pg);
-static int wpage_remap(struct wpage *pg, int prot);
+static void page_copy(void *dst, const void *src, size_t len);
+
+static void snap_free(struct wpage *pg)
+{
+	if (pg->snap)
+		munmap(pg->snap, (size_t)page_size);
+	pg->snap = NULL;
+}
+
+static int wpage_remap(struct wpage *pg, int prot, const void *src);
 
 /*
  * fork(): util.c's atfork triple calls these in lock order (the probe layer
  * registers trap entries with its own lock held, so fault_lock comes after
  * it). In a child only the forking thread exists: no other readers.
  *
+ * Prepare stops every step over every watched page (the bytes cannot
+ * change then: all writes fault and wait), so that no page is open and no
+ * step claimed in the child, whose other threads are gone.
+ *
  * Aliased watch pages: the memfd is MAP_SHARED, so a child would share the
- * page with the parent. Prepare stops every step over such pages (the bytes
- * cannot change then: all writes fault and wait); the child maps a memfd of
- * its own with the same bytes at the same two places; then both go on. A
- * fork from inside a watch handler (a step of this thread in flight) cannot
- * wait for itself: those pages are left shared.
+ * page with the parent. Prepare also copies each such page to a private
+ * snapshot, because glibc runs the parent's and the child's handlers
+ * concurrently: the parent's writers go on (busy cleared) while the child
+ * still builds its page. The child maps a memfd of its own holding the
+ * snapshot at the same two places. A fork from inside a watch handler (a
+ * step of this thread in flight) cannot wait for itself: that page is left
+ * shared, and keeps this thread's step state.
  */
 void pk_fault_fork_child(void)
 {
@@ -894,26 +929,47 @@ void pk_fault_fork_child(void)
 	for (unsigned int i = 0; i < WATCH_SLOTS; i++) {
 		struct wpage *pg = &wpages[i];
 
-		if (pg->nw && pg->alias && pg != wstep.pg) {
-			wpage_remap(pg, pg->prot);
+		if (pg->nw && pg != wstep.pg) {
+			if (pg->alias)
+				wpage_remap(pg, pg->prot, pg->snap);
 			pg->steps = 0;
+			pg->stepper = 0;
 		}
+		snap_free(pg);
 		pg->busy = 0;
 	}
 }
 
 void pk_fault_fork_prepare(void)
 {
+	size_t psz = (size_t)page_size;
+
 	pthread_mutex_lock(&fault_lock);
-	for (unsigned int i = 0; i < WATCH_SLOTS; i++)
-		if (wpages[i].nw && wpages[i].alias && &wpages[i] != wstep.pg)
-			wpage_quiesce(&wpages[i]);
+	for (unsigned int i = 0; i < WATCH_SLOTS; i++) {
+		struct wpage *pg = &wpages[i];
+		void *p;
+
+		if (!pg->nw || pg == wstep.pg)
+			continue;
+		wpage_quiesce(pg);
+		if (!pg->alias)
+			continue;
+		/* Without a snapshot the child copies the shared page. */
+		p = mmap(NULL, psz, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			continue;
+		page_copy(p, pg->alias, psz);
+		pg->snap = p;
+	}
 }
 
 void pk_fault_fork_parent(void)
 {
-	for (unsigned int i = 0; i < WATCH_SLOTS; i++)
+	for (unsigned int i = 0; i < WATCH_SLOTS; i++) {
+		snap_free(&wpages[i]);
 		__atomic_store_n(&wpages[i].busy, 0, __ATOMIC_RELEASE);
+	}
 	pthread_mutex_unlock(&fault_lock);
 }
 
@@ -924,7 +980,7 @@ __attribute__((constructor)) static void fault_init(void)
 
 int pk_fault_register(void *addr, size_t len, pk_fault_fn fn, void *ctx)
 {
-	uintptr_t a = (uintptr_t)addr, page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t a = (uintptr_t)addr, page = (uintptr_t)page_size;
 	struct ent e = { a, a + len, fn, ctx };
 	int err;
 
@@ -1202,11 +1258,6 @@ static int page_map(uintptr_t page, struct mapinfo *mi)
 	return err;
 }
 
-static int overlaps(uintptr_t lo, uintptr_t hi, const void *p, size_t len)
-{
-	return (uintptr_t)p < hi && (uintptr_t)p + len > lo;
-}
-
 /*
  * Whether [@lo, @hi) holds memory that the signal path of probekit writes
  * or reads (then it must never fault): the fault layer's and sig.c's
@@ -1215,10 +1266,7 @@ static int overlaps(uintptr_t lo, uintptr_t hi, const void *p, size_t len)
  */
 static int own_data(uintptr_t lo, uintptr_t hi)
 {
-	const struct {
-		const void *p;
-		size_t len;
-	} objs[] = {
+	const struct pk_span objs[] = {
 		{ watches, sizeof(watches) }, { wpages, sizeof(wpages) },
 		{ &ranges, sizeof(ranges) }, { &traps, sizeof(traps) },
 		{ readers, sizeof(readers) }, { &phase, sizeof(phase) },
@@ -1230,10 +1278,8 @@ static int own_data(uintptr_t lo, uintptr_t hi)
 		{ &errno, sizeof(errno) },
 	};
 
-	for (size_t i = 0; i < PK_ARRAY_SIZE(objs); i++)
-		if (overlaps(lo, hi, objs[i].p, objs[i].len))
-			return 1;
-	return pk_sig_data_overlaps(lo, hi);
+	return pk_overlaps(lo, hi, objs, PK_ARRAY_SIZE(objs)) ||
+	       pk_sig_data_overlaps(lo, hi);
 }
 
 /*
@@ -1258,10 +1304,13 @@ static int watch_page_allowed(uintptr_t page, size_t psz, struct mapinfo *mi)
 	if (mi->name[0] == '[' && strcmp(mi->name, "[heap]") &&
 	    strncmp(mi->name, "[anon", 5))
 		return -EBUSY;			/* [stack], [vvar], ... */
+	if (!strcmp(mi->name, "[anon:probekit]"))
+		return -EBUSY;			/* our tables: tab_alloc() */
 	if (!page_map(sp, &stack) && page >= stack.lo && page < stack.hi)
 		return -EBUSY;			/* the caller's stack */
 	if (!sigaltstack(NULL, &ss) && !(ss.ss_flags & SS_DISABLE) &&
-	    overlaps(page, page + psz, ss.ss_sp, ss.ss_size))
+	    pk_overlaps(page, page + psz,
+		&(struct pk_span){ ss.ss_sp, ss.ss_size }, 1))
 		return -EBUSY;			/* its signal stack */
 	return 0;
 }
@@ -1299,7 +1348,7 @@ static void wpage_quiesce(struct wpage *pg)
 }
 
 /* Map a new memfd holding @pg's bytes at the alias and at the page. */
-static int wpage_remap(struct wpage *pg, int prot)
+static int wpage_remap(struct wpage *pg, int prot, const void *src)
 {
 	size_t psz = (size_t)page_size;
 	int fd = memfd_create("probekit-watch", MFD_CLOEXEC), err = 0;
@@ -1316,8 +1365,12 @@ static int wpage_remap(struct wpage *pg, int prot)
 		err = -errno;
 		goto out;
 	}
-	/* Writers fault and wait (busy): the bytes cannot change meanwhile. */
-	page_copy(tmp, pg->alias ? pg->alias : (char *)pg->page, psz);
+	/*
+	 * @src: a copy that cannot change (fork), or the page itself while
+	 * writers fault and wait (busy).
+	 */
+	page_copy(tmp, src ? src : pg->alias ? pg->alias : (char *)pg->page,
+		  psz);
 	munmap(tmp, psz);
 	if (mmap(pg->resv + RESV_HALF, psz, PROT_READ | PROT_WRITE,
 		 MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED ||
@@ -1353,7 +1406,7 @@ static void wpage_alias(struct wpage *pg)
 	 * yet (nw is 0), so a fault now would reach the default action; the
 	 * caller protects it once the watch is published.
 	 */
-	err = wpage_remap(pg, pg->orig_prot);
+	err = wpage_remap(pg, pg->orig_prot, NULL);
 	if (err) {
 		pk_dbg("watch: page %#lx: no alias (%s); steps open the page",
 		       (unsigned long)pg->page, strerror(-err));
@@ -1399,7 +1452,7 @@ static void wpage_unalias(struct wpage *pg)
 /* Page mechanism: protect @w's page and join the fault chain. */
 static int watch_page_add(struct pk_watch *w)
 {
-	uintptr_t psz = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t psz = (uintptr_t)page_size;
 	uintptr_t page = w->addr & ~(psz - 1);
 	struct wpage *pg = NULL;
 	int err, prot;
@@ -1427,7 +1480,7 @@ static int watch_page_add(struct pk_watch *w)
 			return err;
 		pg->page = page;
 		pg->orig_prot = prot;
-		if (!getenv("PROBEKIT_WATCH_NOALIAS"))
+		if (!pk_env_flag("WATCH_NOALIAS"))
 			wpage_alias(pg);
 	}
 	w->pg = pg;
@@ -1522,7 +1575,6 @@ int pk_watch_add(void *addr, size_t len, unsigned int access, pk_watch_fn fn,
 	w->fn = fn;
 	w->ctx = ctx;
 	w->shadow = watch_read(a, len);
-	n_watch++;
 	watch_used = 1;
 	err = update_hooks();
 	if (!err && !force_page) {
@@ -1553,7 +1605,6 @@ int pk_watch_add(void *addr, size_t len, unsigned int access, pk_watch_fn fn,
 fail:
 		w->fn = NULL;
 		w->pg = NULL;
-		n_watch--;
 		update_hooks();
 		goto out;
 	}
@@ -1585,7 +1636,6 @@ int pk_watch_remove(struct pk_watch *w)
 		wait_readers();
 		w->fn = NULL;
 	}
-	n_watch--;
 	update_hooks();
 out:
 	pthread_mutex_unlock(&fault_lock);

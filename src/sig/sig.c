@@ -33,6 +33,16 @@
  * writers are serialised by sig_lock, and two writes in a row while one
  * signal handler is still copying the older one is the one race left (a
  * torn read of a handler that is being replaced anyway).
+ *
+ * Signal masks: probekit's handler is installed with SA_NODEFER (see
+ * install()), so the previous handler, called from it, runs with its own
+ * signal unblocked even if it was installed without SA_NODEFER; only its
+ * sa_mask is blocked around it. Blocking the signal there as the kernel
+ * would is not done, even for asynchronous ones (si_code <= 0): for
+ * SIGTRAP it would make an int3 probe or a watched-page step met inside
+ * that handler fatal, which SA_NODEFER is there to prevent. A handler that
+ * must not nest puts its own signal in its sa_mask (documented in
+ * pk_fault_register.3, which pk_signal_action.3 points to).
  */
 
 #include <errno.h>
@@ -236,19 +246,12 @@ int pk_sig_owned(int sig)
 
 int pk_sig_data_overlaps(uintptr_t lo, uintptr_t hi)
 {
-	const struct {
-		const void *p;
-		size_t len;
-	} objs[] = {
+	const struct pk_span objs[] = {
 		{ installed, sizeof(installed) }, { hooks, sizeof(hooks) },
 		{ prev, sizeof(prev) }, { prev_idx, sizeof(prev_idx) },
 	};
 
-	for (size_t i = 0; i < PK_ARRAY_SIZE(objs); i++)
-		if ((uintptr_t)objs[i].p < hi &&
-		    (uintptr_t)objs[i].p + objs[i].len > lo)
-			return 1;
-	return 0;
+	return pk_overlaps(lo, hi, objs, PK_ARRAY_SIZE(objs));
 }
 
 int pk_signal_action(int sig, const struct sigaction *act,

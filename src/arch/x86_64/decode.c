@@ -111,6 +111,7 @@ PK_NOPROBE int pk_arch_access(const void *code, size_t avail,
 	const ZydisDecodedOperandMem *m = NULL;
 	ZydisRegister moved = ZYDIS_REGISTER_NONE;
 	ZydisDecoder dec;
+	uint32_t size = 0;
 	uint64_t ea;
 
 	if (ZYAN_FAILED(ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64,
@@ -127,12 +128,13 @@ PK_NOPROBE int pk_arch_access(const void *code, size_t avail,
 		if (m || ops[i].mem.type != ZYDIS_MEMOP_TYPE_MEM)
 			return -ENOTSUP;
 		m = &ops[i].mem;
-		out->size = ops[i].size / 8;
+		size = ops[i].size / 8;
 	}
 	if (!m || m->segment == ZYDIS_REGISTER_FS ||
-	    m->segment == ZYDIS_REGISTER_GS || !out->size)
+	    m->segment == ZYDIS_REGISTER_GS || !size)
 		return -ENOTSUP;
-	memset(out, 0, offsetof(struct pk_access, size));
+	memset(out, 0, sizeof(*out));
+	out->size = size;
 	out->len = insn.length;
 	if (m->base == ZYDIS_REGISTER_RIP) {
 		out->how = PK_ACCESS_MOVE_RIP;

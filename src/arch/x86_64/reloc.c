@@ -148,6 +148,7 @@ int pk_arch_relocate_one(const void *src, size_t avail, uint64_t from,
 	size_t n = 6, jl;
 	uint64_t ret;
 	int32_t k;
+	int r;
 
 	*falls_through = 1;
 	if (ZYAN_FAILED(ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64,
@@ -184,20 +185,15 @@ int pk_arch_relocate_one(const void *src, size_t avail, uint64_t from,
 		if (in.attributes & ZYDIS_ATTRIB_IS_RELATIVE &&
 		    !(in.raw.modrm.mod == 0 && in.raw.modrm.rm == 5))
 			return -ENOTSUP;
-		memcpy(out + n, s, in.length);
+		/* Copied as it is, a [rip+disp32] operand re-targeted... */
+		r = pk_arch_relocate(s, in.length, from, out + n,
+				     sizeof(out) - n, to + n, NULL);
+		if (r < 0)
+			return r;
+		jl = (size_t)r;
+		/* ...then /2 (call) becomes /4 (jmp). */
 		out[n + in.raw.modrm.offset] =
 			(uint8_t)((s[in.raw.modrm.offset] & ~0x38) | (4 << 3));
-		jl = in.length;
-		if (in.raw.modrm.mod == 0 && in.raw.modrm.rm == 5) {
-			uint64_t target = ret + (uint64_t)in.raw.disp.value;
-			int64_t d = (int64_t)(target - (to + n + jl));
-
-			if (in.address_width != 64)
-				return -ENOTSUP;
-			if (!rel32_fits(d))
-				return -ERANGE;
-			put32(out + n + in.raw.disp.offset, d);
-		}
 	} else {
 		return -ENOTSUP;
 	}
