@@ -437,11 +437,6 @@ PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 			sched_yield();
 		return PK_FAULT_HANDLED;
 	}
-	for (unsigned int i = 0; i < WATCH_SLOTS; i++)
-		if (watches[i].pg == pg &&
-		    __atomic_load_n(&watches[i].active, __ATOMIC_ACQUIRE))
-			wstep.old[i] = watch_read(wview(pg, watches[i].addr),
-						  watches[i].len);
 	wstep.pg = pg;
 	wstep.addr = (uintptr_t)f->addr;
 	wstep.end = wstep.addr + 1;
@@ -472,6 +467,16 @@ PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 		__atomic_add_fetch(&stats.watch_open_steps, 1, __ATOMIC_RELAXED);
 		mprotect((void *)pg->page, (size_t)psz, pg->orig_prot);
 	}
+	/*
+	 * The values before the step: through the alias, or else from the
+	 * page just opened (a read watch's page is unreadable until then).
+	 * Nothing has run the instruction yet.
+	 */
+	for (unsigned int i = 0; i < WATCH_SLOTS; i++)
+		if (watches[i].pg == pg &&
+		    __atomic_load_n(&watches[i].active, __ATOMIC_ACQUIRE))
+			wstep.old[i] = watch_read(wview(pg, watches[i].addr),
+						  watches[i].len);
 	uc->uc_mcontext.gregs[REG_EFL] |= X86_EFLAGS_TF;
 	return PK_FAULT_HANDLED;
 }
