@@ -6,6 +6,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <pthread.h>
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "probekit.h"
 
@@ -74,6 +77,12 @@ PK_HIDDEN int pk_env_flag(const char *name);
 #endif
 
 PK_HIDDEN int pk_gettid(void);
+
+/* membarrier(2), no flags: its result, or -1 with errno set. */
+static inline long pk_membarrier(int cmd)
+{
+	return syscall(SYS_membarrier, cmd, 0, 0);
+}
 
 /*
  * Options structs (`size_t sz` first, STYLE.md "Growth"): field @f of *@o

@@ -112,7 +112,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -707,11 +706,6 @@ void pk_ret_fork_child(void)
 	pthread_mutex_unlock(&ret_lock);
 }
 
-static long sys_membarrier(int cmd, unsigned int flags)
-{
-	return syscall(SYS_membarrier, cmd, flags, 0);
-}
-
 /* The trampoline and the record pool, once per process. ret_lock held. */
 static int region_init(void)
 {
@@ -773,9 +767,9 @@ static int region_init(void)
 	build_eh(eh, (uintptr_t)c + CODE_FDE, CODE_ENT0 - CODE_FDE + nent * ENT_SIZE,
 		 (uintptr_t)c + CODE_ENT0 + ENT_LAND, recs);
 	__register_frame(eh);	/* kept registered: the region lives on */
-	have = sys_membarrier(MEMBARRIER_CMD_QUERY, 0);
+	have = pk_membarrier(MEMBARRIER_CMD_QUERY);
 	ret_asym = have > 0 && (have & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
-		   !sys_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0);
+		   !pk_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
 	free(code);
 	ret_nblk = nblk;
 	ret_blks = blks;
@@ -901,7 +895,7 @@ int pk_retprobe_unregister(struct pk_retprobe *const *rps, size_t n)
 						    __ATOMIC_RELAXED);
 	}
 	/* Barrier B; pairs with barrier_a() in pk_ret_dispatch(). */
-	if (!ret_asym || sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0))
+	if (!ret_asym || pk_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED))
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	for (size_t b = 0; b < ret_nblk; b++) {
 		struct pk_retprobe *p;

@@ -29,7 +29,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <linux/membarrier.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -326,25 +325,20 @@ static int mem_write(uintptr_t addr, const void *buf, size_t len)
 	return 0;
 }
 
-static long sys_membarrier(int cmd, unsigned int flags)
-{
-	return syscall(SYS_membarrier, cmd, flags, 0);
-}
-
 static void choose_sync(void)
 {
 	const char *force = getenv("PROBEKIT_SYNC");
-	long have = sys_membarrier(MEMBARRIER_CMD_QUERY, 0);
+	long have = pk_membarrier(MEMBARRIER_CMD_QUERY);
 
 	if (have < 0)
 		have = 0;
 	if ((!force || !strcmp(force, "sync-core")) &&
 	    (have & MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) &&
-	    !sys_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0))
+	    !pk_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE))
 		sync_kind = SYNC_CORE;
 	else if ((!force || strcmp(force, "mprotect")) &&
 		 (have & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
-		 !sys_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0))
+		 !pk_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED))
 		/*
 		 * Not architecturally a core sync, but on x86-64 the IPI
 		 * returns to user space through iret, which serialises.
@@ -363,11 +357,11 @@ static void core_sync(void)
 	stats.syncs++;
 	switch (sync_kind) {
 	case SYNC_CORE:
-		if (!sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0))
+		if (!pk_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE))
 			return;
 		break;
 	case SYNC_EXPEDITED:
-		if (!sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0))
+		if (!pk_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED))
 			return;
 		break;
 	default:
