@@ -162,3 +162,16 @@ foreach(name test_probe_ret test_probe_ret_cxx stress_probe_ret)
   endif()
 endforeach()
 # ---- end probe ----
+
+# ---- fault: the readers' fallbacks (no membarrier; more threads than slots) ----
+foreach(mode "FENCE=1" "SLOTS=2")
+  if(TARGET stress_fault_grace)
+    string(REGEX REPLACE "=.*" "" tag ${mode})
+    string(TOLOWER ${tag} tag)
+    add_test(NAME stress_fault_grace_${tag} COMMAND stress_fault_grace)
+    set_tests_properties(stress_fault_grace_${tag} PROPERTIES SKIP_RETURN_CODE 77
+      LABELS stress TIMEOUT 300
+      ENVIRONMENT "${PK_TEST_ENV};PROBEKIT_FAULT_${mode}")
+  endif()
+endforeach()
+# ---- end fault readers ----

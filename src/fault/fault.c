@@ -27,22 +27,35 @@
  *
  * Ranges and trap entries are each an immutable array sorted by address,
  * replaced whole (copy, edit, publish) under fault_lock. The signal path
- * reads them without a lock, SRCU style, as chain.c's path (b) does:
+ * reads them without a lock, SRCU style, as chain.c's path (b) does, but
+ * with reader counts that each thread owns, so that a handled fault costs
+ * no locked instruction and no cache line shared with other threads:
  *
- *   reader:  idx = phase & 1; readers[idx]++ (seq_cst RMW, a full barrier:
- *            R1); t = load table (seq_cst); search; call the handler;
- *            readers[idx]--.
- *   writer:  publish the new table (seq_cst store: W1); wait until
- *            readers[idle] == 0; flip phase; wait until readers[old] == 0;
- *            free the old table.
+ *   reader:  idx = phase & 1; my->nest[idx]++ (a plain store: only this
+ *            thread writes its slot, and a nested signal handler restores
+ *            what it changed); barrier A; t = load table; search; call the
+ *            handler; my->nest[idx]-- (release).
+ *   writer:  publish the new table (W1); barrier B; wait until every
+ *            slot's nest[idle] == 0; flip phase; wait until every slot's
+ *            nest[old] == 0; free the old table.
  *
- * A reader that can still see the old table incremented its count before
- * W1 (R1 and W1 are both in the seq_cst order, and it loaded the old
- * pointer), so the writer, whose waits follow W1, sees that count and waits.
- * Readers arriving after the flip use the other count, so the wait ends even
- * while threads keep faulting; only readers that loaded the phase before the
- * previous flip can be on the idle count, a bounded number. One grace period
- * per change, not per entry.
+ * Barriers A and B are an asymmetric pair: A is a compiler barrier and B is
+ * membarrier(PRIVATE_EXPEDITED), which runs a full barrier on every core
+ * that is running one of our threads (where the kernel lacks it, A is a
+ * full fence and B nothing). A reader that can still see the old table did
+ * its increment before the point where B's barrier hit its thread (its
+ * table load came before it), so the writer, reading after B, sees the
+ * count and waits. Readers arriving after the flip use the other count, so
+ * the wait ends even while threads keep faulting; only readers that loaded
+ * the phase before the previous flip can be on the idle count, a bounded
+ * number. One grace period per change, not per entry.
+ *
+ * Slots: a thread claims one on its first fault (a compare-and-swap on a
+ * free slot's owner: async-signal-safe), and keeps it. A slot whose owner
+ * has died (tgkill says ESRCH) is taken over by the next thread that finds
+ * none free. When all RD_SLOTS are held by live threads, a thread uses the
+ * shared counts (locked increments, as before), which are waited for too.
+ * The handled-fault counter lives in the slot as well.
  *
  * Handlers run inside the read side. A handler (or a die handler) that calls
  * register/unregister would wait for itself: a per-thread depth makes those
@@ -83,18 +96,52 @@ struct ent {
 /*
  * Tables live in pages of their own (tab_alloc()), never in a malloc'd
  * block that could share a page with data a watchpoint protects: the
- * signal path reads them.
+ * signal path reads them. A fault chain of up to SMALL_TAB ranges lives in
+ * hot.small instead, next to the line a handled fault reads anyway.
  */
 struct tab {
 	size_t n;
-	size_t maplen;
+	size_t maplen;		/* 0: one of hot.small */
 	struct ent e[];
 };
 
-static struct tab *ranges;	/* atomic; fault chain */
+#define SMALL_TAB 3
+
+/*
+ * What a handled fault reads, in one page and few cache lines, with the
+ * range table if it is small: after the kernel's round trip each distinct
+ * line (and page) the signal path touches is likely a miss, and together
+ * they showed in the cost per fault (bench_fault "userfault"). hot.small
+ * holds two tables, the published one and the next (see tab_alloc()).
+ */
+static struct {
+	struct tab *ranges;	/* atomic; fault chain */
+	unsigned int phase;	/* atomic; see "Tables and their readers" */
+	int rd_fence;		/* no membarrier: barrier A is a full fence */
+	struct {
+		struct tab t;
+		struct ent e[SMALL_TAB];
+	} small[2];
+} hot __attribute__((aligned(256)));	/* 240 bytes: never across pages */
+_Static_assert(offsetof(__typeof__(hot.small[0]), e) ==
+	       offsetof(struct tab, e), "hot.small[i].t.e[] is hot.small[i].e");
+
 static struct tab *traps;	/* atomic; trap chain (end = start + 1) */
-static unsigned long readers[2];	/* atomic: signal handlers reading */
-static unsigned int phase;		/* atomic */
+/*
+ * A thread's read-side counts, on a cache line of its own (see "Tables and
+ * their readers"). Written by its owner only, except by fork's child.
+ */
+struct rslot {
+	unsigned long nest[2];	/* read sides open, per phase */
+	unsigned long faults;	/* handled faults (stats) */
+	pid_t owner;		/* atomic: tid, 0 when free */
+	int shared;		/* the shared counts: locked operations */
+} __attribute__((aligned(64)));
+
+#define RD_SLOTS 256
+static struct rslot slots[RD_SLOTS];
+static unsigned int rd_nslots = RD_SLOTS;	/* fewer: PROBEKIT_FAULT_SLOTS */
+static struct rslot shared_rd = { .shared = 1 };	/* threads without a slot */
 
 /*
  * fault_lock serialises writers and guards ranges/traps (as pointers to
@@ -105,9 +152,15 @@ static size_t n_die;		/* atomic for the signal path */
 
 static PK_CHAIN_ATOMIC_DEFINE(die_chain);
 
-/* initial-exec: no lazy TLS allocation on the signal path. */
-static __thread unsigned int fault_depth
-	__attribute__((tls_model("initial-exec")));
+/*
+ * The calling thread's state for the signal path, in one block (see hot).
+ * initial-exec: no lazy TLS allocation on the signal path.
+ */
+static __thread struct {
+	struct rslot *slot;	/* NULL until the first read side */
+	int *errno_p;		/* &errno, once known (it never moves) */
+	unsigned int depth;	/* inside one of our handlers: -EDEADLK */
+} me __attribute__((tls_model("initial-exec")));
 
 static struct pk_fault_stats stats;	/* atomic counters */
 
@@ -244,6 +297,80 @@ PK_NOPROBE static uint64_t watch_read(uintptr_t addr, size_t len)
 	}
 }
 
+/* ----------------------------------------------------- the read side */
+
+/*
+ * The calling thread's slot: a free one, else one whose owner is dead,
+ * else the shared counts. Once per thread, on its first read side (in a
+ * signal handler: a compare-and-swap and syscalls, no lock; the callers
+ * keep errno).
+ */
+PK_NOPROBE __attribute__((cold)) static struct rslot *slot_claim(void)
+{
+	pid_t tid = (pid_t)syscall(SYS_gettid), pid = getpid();
+
+	for (int pass = 0; pass < 2; pass++)
+		for (unsigned int i = 0; i < rd_nslots; i++) {
+			struct rslot *s = &slots[i];
+			pid_t o = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
+
+			if (pass == 0 ? o != 0 :
+			    o <= 0 || __atomic_load_n(&s->nest[0], __ATOMIC_RELAXED) ||
+			    __atomic_load_n(&s->nest[1], __ATOMIC_RELAXED) ||
+			    syscall(SYS_tgkill, pid, o, 0) == 0 || errno != ESRCH)
+				continue;
+			if (__atomic_compare_exchange_n(&s->owner, &o, tid, 0,
+							__ATOMIC_ACQUIRE,
+							__ATOMIC_RELAXED))
+				return s;
+		}
+	return &shared_rd;
+}
+
+/* Open a read side; returns the count to pass to rd_unlock(). */
+static PK_NOPROBE_INLINE unsigned long *rd_lock(struct rslot **sp)
+{
+	struct rslot *s = me.slot;
+	unsigned long *c;
+
+	if (__builtin_expect(!s, 0))
+		s = me.slot = slot_claim();
+	*sp = s;
+	c = &s->nest[__atomic_load_n(&hot.phase, __ATOMIC_RELAXED) & 1];
+	if (__builtin_expect(s->shared, 0)) {
+		__atomic_add_fetch(c, 1, __ATOMIC_SEQ_CST);
+		return c;
+	}
+	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1,
+			 __ATOMIC_RELAXED);
+	/* Barrier A: pairs with barrier B in wait_readers(). */
+	if (__builtin_expect(hot.rd_fence, 0))
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	else
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	return c;
+}
+
+static PK_NOPROBE_INLINE void rd_unlock(struct rslot *s, unsigned long *c)
+{
+	if (__builtin_expect(s->shared, 0))
+		__atomic_sub_fetch(c, 1, __ATOMIC_RELEASE);
+	else
+		__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) - 1,
+				 __ATOMIC_RELEASE);
+}
+
+/* One more handled fault, in the calling thread's slot. */
+static PK_NOPROBE_INLINE void count_fault(struct rslot *s)
+{
+	if (__builtin_expect(s->shared, 0))
+		__atomic_add_fetch(&s->faults, 1, __ATOMIC_RELAXED);
+	else
+		__atomic_store_n(&s->faults,
+				 __atomic_load_n(&s->faults, __ATOMIC_RELAXED) + 1,
+				 __ATOMIC_RELAXED);
+}
+
 /*
  * A TRAP_PERF SIGTRAP: ours when its data carries WATCH_MAGIC (then claimed
  * even if the slot went away meanwhile: the event was ours).
@@ -254,14 +381,15 @@ PK_NOPROBE static int watch_hit(siginfo_t *si, ucontext_t *uc)
 {
 	unsigned long data = *(unsigned long *)((char *)&si->si_addr +
 						sizeof(void *));
-	unsigned int idx = __atomic_load_n(&phase, __ATOMIC_RELAXED) & 1;
 	struct pk_watch *w;
 	struct pk_watch_hit h;
+	struct rslot *rs;
+	unsigned long *rc;
 
 	if ((data >> 8) != WATCH_MAGIC || (data & 0xff) >= WATCH_SLOTS)
 		return 0;
 	w = &watches[data & 0xff];
-	__atomic_add_fetch(&readers[idx], 1, __ATOMIC_SEQ_CST);
+	rc = rd_lock(&rs);
 	if (__atomic_load_n(&w->active, __ATOMIC_SEQ_CST)) {
 		h.addr = (void *)w->addr;
 		h.len = w->len;
@@ -273,7 +401,7 @@ PK_NOPROBE static int watch_hit(siginfo_t *si, ucontext_t *uc)
 		w->fn(&h, w->ctx);
 		__atomic_add_fetch(&stats.watch_hits, 1, __ATOMIC_RELAXED);
 	}
-	__atomic_sub_fetch(&readers[idx], 1, __ATOMIC_RELEASE);
+	rd_unlock(rs, rc);
 	return 1;
 }
 
@@ -484,7 +612,6 @@ PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 /* Page mechanism, part 2: the single-step trap after the access. */
 PK_NOPROBE static int wpage_step(ucontext_t *uc)
 {
-	unsigned int idx = __atomic_load_n(&phase, __ATOMIC_RELAXED) & 1;
 	struct wpage *pg = wstep.pg;
 	long psz = page_size;
 	int prot = __atomic_load_n(&pg->prot, __ATOMIC_ACQUIRE);
@@ -493,9 +620,11 @@ PK_NOPROBE static int wpage_step(ucontext_t *uc)
 	unsigned int n = 0;
 
 	int moved = wstep.how != 0;
+	struct rslot *rs;
+	unsigned long *rc;
 
 	uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)X86_EFLAGS_TF;
-	__atomic_add_fetch(&readers[idx], 1, __ATOMIC_SEQ_CST);
+	rc = rd_lock(&rs);
 	/*
 	 * Opened page: protect it again before reading the values, not
 	 * after: a write that another thread made while the page was open is
@@ -544,7 +673,7 @@ PK_NOPROBE static int wpage_step(ucontext_t *uc)
 		sigaddset(&uc->uc_sigmask, SIGTRAP);
 	/* Pairs with the compare-exchange in wpage_fault(). */
 	__atomic_store_n(&pg->stepper, 0, __ATOMIC_RELEASE);
-	__atomic_sub_fetch(&readers[idx], 1, __ATOMIC_RELEASE);
+	rd_unlock(rs, rc);
 	wstep.pg = NULL;
 	__atomic_sub_fetch(&pg->steps, 1, __ATOMIC_SEQ_CST);
 	return 1;
@@ -616,44 +745,47 @@ static PK_NOPROBE_INLINE unsigned int access_kind(const ucontext_t *uc)
 	return err & 0x2 ? PK_ACCESS_WRITE : PK_ACCESS_READ;
 }
 
-/* Look @addr up in *@tabp and call its handler inside a read side. */
+/*
+ * Look @addr up in *@tabp and call its handler inside a read side; *@sp is
+ * set to the calling thread's slot.
+ */
 static PK_NOPROBE_INLINE int dispatch(struct tab **tabp, uintptr_t addr,
-			       struct pk_fault *f)
+				      struct pk_fault *f, struct rslot **sp)
 {
-	unsigned int idx = __atomic_load_n(&phase, __ATOMIC_RELAXED) & 1;
+	unsigned long *rc = rd_lock(sp);
 	const struct ent *e;
 	int ret = PK_FAULT_UNHANDLED;
 
-	/* R1: pairs with W1 in tab_replace(). */
-	__atomic_add_fetch(&readers[idx], 1, __ATOMIC_SEQ_CST);
-	e = tab_find(__atomic_load_n(tabp, __ATOMIC_SEQ_CST), addr);
+	e = tab_find(__atomic_load_n(tabp, __ATOMIC_ACQUIRE), addr);
 	if (e) {
 		f->start = (void *)e->start;
 		ret = e->fn(f, e->ctx);
 	}
-	__atomic_sub_fetch(&readers[idx], 1, __ATOMIC_RELEASE);
+	rd_unlock(*sp, rc);
 	return ret == PK_FAULT_HANDLED;
 }
 
-PK_NOPROBE __attribute__((cold)) static int fault_hook_slow(int sig,
-							      siginfo_t *si,
-							      ucontext_t *uc);
-
 /*
- * The hook. A fault that a range claims is the hot path (a GC barrier, a
- * watchpoint): handled here in straight-line code, everything else in
- * fault_hook_slow(), so that the few cache lines this path touches after
- * the kernel round trip hold only it.
+ * The kernel's entry for SIGSEGV and SIGBUS (see sig.h). The hot path, a
+ * fault that a range claims (a GC barrier, a watchpoint), is straight-line
+ * code that touches few cache lines (see hot and me); everything else goes
+ * to pk_sig_handler(), which calls fault_hook() in its turn. errno is kept
+ * here as sig.c keeps it there.
  */
-PK_NOPROBE static int fault_hook(int sig, siginfo_t *si, ucontext_t *uc)
+PK_NOPROBE void pk_fault_entry(int sig, siginfo_t *si, void *ctx)
 {
+	ucontext_t *uc = ctx;
 	struct pk_fault f;
-	int ret;
+	struct rslot *rs;
+	int *ep, saved_errno, ret;
 
-	if (__builtin_expect((sig != SIGSEGV && sig != SIGBUS) ||
-			     si->si_code <= 0, 0))
-		return fault_hook_slow(sig, si, uc);
-	fault_depth++;
+	if (__builtin_expect(si->si_code <= 0, 0))
+		goto other;
+	ep = me.errno_p;
+	if (__builtin_expect(!ep, 0))
+		ep = me.errno_p = &errno;
+	saved_errno = *ep;
+	me.depth++;
 	__asm__ volatile("" ::: "memory");
 	f.addr = si->si_addr;
 	f.start = NULL;
@@ -662,26 +794,30 @@ PK_NOPROBE static int fault_hook(int sig, siginfo_t *si, ucontext_t *uc)
 	f.code = si->si_code;
 	f.siginfo = si;
 	f.ucontext = uc;
-	ret = dispatch(&ranges, (uintptr_t)si->si_addr, &f);
+	ret = dispatch(&hot.ranges, (uintptr_t)si->si_addr, &f, &rs);
 	__asm__ volatile("" ::: "memory");
-	fault_depth--;
-	if (__builtin_expect(!ret, 0))
-		return fault_hook_slow(sig, si, uc);
-	__atomic_add_fetch(&stats.faults, 1, __ATOMIC_RELAXED);
-	return 1;
+	me.depth--;
+	*ep = saved_errno;
+	if (__builtin_expect(ret, 1)) {
+		count_fault(rs);
+		return;
+	}
+other:
+	pk_sig_handler(sig, si, ctx);
 }
 
 /*
- * Everything but a fault a range claims: fault_hook() has already asked the
- * ranges about every SIGSEGV/SIGBUS with si_code > 0.
+ * Everything but a fault a range claims: pk_fault_entry() has already asked
+ * the ranges about every SIGSEGV/SIGBUS with si_code > 0.
  */
-PK_NOPROBE static int fault_hook_slow(int sig, siginfo_t *si, ucontext_t *uc)
+PK_NOPROBE static int fault_hook(int sig, siginfo_t *si, ucontext_t *uc)
 {
 	greg_t *g = uc->uc_mcontext.gregs;
 	struct pk_fault f;
+	struct rslot *rs;
 	int ret = 0, r;
 
-	fault_depth++;
+	me.depth++;
 	__asm__ volatile("" ::: "memory");
 	memset(&f, 0, sizeof(f));
 	f.signo = sig;
@@ -720,7 +856,7 @@ PK_NOPROBE static int fault_hook_slow(int sig, siginfo_t *si, ucontext_t *uc)
 		f.addr = (void *)g[REG_RIP];
 		f.access = PK_ACCESS_EXEC;
 	trap:
-		if (dispatch(&traps, (uintptr_t)f.addr, &f)) {
+		if (dispatch(&traps, (uintptr_t)f.addr, &f, &rs)) {
 			__atomic_add_fetch(&stats.traps, 1, __ATOMIC_RELAXED);
 			ret = 1;
 			goto out;
@@ -742,40 +878,69 @@ PK_NOPROBE static int fault_hook_slow(int sig, siginfo_t *si, ucontext_t *uc)
 	}
 out:
 	__asm__ volatile("" ::: "memory");
-	fault_depth--;
+	me.depth--;
 	return ret;
 }
 
 /* ------------------------------------------------------------- writers */
 
-static void wait_zero(unsigned long *ctr)
+/* Wait until every thread's count of read sides of phase @idx was 0. */
+static void wait_zero(unsigned int idx)
 {
 	struct timespec ts = { 0, 20000 };
 	int spins = 0;
 
-	while (__atomic_load_n(ctr, __ATOMIC_SEQ_CST)) {
-		if (++spins < 100)
-			sched_yield();
-		else
-			nanosleep(&ts, NULL);
+	for (unsigned int i = 0; i <= RD_SLOTS; i++) {
+		struct rslot *s = i < RD_SLOTS ? &slots[i] : &shared_rd;
+
+		while (__atomic_load_n(&s->nest[idx], __ATOMIC_ACQUIRE)) {
+			if (++spins < 100)
+				sched_yield();
+			else
+				nanosleep(&ts, NULL);
+		}
 	}
 }
 
-/* Wait until no signal handler can still hold a table replaced before. */
+/*
+ * Wait until no signal handler can still hold a table replaced (or a
+ * watchpoint switched off) before the call.
+ */
 static void wait_readers(void)
 {
-	unsigned int p = __atomic_load_n(&phase, __ATOMIC_RELAXED);
+	unsigned int p = __atomic_load_n(&hot.phase, __ATOMIC_RELAXED);
 
 	pk_assert_held(&fault_lock);
-	wait_zero(&readers[(p + 1) & 1]);
-	__atomic_store_n(&phase, p + 1, __ATOMIC_SEQ_CST);
-	wait_zero(&readers[p & 1]);
+	/*
+	 * Barrier B: pairs with barrier A in rd_lock(). Registered, it does
+	 * not fail; if it did, readers fence from now on, and this thread's
+	 * fence is all that is left to give (as in ret.c).
+	 */
+	if (!hot.rd_fence && pk_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)) {
+		__atomic_store_n(&hot.rd_fence, 1, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	}
+	wait_zero((p + 1) & 1);
+	__atomic_store_n(&hot.phase, p + 1, __ATOMIC_SEQ_CST);
+	wait_zero(p & 1);
 }
 
-static struct tab *tab_alloc(size_t n)
+/*
+ * A table of @n entries to replace *@tabp with. A small fault chain takes
+ * the hot.small table that is not published: the other one was replaced
+ * by a writer that then waited for its readers, so nobody reads it.
+ */
+static struct tab *tab_alloc(struct tab **tabp, size_t n)
 {
 	size_t len = sizeof(struct tab) + (n ? n : 1) * sizeof(struct ent);
 	struct tab *t;
+
+	if (tabp == &hot.ranges && n <= SMALL_TAB) {
+		t = &hot.small[*tabp == &hot.small[0].t].t;
+		t->n = n;
+		t->maplen = 0;
+		return t;
+	}
 
 	len = (len + (size_t)page_size - 1) & ~((size_t)page_size - 1);
 	t = mmap(NULL, len, PROT_READ | PROT_WRITE,
@@ -798,7 +963,7 @@ static struct tab *tab_alloc(size_t n)
 
 static void tab_free(struct tab *t)
 {
-	if (t)
+	if (t && t->maplen)
 		munmap(t, t->maplen);
 }
 
@@ -826,7 +991,7 @@ static int update_hooks(void)
 	 * breakpoint's SIGTRAP or a fault on a page that was just unwatched
 	 * may still be on its way to a thread after pk_watch_remove().
 	 */
-	int need_fault = (ranges && ranges->n) || n_die || watch_used;
+	int need_fault = (hot.ranges && hot.ranges->n) || n_die || watch_used;
 	int need_trap = (traps && traps->n) || n_die || watch_used;
 	int err = 0, e;
 
@@ -855,7 +1020,7 @@ static int tab_insert(struct tab **tabp, const struct ent *e)
 	if ((i > 0 && t->e[i - 1].end > e->start) ||
 	    (i < n && t->e[i].start < e->end))
 		return -EEXIST;
-	nt = tab_alloc(n + 1);
+	nt = tab_alloc(tabp, n + 1);
 	if (!nt)
 		return -ENOMEM;
 	if (i)
@@ -877,7 +1042,7 @@ static int tab_remove(struct tab **tabp, uintptr_t start)
 		;
 	if (i == n)
 		return -ENOENT;
-	nt = tab_alloc(n - 1);
+	nt = tab_alloc(tabp, n - 1);
 	if (!nt)
 		return -ENOMEM;
 	memcpy(nt->e, t->e, i * sizeof(nt->e[0]));
@@ -886,11 +1051,34 @@ static int tab_remove(struct tab **tabp, uintptr_t start)
 	return 0;
 }
 
+/*
+ * Barriers A and B (see "Tables and their readers"), chosen before the
+ * first read side can run: every read side follows a registration. Tests
+ * force the fallbacks: PROBEKIT_FAULT_FENCE=1 as if the kernel had no
+ * membarrier, PROBEKIT_FAULT_SLOTS=N as if only N slots existed.
+ */
+static void rd_setup(void)
+{
+	const char *v = getenv("PROBEKIT_FAULT_SLOTS");
+	long have = pk_membarrier(MEMBARRIER_CMD_QUERY);
+
+	hot.rd_fence = pk_env_flag("FAULT_FENCE") ||
+		       !(have > 0 && (have & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+			 !pk_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED));
+	if (v && atoi(v) >= 0 && atoi(v) < RD_SLOTS)
+		rd_nslots = (unsigned int)atoi(v);
+	pk_dbg("fault: read sides %s, %u slots",
+	       hot.rd_fence ? "fence" : "barrier-free (membarrier)", rd_nslots);
+}
+
 /* A locked section for writers; -EDEADLK from inside one of our handlers. */
 static int writer_lock(void)
 {
-	if (fault_depth)
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	if (me.depth)
 		return -EDEADLK;
+	pthread_once(&once, rd_setup);
 	pthread_mutex_lock(&fault_lock);
 	return 0;
 }
@@ -929,7 +1117,15 @@ static int wpage_remap(struct wpage *pg, int prot, const void *src);
  */
 void pk_fault_fork_child(void)
 {
-	readers[0] = readers[1] = 0;
+	/* Only this thread is left: its slot (new tid), no other reader. */
+	for (unsigned int i = 0; i < RD_SLOTS; i++)
+		if (&slots[i] != me.slot) {
+			slots[i].nest[0] = slots[i].nest[1] = 0;
+			slots[i].owner = 0;
+		}
+	if (me.slot && !me.slot->shared)
+		me.slot->owner = pk_gettid();
+	shared_rd.nest[0] = shared_rd.nest[1] = 0;
 	pthread_mutex_init(&fault_lock, NULL);
 	for (unsigned int i = 0; i < WATCH_SLOTS; i++) {
 		struct wpage *pg = &wpages[i];
@@ -1000,11 +1196,11 @@ int pk_fault_register(void *addr, size_t len, pk_fault_fn fn, void *ctx)
 	err = writer_lock();
 	if (err)
 		return err;
-	err = tab_insert(&ranges, &e);
+	err = tab_insert(&hot.ranges, &e);
 	if (!err) {
 		err = update_hooks();
 		if (err) {
-			tab_remove(&ranges, a);
+			tab_remove(&hot.ranges, a);
 			update_hooks();
 		}
 	}
@@ -1018,7 +1214,7 @@ int pk_fault_register(void *addr, size_t len, pk_fault_fn fn, void *ctx)
 /* The range at @start serves a page watchpoint (not the caller's). */
 static int range_is_watch(uintptr_t start)
 {
-	const struct tab *t = ranges;
+	const struct tab *t = hot.ranges;
 
 	pk_assert_held(&fault_lock);
 	for (size_t i = 0; t && i < t->n; i++)
@@ -1034,7 +1230,7 @@ int pk_fault_unregister(void *addr)
 	if (err)
 		return err;
 	err = range_is_watch((uintptr_t)addr) ? -EBUSY :
-	      tab_remove(&ranges, (uintptr_t)addr);
+	      tab_remove(&hot.ranges, (uintptr_t)addr);
 	if (!err)
 		update_hooks();
 	pthread_mutex_unlock(&fault_lock);
@@ -1273,12 +1469,12 @@ static int own_data(uintptr_t lo, uintptr_t hi)
 {
 	const struct pk_span objs[] = {
 		{ watches, sizeof(watches) }, { wpages, sizeof(wpages) },
-		{ &ranges, sizeof(ranges) }, { &traps, sizeof(traps) },
-		{ readers, sizeof(readers) }, { &phase, sizeof(phase) },
+		{ &hot, sizeof(hot) }, { &traps, sizeof(traps) },
+		{ slots, sizeof(slots) }, { &shared_rd, sizeof(shared_rd) },
 		{ &n_die, sizeof(n_die) }, { &die_chain, sizeof(die_chain) },
 		{ &stats, sizeof(stats) }, { retired, sizeof(retired) },
 		{ &page_size, sizeof(page_size) },
-		{ &fault_depth, sizeof(fault_depth) },
+		{ &me, sizeof(me) },
 		{ &wstep, sizeof(wstep) }, { &retry_addr, sizeof(retry_addr) },
 		{ &errno, sizeof(errno) },
 	};
@@ -1480,7 +1676,7 @@ static int watch_page_add(struct pk_watch *w)
 		prot = mi.prot;
 		struct ent e = { page, page + psz, wpage_fault, pg };
 
-		err = tab_insert(&ranges, &e);
+		err = tab_insert(&hot.ranges, &e);
 		if (err)
 			return err;
 		pg->page = page;
@@ -1537,7 +1733,7 @@ static void watch_page_remove(struct pk_watch *w)
 	while (__atomic_load_n(&pg->steps, __ATOMIC_SEQ_CST))
 		sched_yield();
 	__atomic_store_n(&pg->nw, 0, __ATOMIC_RELEASE);
-	tab_remove(&ranges, pg->page);
+	tab_remove(&hot.ranges, pg->page);
 }
 
 int pk_watch_add(void *addr, size_t len, unsigned int access, pk_watch_fn fn,
@@ -1655,7 +1851,9 @@ int pk_fault_stats(struct pk_fault_stats *st)
 		return -EINVAL;
 	memset(&cur, 0, sizeof(cur));
 	cur.sz = st->sz < sizeof(cur) ? st->sz : sizeof(cur);
-	cur.faults = __atomic_load_n(&stats.faults, __ATOMIC_RELAXED);
+	cur.faults = __atomic_load_n(&shared_rd.faults, __ATOMIC_RELAXED);
+	for (unsigned int i = 0; i < RD_SLOTS; i++)
+		cur.faults += __atomic_load_n(&slots[i].faults, __ATOMIC_RELAXED);
 	cur.traps = __atomic_load_n(&stats.traps, __ATOMIC_RELAXED);
 	cur.die_claimed = __atomic_load_n(&stats.die_claimed, __ATOMIC_RELAXED);
 	cur.watch_hits = __atomic_load_n(&stats.watch_hits, __ATOMIC_RELAXED);

@@ -75,11 +75,20 @@ static int sig_index(int sig)
 	return -1;
 }
 
-PK_NOPROBE static void pk_sig_handler(int sig, siginfo_t *si, void *ctx);
+/*
+ * What the kernel calls: for SIGSEGV and SIGBUS the fault layer's entry,
+ * which handles a fault that a range claims itself (see sig.h) and passes
+ * everything else to pk_sig_handler().
+ */
+static void (*const entries[NSIGS])(int, siginfo_t *, void *) = {
+	pk_fault_entry, pk_fault_entry, pk_sig_handler, pk_sig_handler,
+};
 
 static int is_ours(const struct sigaction *sa)
 {
-	return (sa->sa_flags & SA_SIGINFO) && sa->sa_sigaction == pk_sig_handler;
+	return (sa->sa_flags & SA_SIGINFO) &&
+	       (sa->sa_sigaction == pk_sig_handler ||
+		sa->sa_sigaction == pk_fault_entry);
 }
 
 /* A fault the kernel raised for the instruction at RIP (it will recur). */
@@ -149,7 +158,7 @@ PK_NOPROBE static int call_prev(int i, int sig, siginfo_t *si, void *ctx)
 	return 1;
 }
 
-PK_NOPROBE static void pk_sig_handler(int sig, siginfo_t *si, void *ctx)
+PK_NOPROBE void pk_sig_handler(int sig, siginfo_t *si, void *ctx)
 {
 	ucontext_t *uc = ctx;
 	int saved_errno = errno;
@@ -176,7 +185,7 @@ static int install(int i)
 	unsigned int idx;
 
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = pk_sig_handler;
+	sa.sa_sigaction = entries[i];
 	/*
 	 * SA_NODEFER: code that runs inside this handler (a handler installed
 	 * before probekit, a die or fault handler) may hit an int3 probe or a
