@@ -1,4 +1,19 @@
 
+# pk_test_variant(NAME SUFFIX VAR=VALUE): run test NAME again as NAME_SUFFIX
+# with VAR=VALUE in its environment, same labels and timeout; nothing if
+# NAME is not a test.
+function(pk_test_variant name suffix setting)
+  if(NOT TEST ${name})
+    return()
+  endif()
+  get_test_property(${name} LABELS labels)
+  get_test_property(${name} TIMEOUT timeout)
+  add_test(NAME ${name}_${suffix} COMMAND ${name})
+  set_tests_properties(${name}_${suffix} PROPERTIES SKIP_RETURN_CODE 77
+    LABELS "${labels}" TIMEOUT ${timeout}
+    ENVIRONMENT "${PK_TEST_ENV};${setting}")
+endfunction()
+
 # ---- infra: ABI, header, install and bench-smoke tests (scripts/, tests/*.sh) ----
 # check-abi.sh: exported symbols == src/probekit.map == PK_API declarations.
 add_test(NAME abi_check
@@ -50,13 +65,7 @@ foreach(src ${PK_TESTS} ${PK_STRESS})
   foreach(pattern ${PK_NOPATCH_TEST_PATTERNS})
     if(name MATCHES "${pattern}" AND NOT TEST ${name}_nopatch
        AND NOT name IN_LIST PK_NOPATCH_TEST_EXCLUDE)
-      get_test_property(${name} LABELS labels)
-      get_test_property(${name} TIMEOUT timeout)
-      get_test_property(${name} ENVIRONMENT env)
-      add_test(NAME ${name}_nopatch COMMAND ${name})
-      set_tests_properties(${name}_nopatch PROPERTIES SKIP_RETURN_CODE 77
-        LABELS "${labels}" TIMEOUT ${timeout}
-        ENVIRONMENT "${env};PROBEKIT_NOPATCH=1")
+      pk_test_variant(${name} nopatch PROBEKIT_NOPATCH=1)
     endif()
   endforeach()
 endforeach()
@@ -72,24 +81,12 @@ endforeach()
 # ---- text: the slower cross-core sync methods pass the same tests ----
 foreach(name test_text_basic stress_text)
   foreach(method expedited mprotect)
-    if(TARGET ${name})
-      get_test_property(${name} LABELS labels)
-      get_test_property(${name} TIMEOUT timeout)
-      add_test(NAME ${name}_sync_${method} COMMAND ${name})
-      set_tests_properties(${name}_sync_${method} PROPERTIES SKIP_RETURN_CODE 77
-        LABELS "${labels}" TIMEOUT ${timeout}
-        ENVIRONMENT "${PK_TEST_ENV};PROBEKIT_SYNC=${method}")
-    endif()
+    pk_test_variant(${name} sync_${method} PROBEKIT_SYNC=${method})
   endforeach()
 endforeach()
 # Kernels before 6.11 have no PROCMAP_QUERY: the text layer reads maps whole.
 foreach(name test_text_basic test_text_errors)
-  if(TARGET ${name})
-    add_test(NAME ${name}_maps_read COMMAND ${name})
-    set_tests_properties(${name}_maps_read PROPERTIES SKIP_RETURN_CODE 77
-      LABELS quick TIMEOUT 120
-      ENVIRONMENT "${PK_TEST_ENV};PROBEKIT_TEST_MAPS_READ=1")
-  endif()
+  pk_test_variant(${name} maps_read PROBEKIT_TEST_MAPS_READ=1)
 endforeach()
 # ---- end text ----
 
@@ -125,11 +122,7 @@ endif()
 # test_fault_watch runs on hardware breakpoints where perf allows them; the
 # _page run forces the page-protection mechanism (PROBEKIT_WATCH=page).
 foreach(name test_fault_watch test_fault_fail)
-  if(TARGET ${name})
-    add_test(NAME ${name}_page COMMAND ${name})
-    set_tests_properties(${name}_page PROPERTIES SKIP_RETURN_CODE 77
-      LABELS quick TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV};PROBEKIT_WATCH=page")
-  endif()
+  pk_test_variant(${name} page PROBEKIT_WATCH=page)
 endforeach()
 # ---- end fault ----
 
@@ -152,26 +145,11 @@ set_tests_properties(cli PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
 # (divert); PROBEKIT_RETPROBE_HIJACK=1 makes them replace the return address
 # instead, the fallback they use when a divert cannot be had. Same tests.
 foreach(name test_probe_ret test_probe_ret_cxx stress_probe_ret)
-  if(TARGET ${name})
-    get_test_property(${name} LABELS labels)
-    get_test_property(${name} TIMEOUT timeout)
-    add_test(NAME ${name}_hijack COMMAND ${name})
-    set_tests_properties(${name}_hijack PROPERTIES SKIP_RETURN_CODE 77
-      LABELS "${labels}" TIMEOUT ${timeout}
-      ENVIRONMENT "${PK_TEST_ENV};PROBEKIT_RETPROBE_HIJACK=1")
-  endif()
+  pk_test_variant(${name} hijack PROBEKIT_RETPROBE_HIJACK=1)
 endforeach()
 # ---- end probe ----
 
 # ---- fault: the readers' fallbacks (no membarrier; more threads than slots) ----
-foreach(mode "FENCE=1" "SLOTS=2")
-  if(TARGET stress_fault_grace)
-    string(REGEX REPLACE "=.*" "" tag ${mode})
-    string(TOLOWER ${tag} tag)
-    add_test(NAME stress_fault_grace_${tag} COMMAND stress_fault_grace)
-    set_tests_properties(stress_fault_grace_${tag} PROPERTIES SKIP_RETURN_CODE 77
-      LABELS stress TIMEOUT 300
-      ENVIRONMENT "${PK_TEST_ENV};PROBEKIT_FAULT_${mode}")
-  endif()
-endforeach()
+pk_test_variant(stress_fault_grace fence PROBEKIT_FAULT_FENCE=1)
+pk_test_variant(stress_fault_grace slots PROBEKIT_FAULT_SLOTS=2)
 # ---- end fault readers ----
