@@ -153,3 +153,6 @@ endforeach()
 pk_test_variant(stress_fault_grace fence PROBEKIT_FAULT_FENCE=1)
 pk_test_variant(stress_fault_grace slots PROBEKIT_FAULT_SLOTS=2)
 # ---- end fault readers ----
+
+# ---- fault: handled faults resumed by the kernel's rt_sigreturn too ----
+pk_test_variant(test_fault_resume sigreturn PROBEKIT_FAULT_SIGRETURN=1)

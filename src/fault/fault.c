@@ -118,11 +118,12 @@ static struct {
 	struct tab *ranges;	/* atomic; fault chain */
 	unsigned int phase;	/* atomic; see "Tables and their readers" */
 	int rd_fence;		/* no membarrier: barrier A is a full fence */
+	int resume;		/* handled faults resume without rt_sigreturn */
 	struct {
 		struct tab t;
 		struct ent e[SMALL_TAB];
 	} small[2];
-} hot __attribute__((aligned(256)));	/* 240 bytes: never across pages */
+} hot __attribute__((aligned(256)));	/* < 256 bytes: never across pages */
 _Static_assert(offsetof(__typeof__(hot.small[0]), e) ==
 	       offsetof(struct tab, e), "hot.small[i].t.e[] is hot.small[i].e");
 
@@ -134,6 +135,7 @@ static struct tab *traps;	/* atomic; trap chain (end = start + 1) */
 struct rslot {
 	unsigned long nest[2];	/* read sides open, per phase */
 	unsigned long faults;	/* handled faults (stats) */
+	unsigned long resumed;	/* of those, without rt_sigreturn (stats) */
 	pid_t owner;		/* atomic: tid, 0 when free */
 	int shared;		/* the shared counts: locked operations */
 } __attribute__((aligned(64)));
@@ -360,14 +362,13 @@ static PK_NOPROBE_INLINE void rd_unlock(struct rslot *s, unsigned long *c)
 				 __ATOMIC_RELEASE);
 }
 
-/* One more handled fault, in the calling thread's slot. */
-static PK_NOPROBE_INLINE void count_fault(struct rslot *s)
+/* One more on counter @c of the calling thread's slot @s. */
+static PK_NOPROBE_INLINE void count(struct rslot *s, unsigned long *c)
 {
 	if (__builtin_expect(s->shared, 0))
-		__atomic_add_fetch(&s->faults, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(c, 1, __ATOMIC_RELAXED);
 	else
-		__atomic_store_n(&s->faults,
-				 __atomic_load_n(&s->faults, __ATOMIC_RELAXED) + 1,
+		__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1,
 				 __ATOMIC_RELAXED);
 }
 
@@ -778,9 +779,13 @@ PK_NOPROBE void pk_fault_entry(int sig, siginfo_t *si, void *ctx)
 	struct pk_fault f;
 	struct rslot *rs;
 	int *ep, saved_errno, ret;
+	unsigned long mask;	/* the kernel's 64 signals */
+	stack_t ss;
 
 	if (__builtin_expect(si->si_code <= 0, 0))
 		goto other;
+	memcpy(&mask, &uc->uc_sigmask, sizeof(mask));
+	ss = uc->uc_stack;
 	ep = me.errno_p;
 	if (__builtin_expect(!ep, 0))
 		ep = me.errno_p = &errno;
@@ -799,7 +804,20 @@ PK_NOPROBE void pk_fault_entry(int sig, siginfo_t *si, void *ctx)
 	me.depth--;
 	*ep = saved_errno;
 	if (__builtin_expect(ret, 1)) {
-		count_fault(rs);
+		count(rs, &rs->faults);
+		/*
+		 * The kernel changed no signal mask (SA_NODEFER, empty
+		 * sa_mask): unless the handler asked rt_sigreturn to set a
+		 * mask or an alternate stack, resume here (resume.c).
+		 */
+		if (hot.resume && !memcmp(&mask, &uc->uc_sigmask, sizeof(mask)) &&
+		    ss.ss_sp == uc->uc_stack.ss_sp &&
+		    ss.ss_size == uc->uc_stack.ss_size &&
+		    ss.ss_flags == uc->uc_stack.ss_flags &&
+		    pk_arch_resume_ok(uc)) {
+			count(rs, &rs->resumed);
+			pk_arch_resume(uc);
+		}
 		return;
 	}
 other:
@@ -1053,9 +1071,11 @@ static int tab_remove(struct tab **tabp, uintptr_t start)
 
 /*
  * Barriers A and B (see "Tables and their readers"), chosen before the
- * first read side can run: every read side follows a registration. Tests
- * force the fallbacks: PROBEKIT_FAULT_FENCE=1 as if the kernel had no
- * membarrier, PROBEKIT_FAULT_SLOTS=N as if only N slots existed.
+ * first read side can run: every read side follows a registration; and
+ * whether handled faults may resume without rt_sigreturn. Tests force the
+ * fallbacks: PROBEKIT_FAULT_FENCE=1 as if the kernel had no membarrier,
+ * PROBEKIT_FAULT_SLOTS=N as if only N slots existed,
+ * PROBEKIT_FAULT_SIGRETURN=1 as if resuming needed rt_sigreturn.
  */
 static void rd_setup(void)
 {
@@ -1067,8 +1087,10 @@ static void rd_setup(void)
 			 !pk_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED));
 	if (v && atoi(v) >= 0 && atoi(v) < RD_SLOTS)
 		rd_nslots = (unsigned int)atoi(v);
-	pk_dbg("fault: read sides %s, %u slots",
-	       hot.rd_fence ? "fence" : "barrier-free (membarrier)", rd_nslots);
+	hot.resume = !pk_env_flag("FAULT_SIGRETURN") && pk_arch_resume_usable();
+	pk_dbg("fault: read sides %s, %u slots, resume %s",
+	       hot.rd_fence ? "fence" : "barrier-free (membarrier)", rd_nslots,
+	       hot.resume ? "in user space" : "by rt_sigreturn");
 }
 
 /* A locked section for writers; -EDEADLK from inside one of our handlers. */
@@ -1852,8 +1874,12 @@ int pk_fault_stats(struct pk_fault_stats *st)
 	memset(&cur, 0, sizeof(cur));
 	cur.sz = st->sz < sizeof(cur) ? st->sz : sizeof(cur);
 	cur.faults = __atomic_load_n(&shared_rd.faults, __ATOMIC_RELAXED);
-	for (unsigned int i = 0; i < RD_SLOTS; i++)
+	cur.resumed = __atomic_load_n(&shared_rd.resumed, __ATOMIC_RELAXED);
+	for (unsigned int i = 0; i < RD_SLOTS; i++) {
 		cur.faults += __atomic_load_n(&slots[i].faults, __ATOMIC_RELAXED);
+		cur.resumed += __atomic_load_n(&slots[i].resumed,
+					       __ATOMIC_RELAXED);
+	}
 	cur.traps = __atomic_load_n(&stats.traps, __ATOMIC_RELAXED);
 	cur.die_claimed = __atomic_load_n(&stats.die_claimed, __ATOMIC_RELAXED);
 	cur.watch_hits = __atomic_load_n(&stats.watch_hits, __ATOMIC_RELAXED);

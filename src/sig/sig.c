@@ -191,6 +191,9 @@ static int install(int i)
 	 * before probekit, a die or fault handler) may hit an int3 probe or a
 	 * site being patched, or fault on a watched page; with the signal
 	 * blocked the kernel would make that synchronous signal fatal.
+	 * With an empty sa_mask too, delivery leaves the thread's signal
+	 * mask as it was, which lets fault.c resume a handled fault without
+	 * rt_sigreturn (arch/x86_64/resume.c).
 	 */
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_NODEFER;
 	sigemptyset(&sa.sa_mask);
