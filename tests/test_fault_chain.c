@@ -232,6 +232,9 @@ static void test_errors(void)
 
 static void test_traps(void)
 {
+	struct pk_fault_stats st0 = { .sz = sizeof(st0) }, st1 = st0;
+
+	ASSERT_OK(pk_fault_stats(&st0), "stats");
 	ASSERT_OK(pk_trap_register(pk_test_int3, on_trap, NULL), "trap int3");
 	ASSERT_EQ(pk_trap_register(pk_test_int3, on_trap, NULL), -EEXIST,
 		  "trap twice");
@@ -242,6 +245,8 @@ static void test_traps(void)
 	run_ud2();
 	BARRIER();
 	ASSERT_EQ(trap_calls, 2, "ud2 claimed by its entry");
+	ASSERT_OK(pk_fault_stats(&st1), "stats");
+	ASSERT_EQ(st1.traps - st0.traps, 2, "stats.traps counts both");
 	ASSERT_OK(pk_trap_unregister(pk_test_int3), "trap unregister");
 	ASSERT_OK(pk_trap_unregister(pk_test_ud2), "trap unregister");
 }

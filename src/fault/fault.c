@@ -55,7 +55,7 @@
  * has died (tgkill says ESRCH) is taken over by the next thread that finds
  * none free. When all RD_SLOTS are held by live threads, a thread uses the
  * shared counts (locked increments, as before), which are waited for too.
- * The handled-fault counter lives in the slot as well.
+ * The counters of handled faults and traps live in the slot as well.
  *
  * Handlers run inside the read side. A handler (or a die handler) that calls
  * register/unregister would wait for itself: a per-thread depth makes those
@@ -136,14 +136,14 @@ struct rslot {
 	unsigned long nest[2];	/* read sides open, per phase */
 	unsigned long faults;	/* handled faults (stats) */
 	unsigned long resumed;	/* of those, without rt_sigreturn (stats) */
+	unsigned long traps;	/* handled traps (stats) */
 	pid_t owner;		/* atomic: tid, 0 when free */
-	int shared;		/* the shared counts: locked operations */
 } __attribute__((aligned(64)));
 
 #define RD_SLOTS 256
 static struct rslot slots[RD_SLOTS];
 static unsigned int rd_nslots = RD_SLOTS;	/* fewer: PROBEKIT_FAULT_SLOTS */
-static struct rslot shared_rd = { .shared = 1 };	/* threads without a slot */
+static struct rslot shared_rd;	/* threads without a slot: locked operations */
 
 /*
  * fault_lock serialises writers and guards ranges/traps (as pointers to
@@ -339,7 +339,7 @@ static PK_NOPROBE_INLINE unsigned long *rd_lock(struct rslot **sp)
 		s = me.slot = slot_claim();
 	*sp = s;
 	c = &s->nest[__atomic_load_n(&hot.phase, __ATOMIC_RELAXED) & 1];
-	if (__builtin_expect(s->shared, 0)) {
+	if (__builtin_expect(s == &shared_rd, 0)) {
 		__atomic_add_fetch(c, 1, __ATOMIC_SEQ_CST);
 		return c;
 	}
@@ -355,7 +355,7 @@ static PK_NOPROBE_INLINE unsigned long *rd_lock(struct rslot **sp)
 
 static PK_NOPROBE_INLINE void rd_unlock(struct rslot *s, unsigned long *c)
 {
-	if (__builtin_expect(s->shared, 0))
+	if (__builtin_expect(s == &shared_rd, 0))
 		__atomic_sub_fetch(c, 1, __ATOMIC_RELEASE);
 	else
 		__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) - 1,
@@ -365,7 +365,7 @@ static PK_NOPROBE_INLINE void rd_unlock(struct rslot *s, unsigned long *c)
 /* One more on counter @c of the calling thread's slot @s. */
 static PK_NOPROBE_INLINE void count(struct rslot *s, unsigned long *c)
 {
-	if (__builtin_expect(s->shared, 0))
+	if (__builtin_expect(s == &shared_rd, 0))
 		__atomic_add_fetch(c, 1, __ATOMIC_RELAXED);
 	else
 		__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1,
@@ -875,7 +875,7 @@ PK_NOPROBE static int fault_hook(int sig, siginfo_t *si, ucontext_t *uc)
 		f.access = PK_ACCESS_EXEC;
 	trap:
 		if (dispatch(&traps, (uintptr_t)f.addr, &f, &rs)) {
-			__atomic_add_fetch(&stats.traps, 1, __ATOMIC_RELAXED);
+			count(rs, &rs->traps);
 			ret = 1;
 			goto out;
 		}
@@ -1145,7 +1145,7 @@ void pk_fault_fork_child(void)
 			slots[i].nest[0] = slots[i].nest[1] = 0;
 			slots[i].owner = 0;
 		}
-	if (me.slot && !me.slot->shared)
+	if (me.slot && me.slot != &shared_rd)
 		me.slot->owner = pk_gettid();
 	shared_rd.nest[0] = shared_rd.nest[1] = 0;
 	pthread_mutex_init(&fault_lock, NULL);
@@ -1875,12 +1875,13 @@ int pk_fault_stats(struct pk_fault_stats *st)
 	cur.sz = st->sz < sizeof(cur) ? st->sz : sizeof(cur);
 	cur.faults = __atomic_load_n(&shared_rd.faults, __ATOMIC_RELAXED);
 	cur.resumed = __atomic_load_n(&shared_rd.resumed, __ATOMIC_RELAXED);
-	for (unsigned int i = 0; i < RD_SLOTS; i++) {
+	cur.traps = __atomic_load_n(&shared_rd.traps, __ATOMIC_RELAXED);
+	for (unsigned int i = 0; i < rd_nslots; i++) {
 		cur.faults += __atomic_load_n(&slots[i].faults, __ATOMIC_RELAXED);
 		cur.resumed += __atomic_load_n(&slots[i].resumed,
 					       __ATOMIC_RELAXED);
+		cur.traps += __atomic_load_n(&slots[i].traps, __ATOMIC_RELAXED);
 	}
-	cur.traps = __atomic_load_n(&stats.traps, __ATOMIC_RELAXED);
 	cur.die_claimed = __atomic_load_n(&stats.die_claimed, __ATOMIC_RELAXED);
 	cur.watch_hits = __atomic_load_n(&stats.watch_hits, __ATOMIC_RELAXED);
 	cur.watch_open_steps = __atomic_load_n(&stats.watch_open_steps,
