@@ -210,20 +210,48 @@ static void test_watch_args(void)
 }
 
 /* The first page of a mapping named [anon:probekit], or NULL. */
-static void *probekit_table(void)
+#define MAXMAPS 4096
+
+/* The start of each one-page mapping of the process. */
+static int map_starts(unsigned long *out)
 {
 	FILE *f = fopen("/proc/self/maps", "re");
-	unsigned long lo;
+	unsigned long end;
 	char line[512];
-	void *p = NULL;
+	int n = 0;
 
-	while (f && !p && fgets(line, sizeof(line), f))
-		if (strstr(line, "[anon:probekit]") &&
-		    sscanf(line, "%lx-", &lo) == 1)
-			p = (void *)lo;
+	while (f && n < MAXMAPS && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx", &out[n], &end) == 2 &&
+		    end - out[n] == (unsigned long)page)
+			n++;
 	if (f)
 		fclose(f);
-	return p;
+	return n;
+}
+
+/*
+ * Register four ranges on @more: more than fit in the fault layer's static
+ * table, so the table gets pages of its own. Return the one-page mapping
+ * that appeared meanwhile (that table), or NULL.
+ */
+static void *probekit_table(char *more)
+{
+	static unsigned long before[MAXMAPS], after[MAXMAPS];
+	int nb = map_starts(before), na;
+
+	for (int i = 0; i < 4; i++)
+		ASSERT_OK(pk_fault_register(more + i * page, (size_t)page,
+					    on_fault, NULL), "one of 4 ranges");
+	na = map_starts(after);
+	for (int i = 0; i < na; i++) {
+		int seen = 0;
+
+		for (int j = 0; j < nb && !seen; j++)
+			seen = before[j] == after[i];
+		if (!seen && !strcmp(t_prot_of((void *)after[i]), "rw-p"))
+			return (void *)after[i];
+	}
+	return NULL;
 }
 
 /* The page mechanism's rule (PROBEKIT_WATCH=page). */
@@ -231,7 +259,7 @@ static void test_watch_page_rule(void)
 {
 	struct pk_watch *w = NULL, *ws[17];
 	volatile uint64_t local = 0;
-	char *ro, *shared, *rwx;
+	char *ro, *shared, *rwx, *more;
 	void *tab;
 	stack_t ss;
 	int n, err;
@@ -280,13 +308,22 @@ static void test_watch_page_rule(void)
 	ASSERT_EQ(pk_watch_add(area + 8, 8, PK_WATCH_WRITE, on_watch, NULL,
 			       &w), -EEXIST, "page in a registered range");
 	ASSERT_TRUE(!strcmp(t_prot_of(area), "rw-p"), "its protection kept");
-	/* The range table is probekit's own (named where Linux 5.17+). */
-	tab = probekit_table();
+	/* A range table in pages of its own is probekit's. */
+	more = mmap(NULL, 4 * (size_t)page, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	tab = probekit_table(more);
+	ASSERT_TRUE(tab != NULL, "a table of 4 ranges has a page of its own");
 	if (tab) {
 		ASSERT_EQ(pk_watch_add(tab, 8, PK_WATCH_WRITE, on_watch, NULL,
 				       &w), -EBUSY, "probekit's table page");
-		UNCHANGED(tab, "rw-p", "probekit's table page");
+		ASSERT_EQ(pk_fault_register(tab, (size_t)page, on_fault, NULL),
+			  -EBUSY, "a range over probekit's table page");
+		ASSERT_TRUE(!strcmp(t_prot_of(tab), "rw-p"),
+			    "probekit's table page: protection kept");
 	}
+	for (int i = 0; i < 4; i++)
+		ASSERT_OK(pk_fault_unregister(more + i * page), "unregister");
+	munmap(more, 4 * (size_t)page);
 	ASSERT_OK(pk_fault_unregister(area), "range unregister");
 	ASSERT_OK(pk_watch_add(area + 8, 8, PK_WATCH_WRITE, on_watch, NULL,
 			       &w), "watch on the page now");

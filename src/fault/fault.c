@@ -979,6 +979,23 @@ static struct tab *tab_alloc(struct tab **tabp, size_t n)
 	return t;
 }
 
+/*
+ * Whether [@lo, @hi) overlaps a table in pages of its own, which the signal
+ * path reads (by address: the name tab_alloc() gives them needs a kernel
+ * with anonymous VMA names). fault_lock held.
+ */
+static int tab_pages_overlap(uintptr_t lo, uintptr_t hi)
+{
+	const struct tab *ts[] = { hot.ranges, traps };
+
+	pk_assert_held(&fault_lock);
+	for (size_t i = 0; i < PK_ARRAY_SIZE(ts); i++)
+		if (ts[i] && ts[i]->maplen && (uintptr_t)ts[i] < hi &&
+		    (uintptr_t)ts[i] + ts[i]->maplen > lo)
+			return 1;
+	return 0;
+}
+
 static void tab_free(struct tab *t)
 {
 	if (t && t->maplen)
@@ -1218,7 +1235,8 @@ int pk_fault_register(void *addr, size_t len, pk_fault_fn fn, void *ctx)
 	err = writer_lock();
 	if (err)
 		return err;
-	err = tab_insert(&hot.ranges, &e);
+	err = tab_pages_overlap(a, a + len) ? -EBUSY :
+	      tab_insert(&hot.ranges, &e);
 	if (!err) {
 		err = update_hooks();
 		if (err) {
@@ -1527,7 +1545,7 @@ static int watch_page_allowed(uintptr_t page, size_t psz, struct mapinfo *mi)
 	if (mi->name[0] == '[' && strcmp(mi->name, "[heap]") &&
 	    strncmp(mi->name, "[anon", 5))
 		return -EBUSY;			/* [stack], [vvar], ... */
-	if (!strcmp(mi->name, "[anon:probekit]"))
+	if (tab_pages_overlap(page, page + psz))
 		return -EBUSY;			/* our tables: tab_alloc() */
 	if (!page_map(sp, &stack) && page >= stack.lo && page < stack.hi)
 		return -EBUSY;			/* the caller's stack */
