@@ -600,9 +600,7 @@ static void test_unregister_inside(void)
 		usleep(1000);
 	ASSERT_OK(pk_retprobe_unregister(&rp, 1), "unregister, a thread inside");
 	pk_retprobe_destroy(rp);
-	rp = NULL;
-	/* Scribble over the freed probe's memory's likely successor. */
-	free(calloc(1, 64));
+	rp = NULL;	/* a use of the freed probe: ASan's build reports it */
 	wait_go = 1;
 	pthread_join(t, &res);
 	ASSERT_EQ((long)res, 42, "it returned to its caller");

@@ -330,7 +330,7 @@ void pk_ret_slot_divert(uint8_t *b, uintptr_t at, uintptr_t divert)
 	memcpy(b + 2, &rel, 4);
 }
 
-int pk_ret_busy_at(uintptr_t ip)
+PK_NOPROBE int pk_ret_busy_at(uintptr_t ip)
 {
 	uintptr_t c = __atomic_load_n(&ret_code, __ATOMIC_ACQUIRE);
 
@@ -403,8 +403,7 @@ PK_NOPROBE static void miss(struct pk_retprobe *rp)
  * call; we may be a signal handler that interrupted that). Piggy records
  * live as long as the record whose call they ride.
  */
-PK_NOPROBE __attribute__((no_sanitize_address))
-static int rec_live(const struct rec *recs, size_t base, unsigned int j,
+static PK_NOPROBE_INLINE __attribute__((no_sanitize_address)) int rec_live(const struct rec *recs, size_t base, unsigned int j,
 		    uintptr_t dsp)
 {
 	const struct rec *t = &recs[j];
@@ -543,7 +542,7 @@ static void die(const char *msg)
  * One record's return handler, unless unregister got there first. Inlined
  * into pk_ret_dispatch() (PK_NOPROBE code would not be).
  */
-static inline __attribute__((always_inline)) void
+static PK_NOPROBE_INLINE void
 call_ret(struct blk *b, struct rec *rec, struct pk_regs *r)
 {
 	struct pk_retprobe *rp = __atomic_load_n(&rec->rp, __ATOMIC_RELAXED);
@@ -825,32 +824,39 @@ int pk_retprobe_create(const struct pk_retprobe_opts *opts,
 	return 0;
 }
 
-/* @n entry probes of @rps, or NULL (also when one is NULL or armed != @armed). */
-static struct pk_probe **entry_probes(struct pk_retprobe *const *rps, size_t n,
-				      int armed)
+/*
+ * The entry probes of @rps[@n] into *@out (free() it): 0, or -EINVAL (one is
+ * NULL or armed != @armed), -ENOMEM.
+ */
+static int entry_probes(struct pk_retprobe *const *rps, size_t n, int armed,
+			struct pk_probe ***out)
 {
 	struct pk_probe **ps = calloc(n, sizeof(*ps));
 
-	for (size_t i = 0; ps && i < n; i++) {
+	if (!ps)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
 		if (!rps[i] || !rps[i]->armed != !armed) {
 			free(ps);
-			return NULL;
+			return -EINVAL;
 		}
 		ps[i] = rps[i]->probe;
 	}
-	return ps;
+	*out = ps;
+	return 0;
 }
 
 int pk_retprobe_register(struct pk_retprobe *const *rps, size_t n)
 {
-	struct pk_probe **ps;
+	struct pk_probe **ps = NULL;
 	int err;
 
 	if (!rps || !n)
 		return -EINVAL;
 	pthread_mutex_lock(&ret_lock);
-	ps = entry_probes(rps, n, 0);
-	err = ps ? region_init() : -EINVAL;
+	err = entry_probes(rps, n, 0, &ps);
+	if (!err)
+		err = region_init();
 	if (!err)
 		err = pk_probe_register(ps, n);	/* refuses duplicates */
 	for (size_t i = 0; !err && i < n; i++)
@@ -862,15 +868,16 @@ int pk_retprobe_register(struct pk_retprobe *const *rps, size_t n)
 
 int pk_retprobe_unregister(struct pk_retprobe *const *rps, size_t n)
 {
-	struct pk_probe **ps;
+	struct pk_probe **ps = NULL;
 	size_t nent;
 	int err;
 
 	if (!rps || !n)
 		return -EINVAL;
 	pthread_mutex_lock(&ret_lock);
-	ps = entry_probes(rps, n, 1);
-	err = ps ? pk_probe_unregister(ps, n) : -EINVAL;
+	err = entry_probes(rps, n, 1, &ps);
+	if (!err)
+		err = pk_probe_unregister(ps, n);
 	if (err)
 		goto out;
 	/* No thread runs ret_entry() for them now: no new record names them. */
