@@ -93,7 +93,8 @@ endforeach()
 # ---- probe: relocator golden files, probe targets ----
 # test_arch_reloc calls the hidden relocator: compile it into the test.
 if(TARGET test_arch_reloc)
-  target_sources(test_arch_reloc PRIVATE ${PROJECT_SOURCE_DIR}/src/arch/x86_64/reloc.c)
+  target_sources(test_arch_reloc PRIVATE ${PROJECT_SOURCE_DIR}/src/arch/x86_64/reloc.c
+                                         ${PROJECT_SOURCE_DIR}/src/arch/x86_64/encode.c)
   target_link_libraries(test_arch_reloc PRIVATE Zydis::Zydis)
 endif()
 # ---- end probe ----

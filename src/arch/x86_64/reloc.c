@@ -166,11 +166,9 @@ int pk_arch_relocate_one(const void *src, size_t avail, uint64_t from,
 	    s[0] == 0xe8) {
 		uint64_t target = ret + (uint64_t)in.raw.imm[0].value.s;
 
-		out[n] = 0xe9;
-		if (!rel32_fits((int64_t)(target - (to + n + 5))))
+		if (pk_arch_encode_jmp(out + n, to + n, target))
 			return -ERANGE;
-		put32(out + n + 1, (int64_t)(target - (to + n + 5)));
-		jl = 5;
+		jl = PK_ARCH_JMP_LEN;
 	} else if (in.raw.modrm.offset && in.raw.modrm.reg == 2 &&
 		   s[in.raw.modrm.offset - 1] == 0xff) {
 		/* ff /2: the same operand as ff /4, unless it reads rsp. */
