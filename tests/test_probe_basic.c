@@ -348,7 +348,6 @@ static void test_unregister_waits(void)
 {
 	struct pk_probe *a = NULL, *b = NULL;
 	pthread_t t1, t2;
-	double t0;
 
 	if (!ASSERT_OK(attach("pt_sum6", NULL, blocker, NULL, &a), "blocker") ||
 	    !ASSERT_OK(attach("exe_mix", NULL, record, &order_log, &b), "other") ||
@@ -358,15 +357,11 @@ static void test_unregister_waits(void)
 	pthread_create(&t1, NULL, call_sum6, NULL);
 	while (!blk_entered)
 		usleep(1000);
-	t0 = t_now();
 	ASSERT_OK(pk_probe_unregister(&b, 1), "unregister an unrelated probe");
-	ASSERT_LE((t_now() - t0) * 1000, 5000, "not held up by another probe's handler (ms)");
-	ASSERT_EQ(blk_left, 0, "blocker still running");
+	ASSERT_EQ(blk_left, 0, "not held up by the blocker, still running");
 	pthread_create(&t2, NULL, release_later, NULL);
-	t0 = t_now();
 	ASSERT_OK(pk_probe_unregister(&a, 1), "unregister the running one");
 	ASSERT_EQ(blk_left, 1, "returned only after its handler left");
-	ASSERT_GE((t_now() - t0) * 1000, 150, "waited for it (ms)");
 	pthread_join(t1, NULL);
 	pthread_join(t2, NULL);
 out:
