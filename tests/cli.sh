@@ -41,6 +41,15 @@ check "exit status of COMMAND" '[ $rc -eq 0 ]'
 check "COMMAND output untouched" 'grep -qx "cli_target done" "$tmp/out"'
 check "1000 calls counted" 'grep -Eq "^ +1000  cli_target_fn$" "$tmp/rep"'
 
+# A function too short for a jump probe is counted by an int3 probe, and
+# the report says so (a hit costs ~1 us there, not nanoseconds).
+run count -p cli_target_tiny -o "$tmp/rep" -- "$target" 300
+check "one-byte function: counted, reported as an int3 probe" \
+	'[ $rc -eq 0 ] && grep -Eq "^ +300  cli_target_tiny  \(int3 probe in 1 of 1:" "$tmp/rep"'
+run count --json -p cli_target_tiny -p cli_target_fn -o "$tmp/rep" -- "$target" 3
+check "json: int3_in per probe" \
+	'grep -q "\"spec\":\"cli_target_tiny\",\"hits\":3,\"armed_in\":1,\"int3_in\":1,.*\"spec\":\"cli_target_fn\",\"hits\":3,\"armed_in\":1,\"int3_in\":0" "$tmp/rep"'
+
 # A program that exec()s in place keeps the pid: it still gets its own
 # file (the first image, env or sh, has no cli_target_fn: 1 of 2 unprobed).
 run count -p cli_target_fn -o "$tmp/rep" -- env "$target" 5
@@ -54,7 +63,7 @@ check "sh -c \"exec PROG\": 7 counted in the second of 2 images" \
 run count --json -p cli_target_fn -o "$tmp/rep" -- "$target" 1000 fork 300 exec 200
 check "fork+exec: status 0" '[ $rc -eq 0 ]'
 check "fork+exec: 1500 calls in 2 processes" \
-	'grep -q "\"processes\":2,.*\"hits\":1500,\"armed_in\":2" "$tmp/rep"'
+	'grep -q "\"processes\":2,.*\"hits\":1500,\"armed_in\":2," "$tmp/rep"'
 check "json: one line, command recorded" \
 	'[ $(wc -l <"$tmp/rep") -eq 1 ] && grep -q "^{\"command\":\\[\"$target\",\"1000\"" "$tmp/rep"'
 

@@ -21,16 +21,24 @@
 static volatile unsigned long sink;
 
 /* static: found through .symtab, not .dynsym */
-__attribute__((noinline)) static void cli_target_fn(unsigned long i)
+/* noipa: no renamed clone (cli_target_fn.isra.0) that the CLI cannot find. */
+__attribute__((noinline, noipa)) static void cli_target_fn(unsigned long i)
 {
 	sink += i * 3 + 1;
 	__asm__ volatile("" ::: "memory");
 }
 
+/* One byte: too short for a jump probe, so the agent arms an int3 one. */
+void cli_target_tiny(void);
+__asm__(".text\n.globl cli_target_tiny\n.type cli_target_tiny,@function\n"
+	"cli_target_tiny:\n\tret\n.size cli_target_tiny, 1\n");
+
 static void calls(long n)
 {
-	for (long i = 0; i < n; i++)
+	for (long i = 0; i < n; i++) {
 		cli_target_fn((unsigned long)i);
+		cli_target_tiny();
+	}
 }
 
 int main(int argc, char **argv)

@@ -84,7 +84,6 @@ __attribute__((constructor)) static void pkc_init(void)
 	if (!list)
 		return;
 	file->version = PKC_VERSION;
-	file->pid = (int32_t)getpid();
 	for (int i = 0; i < PKC_MAX; i++)
 		file->status[i] = PKC_PENDING;
 	__atomic_store_n(&file->magic, PKC_MAGIC, __ATOMIC_RELEASE);
@@ -93,18 +92,22 @@ __attribute__((constructor)) static void pkc_init(void)
 	for (s = strtok_r(list, sep, &save); s && n < PKC_MAX;
 	     s = strtok_r(NULL, sep, &save), n++) {
 		PK_OPTS(pk_probe_opts, o, .symbol = s, .pre = count_hit,
-			.ctx = &file->count[n]);
+			.ctx = &file->count[n].n);
+		struct pk_probe_info info = { .sz = sizeof(info) };
 
 		cur_spec = (int)n;
 		file->status[n] = pk_probe_create(&o, &probes[armed]);
-		if (!file->status[n])
-			idx[armed++] = (int)n;
+		if (file->status[n])
+			continue;
+		pk_probe_get_info(probes[armed], &info);
+		file->int3[n] = info.kind == PK_PROBE_INT3;
+		idx[armed++] = (int)n;
 	}
 	file->n = n;
 	cur_spec = -1;
 	free(list);
 	if (!armed)
-		goto out;
+		return;
 
 	/* All in one text batch; if the batch fails, say so for each. */
 	rc = pk_probe_register(probes, (size_t)armed);
@@ -112,6 +115,5 @@ __attribute__((constructor)) static void pkc_init(void)
 		file->status[idx[i]] = rc;
 		pk_probe_destroy(probes[i]);
 	}
-out:
-	pk_set_log(NULL, NULL);
+	/* quiet_log stays set: the program's stderr is the program's. */
 }

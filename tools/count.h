@@ -21,19 +21,23 @@
  * CLI reads every file in DIR whose name does not start with a dot.
  */
 #define PKC_MAGIC 0x706b636eu	/* "pkcn" */
-#define PKC_VERSION 1
+#define PKC_VERSION 2
 #define PKC_MAX 64		/* probe specs per run */
 #define PKC_SEP '\n'
 #define PKC_PENDING INT32_MIN	/* status before the agent tried the spec */
+#define PKC_WHY_LEN 96
 
 struct pkc_file {
-	uint32_t magic;		/* PKC_MAGIC, written first */
+	uint32_t magic;		/* PKC_MAGIC, stored last (release) */
 	uint32_t version;
 	uint32_t n;		/* specs in this file */
-	int32_t pid;
 	int32_t status[PKC_MAX]; /* 0 armed, -errno, or PKC_PENDING */
-	uint64_t count[PKC_MAX]; /* hits; atomic */
-	char why[PKC_MAX][96];	/* the log line of a failure */
+	int32_t int3[PKC_MAX];	/* armed as an int3 probe (~1 us a hit) */
+	struct {		/* hits; atomic; a cache line each, so that */
+		uint64_t n;	/* threads hitting different functions do */
+		uint64_t pad[7]; /* not share one */
+	} count[PKC_MAX] __attribute__((aligned(64)));
+	char why[PKC_MAX][PKC_WHY_LEN];	/* the log line of a failure */
 };
 
 #endif /* PK_TOOLS_COUNT_H */

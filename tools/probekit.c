@@ -50,7 +50,8 @@ struct spec_total {
 	int armed;		/* processes that armed it */
 	int failed;		/* processes that could not */
 	int last_err;		/* the last -errno seen */
-	char why[96];		/* and its log line */
+	char why[PKC_WHY_LEN];	/* and its log line */
+	int int3;		/* processes that armed it as an int3 probe */
 };
 
 static void usage(FILE *f)
@@ -169,9 +170,10 @@ static int collect(const char *dir, struct spec_total *t, int n, int consume)
 			continue;
 		procs++;
 		for (int i = 0; i < n && i < (int)f.n; i++) {
-			t[i].hits += f.count[i];
+			t[i].hits += f.count[i].n;
 			if (f.status[i] == 0) {
 				t[i].armed++;
+				t[i].int3 += f.int3[i] != 0;
 			} else if (f.status[i] != PKC_PENDING) {
 				t[i].failed++;
 				t[i].last_err = -f.status[i];
@@ -218,8 +220,8 @@ static void report(FILE *o, int json, char **argv, int status, int procs,
 			fprintf(o, "%s{\"spec\":", i ? "," : "");
 			json_str(o, t[i].spec);
 			fprintf(o, ",\"hits\":%llu,\"armed_in\":%d,"
-				   "\"failed_in\":%d", t[i].hits, t[i].armed,
-				t[i].failed);
+				   "\"int3_in\":%d,\"failed_in\":%d", t[i].hits,
+				t[i].armed, t[i].int3, t[i].failed);
 			if (t[i].failed) {
 				fprintf(o, ",\"error\":");
 				json_str(o, t[i].why[0] ? t[i].why
@@ -238,6 +240,9 @@ static void report(FILE *o, int json, char **argv, int status, int procs,
 			fprintf(o, " %16llu  %s", t[i].hits, t[i].spec);
 		else
 			fprintf(o, " %16s  %s", "-", t[i].spec);
+		if (t[i].int3)
+			fprintf(o, "  (int3 probe in %d of %d: ~1 us a call)",
+				t[i].int3, procs);
 		if (t[i].failed)
 			fprintf(o, "  (not probed in %d of %d: %s)", t[i].failed,
 				procs, t[i].why[0] ? t[i].why
