@@ -31,13 +31,16 @@ static int on_write(const struct pk_fault *f, void *ctx)
 
 static volatile long balance;
 static int changes;
+static long seen[4][2];		/* old, new: printed later (signal handler) */
 
 static void on_balance(const struct pk_watch_hit *hit, void *ctx)
 {
 	(void)ctx;
+	if (changes < 4) {
+		seen[changes][0] = (long)hit->old_value;
+		seen[changes][1] = (long)hit->new_value;
+	}
 	changes++;
-	printf("  balance: %ld -> %ld\n", (long)hit->old_value,
-	       (long)hit->new_value);
 }
 
 int main(void)
@@ -74,7 +77,9 @@ int main(void)
 	balance -= 30;
 	if (pk_watch_remove(w))
 		return 1;
-	balance = 0;		/* not watched any more: nothing printed */
+	balance = 0;		/* not watched any more: not seen */
+	for (int i = 0; i < changes && i < 4; i++)
+		printf("  balance: %ld -> %ld\n", seen[i][0], seen[i][1]);
 	munmap(heap, NPAGES * page);
 	return changes == 2 ? 0 : 1;
 }
