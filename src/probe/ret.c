@@ -904,12 +904,23 @@ int pk_retprobe_unregister(struct pk_retprobe *const *rps, size_t n)
 	/* Barrier B; pairs with barrier_a() in pk_ret_dispatch(). */
 	if (!ret_asym || pk_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED))
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	/*
+	 * Wait for blocks whose thread is in a return handler of ours. Not
+	 * p->going: a thread may publish a cur it loaded before an earlier
+	 * unregister returned, a probe that may be freed by now; compare
+	 * pointers, never follow one.
+	 */
 	for (size_t b = 0; b < ret_nblk; b++) {
 		struct pk_retprobe *p;
+		size_t i;
 
-		while ((p = __atomic_load_n(&ret_blks[b].cur, __ATOMIC_ACQUIRE)) &&
-		       p->going)
+		while ((p = __atomic_load_n(&ret_blks[b].cur, __ATOMIC_ACQUIRE))) {
+			for (i = 0; i < n && rps[i] != p; i++)
+				;
+			if (i == n)
+				break;
 			sched_yield();
+		}
 	}
 	for (size_t i = 0; i < n; i++) {
 		rps[i]->going = 0;
