@@ -767,13 +767,13 @@ static PK_NOPROBE_INLINE int dispatch(struct tab **tabp, uintptr_t addr,
 }
 
 /*
- * The kernel's entry for SIGSEGV and SIGBUS (see sig.h). The hot path, a
+ * The kernel's entry for SIGSEGV and SIGBUS (pk_sig_set_entry(), sig.h). The hot path, a
  * fault that a range claims (a GC barrier, a watchpoint), is straight-line
  * code that touches few cache lines (see hot and me); everything else goes
  * to pk_sig_handler(), which calls fault_hook() in its turn. errno is kept
  * here as sig.c keeps it there.
  */
-PK_NOPROBE void pk_fault_entry(int sig, siginfo_t *si, void *ctx)
+PK_NOPROBE static void fault_entry(int sig, siginfo_t *si, void *ctx)
 {
 	ucontext_t *uc = ctx;
 	struct pk_fault f;
@@ -825,7 +825,7 @@ other:
 }
 
 /*
- * Everything but a fault a range claims: pk_fault_entry() has already asked
+ * Everything but a fault a range claims: fault_entry() has already asked
  * the ranges about every SIGSEGV/SIGBUS with si_code > 0.
  */
 PK_NOPROBE static int fault_hook(int sig, siginfo_t *si, ucontext_t *uc)
@@ -1105,6 +1105,9 @@ static void rd_setup(void)
 	if (v && atoi(v) >= 0 && atoi(v) < RD_SLOTS)
 		rd_nslots = (unsigned int)atoi(v);
 	hot.resume = !pk_env_flag("FAULT_SIGRETURN") && pk_arch_resume_usable();
+	/* Before any hook: only the fault layer hooks these two. */
+	pk_sig_set_entry(SIGSEGV, fault_entry);
+	pk_sig_set_entry(SIGBUS, fault_entry);
 	pk_dbg("fault: read sides %s, %u slots, resume %s",
 	       hot.rd_fence ? "fence" : "barrier-free (membarrier)", rd_nslots,
 	       hot.resume ? "in user space" : "by rt_sigreturn");

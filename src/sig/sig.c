@@ -75,20 +75,19 @@ static int sig_index(int sig)
 	return -1;
 }
 
-/*
- * What the kernel calls: for SIGSEGV and SIGBUS the fault layer's entry,
- * which handles a fault that a range claims itself (see sig.h) and passes
- * everything else to pk_sig_handler().
- */
-static void (*const entries[NSIGS])(int, siginfo_t *, void *) = {
-	pk_fault_entry, pk_fault_entry, pk_sig_handler, pk_sig_handler,
-};
+/* What the kernel calls for each signal (pk_sig_set_entry()). */
+static pk_sig_entry_fn entries[NSIGS];	/* sig_lock */
 
-static int is_ours(const struct sigaction *sa)
+static pk_sig_entry_fn entry_of(int i)
+{
+	return entries[i] ? entries[i] : pk_sig_handler;
+}
+
+static int is_ours(int i, const struct sigaction *sa)
 {
 	return (sa->sa_flags & SA_SIGINFO) &&
 	       (sa->sa_sigaction == pk_sig_handler ||
-		sa->sa_sigaction == pk_fault_entry);
+		sa->sa_sigaction == entries[i]);
 }
 
 /* A fault the kernel raised for the instruction at RIP (it will recur). */
@@ -140,7 +139,7 @@ PK_NOPROBE static int call_prev(int i, int sig, siginfo_t *si, void *ctx)
 			return 1;
 		return 0;
 	}
-	if (is_ours(&p) || (p.sa_flags & SA_SIGINFO ? !p.sa_sigaction : 0))
+	if (is_ours(i, &p) || (p.sa_flags & SA_SIGINFO ? !p.sa_sigaction : 0))
 		return 0;	/* never loop into ourselves */
 	if (p.sa_flags & SA_RESETHAND) {
 		/* Once only: what the kernel would have done to it. */
@@ -185,21 +184,21 @@ static int install(int i)
 	unsigned int idx;
 
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = entries[i];
+	sa.sa_sigaction = entry_of(i);
 	/*
 	 * SA_NODEFER: code that runs inside this handler (a handler installed
 	 * before probekit, a die or fault handler) may hit an int3 probe or a
 	 * site being patched, or fault on a watched page; with the signal
 	 * blocked the kernel would make that synchronous signal fatal.
 	 * With an empty sa_mask too, delivery leaves the thread's signal
-	 * mask as it was, which lets fault.c resume a handled fault without
-	 * rt_sigreturn (arch/x86_64/resume.c).
+	 * mask as it was, which lets an entry resume a handled fault without
+	 * rt_sigreturn (fault.c, arch/x86_64/resume.c).
 	 */
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_NODEFER;
 	sigemptyset(&sa.sa_mask);
 	if (sigaction(sig_nums[i], &sa, &old))
 		return -errno;
-	if (!is_ours(&old)) {
+	if (!is_ours(i, &old)) {
 		idx = prev_idx[i] + 1;
 		prev[i][idx & 1] = old;
 		__atomic_store_n(&prev_idx[i], idx, __ATOMIC_RELEASE);
@@ -213,9 +212,24 @@ static void uninstall(int i)
 	struct sigaction cur;
 
 	/* Put the previous handler back only if ours is still in place. */
-	if (sigaction(sig_nums[i], NULL, &cur) == 0 && is_ours(&cur))
+	if (sigaction(sig_nums[i], NULL, &cur) == 0 && is_ours(i, &cur))
 		sigaction(sig_nums[i], &prev[i][prev_idx[i] & 1], NULL);
 	__atomic_store_n(&installed[i], 0, __ATOMIC_RELAXED);
+}
+
+int pk_sig_set_entry(int sig, pk_sig_entry_fn fn)
+{
+	int i = sig_index(sig), err = 0;
+
+	if (i < 0)
+		return -EINVAL;
+	pthread_mutex_lock(&sig_lock);
+	if (installed[i])
+		err = -EBUSY;
+	else
+		entries[i] = fn;
+	pthread_mutex_unlock(&sig_lock);
+	return err;
 }
 
 int pk_sig_hook(int sig, enum pk_sig_slot slot, pk_sig_hook_fn fn)
@@ -284,12 +298,12 @@ int pk_signal_action(int sig, const struct sigaction *act,
 
 		if (oldact)
 			*oldact = prev[i][idx & 1];
-		if (act && is_ours(act)) {
+		if (act && is_ours(i, act)) {
 			/* Someone restoring probekit's handler: put it back. */
 			struct sigaction cur;
 
 			sigaction(sig, NULL, &cur);
-			if (!is_ours(&cur))
+			if (!is_ours(i, &cur))
 				sigaction(sig, act, NULL);
 		} else if (act) {
 			prev[i][(idx + 1) & 1] = *act;

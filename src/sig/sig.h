@@ -20,14 +20,15 @@
  * This lives below text (text hooks SIGTRAP on its first commit) so that
  * text and fault share one handler without text knowing about fault.
  *
- * One exception, for speed: the kernel enters SIGSEGV and SIGBUS through
- * the fault layer's pk_fault_entry(), which first asks its ranges (for a
- * fault the kernel raised) and otherwise calls pk_sig_handler(), the order
- * above. No PK_SIG_TEXT hook exists for these signals, so the order is the
- * same. A handled fault is the one path where probekit's handler is the
- * program's hot loop (a GC's barrier, a watchpoint): there each cache line
- * that the handler touches costs (bench_fault "userfault"), and one
- * function with one thread-local block touches the fewest.
+ * One exception, for speed: a layer may give a signal an entry of its own
+ * (pk_sig_set_entry()), which the kernel calls instead and which calls
+ * pk_sig_handler() for whatever it does not handle itself. The fault layer
+ * enters SIGSEGV and SIGBUS so, asking its ranges first; no PK_SIG_TEXT
+ * hook exists for those signals, so the order is the same. A handled
+ * fault is the one path where probekit's handler is the program's hot loop
+ * (a GC's barrier, a watchpoint): there each cache line that the handler
+ * touches costs (bench_fault "userfault"), and one function with one
+ * thread-local block touches the fewest.
  *
  * The signal path takes no lock, allocates nothing, logs nothing and keeps
  * errno. A hook returns non-zero when it claimed the signal; the thread then
@@ -61,12 +62,15 @@ PK_HIDDEN int pk_sig_hook(int sig, enum pk_sig_slot slot, pk_sig_hook_fn fn);
 /* The handler: steps 1-4 above. */
 PK_HIDDEN void pk_sig_handler(int sig, siginfo_t *si, void *ctx);
 
+typedef void (*pk_sig_entry_fn)(int sig, siginfo_t *si, void *ctx);
+
 /*
- * pk_fault_entry() - (fault.c) the handler for SIGSEGV and SIGBUS: a fault
- * in a registered range goes to its handler, anything else to
- * pk_sig_handler().
+ * pk_sig_set_entry() - have the kernel call @fn for @sig instead of
+ * pk_sig_handler(), which @fn calls for what it does not handle (NULL:
+ * pk_sig_handler() again). Before probekit's handler is installed for @sig.
+ * Return: 0, or -EINVAL, -EBUSY (installed already).
  */
-PK_HIDDEN void pk_fault_entry(int sig, siginfo_t *si, void *ctx);
+PK_HIDDEN int pk_sig_set_entry(int sig, pk_sig_entry_fn fn);
 
 /* Whether [@lo, @hi) overlaps data the signal handler reads or writes. */
 PK_HIDDEN int pk_sig_data_overlaps(uintptr_t lo, uintptr_t hi);
