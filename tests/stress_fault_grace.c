@@ -77,6 +77,42 @@ static void *faulter(void *arg)
 	return (void *)n;
 }
 
+/* 16 faults, then the thread ends: its reader slot is left to a later one. */
+static void *short_faulter(void *arg)
+{
+	volatile char *p = pages + (long)(uintptr_t)arg * page;
+	unsigned long n;
+
+	for (n = 0; n < 16; n++) {
+		mprotect((void *)p, (size_t)page, PROT_NONE);
+		p[n] = (char)n;
+	}
+	return (void *)n;
+}
+
+/*
+ * The last page's faults come from short-lived threads, one after the
+ * other: thousands of them, past the 256 reader slots, so slots of dead
+ * threads are taken over (slot_claim()) while the grace periods run.
+ */
+static void *spawner(void *arg)
+{
+	unsigned long total = 0, threads = 0;
+
+	while (!stop) {
+		pthread_t t;
+		void *n;
+
+		if (pthread_create(&t, NULL, short_faulter, arg))
+			break;
+		pthread_join(t, &n);
+		total += (unsigned long)n;
+		threads++;
+	}
+	printf("stress_fault_grace: %lu short-lived threads\n", threads);
+	return (void *)total;
+}
+
 int main(void)
 {
 	static struct pk_notifier die = { .call = on_die };
@@ -98,7 +134,8 @@ int main(void)
 	ASSERT_OK(pk_fault_stats(&st0), "stats");
 	until = t_now() + t_stress_seconds(2.0);
 	for (long i = 0; i < THREADS; i++)
-		pthread_create(&th[i], NULL, faulter, (void *)(uintptr_t)i);
+		pthread_create(&th[i], NULL, i < THREADS - 1 ? faulter : spawner,
+			       (void *)(uintptr_t)i);
 	while (t_now() < until) {
 		int i = (int)(swaps % THREADS);
 		struct ctx *next = calloc(1, sizeof(*next));

@@ -932,7 +932,7 @@ static void wait_readers(void)
 	/*
 	 * Barrier B: pairs with barrier A in rd_lock(). Registered, it does
 	 * not fail; if it did, readers fence from now on, and this thread's
-	 * fence is all that is left to give (as in ret.c).
+	 * fence is all that is left to give (ret.c fences there too).
 	 */
 	if (!hot.rd_fence && pk_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)) {
 		__atomic_store_n(&hot.rd_fence, 1, __ATOMIC_RELAXED);
