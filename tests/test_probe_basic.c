@@ -248,21 +248,7 @@ static void test_refusals(void)
 
 	pk_set_log(t_quiet_log, NULL);
 	ASSERT_EQ(pk_probe_create(&none, &p), -EINVAL, "neither symbol nor address");
-	/* No jump probe possible: int3 probes (tests/test_probe_int3.c). */
-	{
-		static const char *const int3[] = { "pt_asm_short", "pt_asm_loop",
-						    "pt_asm_call", "pt_asm_icall" };
-
-		for (int i = 0; i < 4; i++) {
-			struct pk_probe_info info = { .sz = sizeof(info) };
-
-			if (ASSERT_OK(attach(int3[i], NULL, record, NULL, &p), int3[i])) {
-				pk_probe_get_info(p, &info);
-				ASSERT_EQ(info.kind, PK_PROBE_INT3, "an int3 probe");
-				pk_probe_destroy(p);
-			}
-		}
-	}
+	/* No jump probe possible: int3 probes, see tests/test_probe_int3.c. */
 	/*
 	 * Neither a jump probe (jrcxz's target is inside the first 5 bytes)
 	 * nor an int3 probe (jrcxz can be neither moved nor emulated), with
