@@ -68,8 +68,9 @@ check "json: one line, command recorded" \
 	'[ $(wc -l <"$tmp/rep") -eq 1 ] && grep -q "^{\"command\":\\[\"$target\",\"1000\"" "$tmp/rep"'
 
 # Counts read live while the command runs (-I): the first program's 100
-# calls show before the second starts; the final report has all 300.
-run count -j -I 100 -p cli_target_fn -o "$tmp/rep" -- sh -c "\"$target\" 100; sleep 0.5; \"$target\" 200"
+# calls show before the second starts (it waits for that line); the final
+# report has all 300.
+run count -j -I 100 -p cli_target_fn -o "$tmp/rep" -- sh -c "\"$target\" 100; until grep -q '\"hits\":100,' \"$tmp/rep\"; do sleep 0.05; done; \"$target\" 200"
 check "-I: status 0" '[ $rc -eq 0 ]'
 check "-I: an interval line with the first program's 100 calls" \
 	'grep -q "^{\"interval_s\":[0-9.]*,\"probes\":\[{\"spec\":\"cli_target_fn\",\"hits\":100," "$tmp/rep"'
@@ -115,7 +116,20 @@ check "unknown subcommand: 125" '[ $rc -eq 125 ] && grep -q "unknown command" "$
 PROBEKIT_AGENT=/nonexistent.so run count -p malloc -- true
 check "missing agent: 125, says which" '[ $rc -eq 125 ] && grep -q "cannot find the agent /nonexistent.so" "$tmp/err"'
 run count -p malloc -o /nonexistent/dir/rep -- true
-check "unwritable report file: 125" '[ $rc -eq 125 ]'
+check "unwritable report file: 125, named" \
+	'[ $rc -eq 125 ] && grep -q /nonexistent/dir/rep "$tmp/err"'
+PROBEKIT_AGENT="$tmp/noexec" run count -p malloc -- true
+check "agent no process could load: 125 though the command succeeded" \
+	'[ $rc -eq 125 ] && grep -q "no process of the command loaded" "$tmp/err"'
+TMPDIR=/nonexistent run count -p malloc -- true
+check "no room for the counts: 125" '[ $rc -eq 125 ] && grep -q mkdtemp "$tmp/err"'
+# shellcheck disable=SC2046 # one word per -p and name, wanted
+run count $(for i in $(seq 65); do printf -- '-p f%d ' "$i"; done) -- true
+check "65 probes: 125" '[ $rc -eq 125 ] && grep -q "too many probes" "$tmp/err"'
+run count -p "$(printf 'a\nb')" -- true
+check "multi-line spec: 125" '[ $rc -eq 125 ] && grep -q "multi-line" "$tmp/err"'
+run count -I abc -p malloc -- true
+check "-I abc: 125" '[ $rc -eq 125 ] && grep -q "milliseconds" "$tmp/err"'
 check "no temporary directory left behind" '[ -z "$(ls -A "$TMPDIR")" ]'
 run --version
 check "--version" '[ $rc -eq 0 ] && grep -q "^probekit [0-9]" "$tmp/out"'
