@@ -85,6 +85,13 @@ static inline long pk_membarrier(int cmd)
 }
 
 /*
+ * Whether this process may use membarrier(PRIVATE_EXPEDITED): registered
+ * on the first call (the registration is the process's, and survives
+ * fork), for the asymmetric barrier pairs of ret.c and fault.c.
+ */
+PK_HIDDEN int pk_membarrier_expedited(void);
+
+/*
  * Options structs (`size_t sz` first, STYLE.md "Growth"): field @f of *@o
  * if the caller's struct has it, else 0; and whether the bytes past @known
  * (fields this version does not know) are all zero, as libbpf's

@@ -122,6 +122,24 @@ int pk_gettid(void)
 	return (int)syscall(SYS_gettid);
 }
 
+static int membarrier_ok;
+
+static void membarrier_register(void)
+{
+	long have = pk_membarrier(MEMBARRIER_CMD_QUERY);
+
+	membarrier_ok = have > 0 && (have & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+			!pk_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
+}
+
+int pk_membarrier_expedited(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, membarrier_register);
+	return membarrier_ok;
+}
+
 void pk_assert_fail(const char *what, const char *file, int line)
 {
 	pk_err("%s:%d: assertion failed: %s", file, line, what);

@@ -1097,11 +1097,8 @@ static int tab_remove(struct tab **tabp, uintptr_t start)
 static void rd_setup(void)
 {
 	const char *v = getenv("PROBEKIT_FAULT_SLOTS");
-	long have = pk_membarrier(MEMBARRIER_CMD_QUERY);
 
-	hot.rd_fence = pk_env_flag("FAULT_FENCE") ||
-		       !(have > 0 && (have & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
-			 !pk_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED));
+	hot.rd_fence = pk_env_flag("FAULT_FENCE") || !pk_membarrier_expedited();
 	if (v && atoi(v) >= 0 && atoi(v) < RD_SLOTS)
 		rd_nslots = (unsigned int)atoi(v);
 	hot.resume = !pk_env_flag("FAULT_SIGRETURN") && pk_arch_resume_usable();

@@ -714,7 +714,6 @@ static int region_init(void)
 	struct blk *blks = NULL;
 	uintptr_t common = (uintptr_t)pk_ret_common, recs;
 	void *c = MAP_FAILED;
-	long have;
 	int err = -ENOMEM;
 
 	pk_assert_held(&ret_lock);
@@ -766,9 +765,7 @@ static int region_init(void)
 	build_eh(eh, (uintptr_t)c + CODE_FDE, CODE_ENT0 - CODE_FDE + nent * ENT_SIZE,
 		 (uintptr_t)c + CODE_ENT0 + ENT_LAND, recs);
 	__register_frame(eh);	/* kept registered: the region lives on */
-	have = pk_membarrier(MEMBARRIER_CMD_QUERY);
-	ret_asym = have > 0 && (have & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
-		   !pk_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
+	ret_asym = pk_membarrier_expedited();
 	free(code);
 	ret_nblk = nblk;
 	ret_blks = blks;
