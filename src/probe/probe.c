@@ -87,6 +87,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,6 +160,7 @@ struct pk_probe {
 	struct tramp *t;		/* while armed */
 	struct pk_probe *next;		/* on t->probes */
 	unsigned long missed;		/* atomic */
+	unsigned long seq;		/* when linked: link_seq's value */
 	uint8_t len;			/* displaced bytes as planned */
 	uint8_t armed;
 	uint8_t mark;			/* scratch of one (un)register call */
@@ -180,6 +182,20 @@ static __thread unsigned long probe_depth
 /* The trampoline whose handlers this thread runs (depth 1), or NULL. */
 static __thread const struct tramp *probe_cur
 	__attribute__((tls_model("initial-exec")));
+/*
+ * Pre- and post-handlers pair up: a slot with post-handlers runs the
+ * post-handler only of the probes whose pre-handler pass it ran, though
+ * probes are linked and unlinked in between. The pre-handler pass leaves
+ * its trampoline and the newest link it saw here; the post-handler pass
+ * calls probes linked no later. A signal handler that runs such a slot
+ * between the two (it overwrites them) costs the outer post-handlers:
+ * counted as missed.
+ */
+static __thread const struct tramp *pre_tramp
+	__attribute__((tls_model("initial-exec")));
+static __thread unsigned long pre_seq
+	__attribute__((tls_model("initial-exec")));
+static unsigned long link_seq;	/* probe_lock; 0 = never linked */
 
 extern const char __start_pk_noprobe_text[] __attribute__((weak, visibility("hidden")));
 extern const char __stop_pk_noprobe_text[] __attribute__((weak, visibility("hidden")));
@@ -196,7 +212,8 @@ PK_NOPROBE void pk_probe_dispatch_full(struct pk_regs *r);
 static inline __attribute__((always_inline)) void
 dispatch(struct pk_regs *r, const struct tramp *t, int post)
 {
-	unsigned long d = probe_depth;
+	unsigned long d = probe_depth, seen = 0, upto = ULONG_MAX;
+	int lost = 0;
 	struct pk_probe *p;
 
 	probe_depth = d + 1;
@@ -207,6 +224,11 @@ dispatch(struct pk_regs *r, const struct tramp *t, int post)
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	}
 	r->ip = post ? t->addr + t->first_len : t->addr;
+	if (post && !d) {
+		/* Only probes our pre-handler pass saw (see pre_tramp). */
+		lost = pre_tramp != t;
+		upto = lost ? 0 : pre_seq;
+	}
 	/* Pairs with the release stores that link probes (pk_probe_register). */
 	for (p = __atomic_load_n(&t->probes, __ATOMIC_ACQUIRE); p;
 	     p = __atomic_load_n(&p->next, __ATOMIC_ACQUIRE)) {
@@ -215,9 +237,18 @@ dispatch(struct pk_regs *r, const struct tramp *t, int post)
 		if (d) {
 			if (!post)
 				__atomic_add_fetch(&p->missed, 1, __ATOMIC_RELAXED);
-		} else if (fn) {
-			fn(p, r, p->ctx);
+		} else if (p->seq > upto) {
+			if (fn && lost)
+				__atomic_add_fetch(&p->missed, 1, __ATOMIC_RELAXED);
+		} else {
+			seen = p->seq;
+			if (fn)
+				fn(p, r, p->ctx);
 		}
+	}
+	if (!d && t->post) {
+		pre_tramp = post ? NULL : t;
+		pre_seq = seen;
 	}
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (!d) {
@@ -1502,6 +1533,7 @@ int pk_probe_register(struct pk_probe *const *probes, size_t n)
 			while (*pp)
 				pp = &(*pp)->next;
 			p->next = NULL;
+			p->seq = ++link_seq;	/* after every probe linked before */
 			/* Pairs with the acquire loads in pk_probe_dispatch(). */
 			__atomic_store_n(pp, p, __ATOMIC_RELEASE);
 			p->armed_kind = p->t->kind;
