@@ -87,7 +87,7 @@ static int is_ours(int i, const struct sigaction *sa)
 {
 	return (sa->sa_flags & SA_SIGINFO) &&
 	       (sa->sa_sigaction == pk_sig_handler ||
-		sa->sa_sigaction == entries[i]);
+		(entries[i] && sa->sa_sigaction == entries[i]));
 }
 
 /* A fault the kernel raised for the instruction at RIP (it will recur). */
