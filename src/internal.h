@@ -10,6 +10,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/* The library has no branch sites of its own: no module constructor. */
+#define PK_NO_MODULE_CONSTRUCTOR
 #include "probekit.h"
 
 #define PK_HIDDEN __attribute__((visibility("hidden")))
@@ -31,7 +33,7 @@
 
 #define PK_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
-/* An object of probekit's: see own_data() in fault.c, pk_sig_data_overlaps(). */
+/* An object of probekit's: its address and size (PK_SIGNAL_DATA). */
 struct pk_span {
 	const void *p;
 	size_t len;
@@ -61,9 +63,9 @@ PK_HIDDEN int pk_env_flag(const char *name);
 
 /*
  * pk_assert_held() - the mutex that guards some data is held by this thread.
- * Checked in debug builds through an error-checking trylock probe: a mutex
- * held by us makes pthread_mutex_trylock fail with EBUSY (held by someone)
- * which is all a plain mutex can tell; the owner field says whether it's us.
+ * Checked where NDEBUG is not defined (CMAKE_BUILD_TYPE=Debug; .ci/run runs
+ * the tests in such a build): glibc records the owning thread's tid in
+ * every mutex it locks, whatever its type.
  */
 #ifndef NDEBUG
 #define pk_assert_held(m)                                                      \
@@ -109,39 +111,65 @@ static inline int pk_opts_tail_zero(const void *o, size_t sz, size_t known)
 }
 
 /*
- * fork(): util.c registers one pthread_atfork triple that takes every
- * layer's locks in lock order (ret, probe, sym, fault, chain, urcu-bp, key,
- * text, sig, and util.c's log lock, which any of them may hold while
- * logging) before fork and releases them after, so a child never inherits a
- * lock held by a thread it does not have, nor a commit half done. The
- * order is the nesting order of the code: ret_lock (return probes) is held
- * around probe registrations; probe_lock is held around text
- * commits, pk_text_fill() and trap-chain (fault) registrations; fault_lock
- * around die-chain (chain) registrations; key's lock around text commits;
- * text and fault install their signal handlers (sig_lock) with their own
- * lock held. sym's cache lock nests nothing of these.
+ * Lock order, outermost first: the nesting order of the code. A thread
+ * holding a lock of one rank takes only locks of later ranks.
+ *
+ *   rank            lock(s)                  held around
+ *   PK_RANK_RET     ret_lock (probe/ret.c)   probe registrations
+ *   PK_RANK_PROBE   probe_lock (probe.c)     text commits, pk_text_fill(),
+ *                                            trap-chain registrations
+ *   PK_RANK_SYM     cache_lock (sym.c)       nothing of these
+ *   PK_RANK_FAULT   fault_lock (fault.c)     die-chain registrations,
+ *                                            handler installs (sig)
+ *   PK_RANK_CHAIN   chain locks, urcu-bp's   RCU grace periods
+ *   PK_RANK_KEY     pk_key_lock (key.c)      text commits
+ *   PK_RANK_TEXT    text_lock (text.c)       handler installs (sig)
+ *   PK_RANK_SIG     sig_lock (sig.c)         nothing of these
+ *   PK_RANK_LOG     log_lock (util.c)        nothing: any layer logs with
+ *                                            its own lock held
+ *
+ * fork(): a layer whose locks or state must survive fork() declares a
+ * PK_ATFORK entry with its rank. util.c's one pthread_atfork triple runs
+ * the entries' @prepare in rank order before fork and @parent / @child in
+ * the reverse order after it, so a child never inherits a lock held by a
+ * thread it does not have, nor a commit half done. util.c knows no layer:
+ * the entries are found in the pk_atfork section.
  */
-PK_HIDDEN void pk_ret_fork_prepare(void);
-PK_HIDDEN void pk_ret_fork_parent(void);
-PK_HIDDEN void pk_ret_fork_child(void);
-PK_HIDDEN void pk_probe_fork_prepare(void);
-PK_HIDDEN void pk_probe_fork_parent(void);
-PK_HIDDEN void pk_probe_fork_child(void);
-PK_HIDDEN void pk_sym_fork_prepare(void);
-PK_HIDDEN void pk_sym_fork_release(void);
-PK_HIDDEN void pk_fault_fork_prepare(void);
-PK_HIDDEN void pk_fault_fork_parent(void);
-PK_HIDDEN void pk_fault_fork_child(void);
-PK_HIDDEN void pk_chain_fork_prepare(void);
-PK_HIDDEN void pk_chain_fork_parent(void);
-PK_HIDDEN void pk_chain_fork_child(void);
-PK_HIDDEN void pk_key_fork_prepare(void);
-PK_HIDDEN void pk_key_fork_release(void);
-PK_HIDDEN void pk_text_fork_prepare(void);
-PK_HIDDEN void pk_text_fork_parent(void);
-PK_HIDDEN void pk_text_fork_child(void);
-PK_HIDDEN void pk_sig_fork_prepare(void);
-PK_HIDDEN void pk_sig_fork_release(void);
+enum pk_lock_rank {
+	PK_RANK_RET,
+	PK_RANK_PROBE,
+	PK_RANK_SYM,
+	PK_RANK_FAULT,
+	PK_RANK_CHAIN,
+	PK_RANK_KEY,
+	PK_RANK_TEXT,
+	PK_RANK_SIG,
+	PK_RANK_LOG,
+	PK_RANK_N
+};
+
+struct pk_atfork {
+	enum pk_lock_rank rank;
+	void (*prepare)(void);
+	void (*parent)(void);
+	void (*child)(void);
+};
+
+/* One atfork entry of a layer; any handler may be NULL. */
+#define PK_ATFORK(name, rnk, prep, par, chld)                                  	static const struct pk_atfork pk_atfork_##name                         		__attribute__((used, section("pk_atfork"), aligned(8))) = {    			.rank = (rnk), .prepare = (prep), .parent = (par),     			.child = (chld) }
+
+/*
+ * Data that probekit's signal path reads or writes, so must never fault
+ * (the fault layer refuses to watch or protect it). A layer declares each
+ * such static object with PK_SIGNAL_DATA(obj) beside its definition;
+ * pk_signal_data_overlaps() sees them all. Thread-local objects have no
+ * link-time address: their owners check those themselves.
+ */
+#define PK_SIGNAL_DATA(obj)                                                    	static const struct pk_span pk_sigdata_##obj                           		__attribute__((used, section("pk_sigdata"), aligned(8))) = {   			&(obj), sizeof(obj) }
+
+/* Whether [@lo, @hi) overlaps an object declared with PK_SIGNAL_DATA(). */
+PK_HIDDEN int pk_signal_data_overlaps(uintptr_t lo, uintptr_t hi);
+
 PK_HIDDEN void pk_assert_fail(const char *what, const char *file, int line)
 	__attribute__((noreturn));
 

@@ -70,51 +70,69 @@ int pk_env_flag(const char *name)
 	return v && !strcmp(v, "1");
 }
 
-/* Lock order: see internal.h. Released in the reverse order. */
+/* The PK_ATFORK entries of every layer linked in, and util.c's own. */
+extern const struct pk_atfork __start_pk_atfork[] __attribute__((weak, visibility("hidden")));
+extern const struct pk_atfork __stop_pk_atfork[] __attribute__((weak, visibility("hidden")));
+
+static void log_lock_take(void)
+{
+	pthread_mutex_lock(&log_lock);
+}
+
+static void log_lock_drop(void)
+{
+	pthread_mutex_unlock(&log_lock);
+}
+
+PK_ATFORK(log, PK_RANK_LOG, log_lock_take, log_lock_drop, log_lock_drop);
+
+/* Lock order: internal.h. A handful of entries: a pass per rank is cheap. */
 static void fork_prepare(void)
 {
-	pk_ret_fork_prepare();
-	pk_probe_fork_prepare();
-	pk_sym_fork_prepare();
-	pk_fault_fork_prepare();
-	pk_chain_fork_prepare();	/* also urcu-bp's */
-	pk_key_fork_prepare();
-	pk_text_fork_prepare();
-	pk_sig_fork_prepare();
-	/* Innermost: any layer logs with its own lock held. */
-	pthread_mutex_lock(&log_lock);
+	for (int r = 0; r < PK_RANK_N; r++)
+		for (const struct pk_atfork *e = __start_pk_atfork;
+		     e < __stop_pk_atfork; e++)
+			if ((int)e->rank == r && e->prepare)
+				e->prepare();
+}
+
+/* Released in the reverse order; @child: which of the two handlers. */
+static void fork_release(int child)
+{
+	for (int r = PK_RANK_N - 1; r >= 0; r--)
+		for (const struct pk_atfork *e = __stop_pk_atfork;
+		     e-- > __start_pk_atfork;)
+			if ((int)e->rank == r) {
+				void (*fn)(void) = child ? e->child : e->parent;
+
+				if (fn)
+					fn();
+			}
 }
 
 static void fork_parent(void)
 {
-	pthread_mutex_unlock(&log_lock);
-	pk_sig_fork_release();
-	pk_text_fork_parent();
-	pk_key_fork_release();
-	pk_chain_fork_parent();
-	pk_fault_fork_parent();
-	pk_sym_fork_release();
-	pk_probe_fork_parent();
-	pk_ret_fork_parent();
+	fork_release(0);
 }
 
 static void fork_child(void)
 {
-	pthread_mutex_unlock(&log_lock);
-	pk_sig_fork_release();
-	pk_text_fork_child();
-	pk_key_fork_release();
-	pk_chain_fork_child();
-	pk_fault_fork_child();
-	pk_sym_fork_release();
-	pk_probe_fork_child();
-	pk_ret_fork_child();
+	fork_release(1);
 }
 
 /* At load, so the handlers exist before any lock can be taken. */
 __attribute__((constructor)) static void pk_util_init(void)
 {
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+extern const struct pk_span __start_pk_sigdata[] __attribute__((weak, visibility("hidden")));
+extern const struct pk_span __stop_pk_sigdata[] __attribute__((weak, visibility("hidden")));
+
+int pk_signal_data_overlaps(uintptr_t lo, uintptr_t hi)
+{
+	return pk_overlaps(lo, hi, __start_pk_sigdata,
+			   (size_t)(__stop_pk_sigdata - __start_pk_sigdata));
 }
 
 int pk_gettid(void)

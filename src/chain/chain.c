@@ -328,7 +328,7 @@ int pk_chain_init(struct pk_chain *c, enum pk_chain_type type)
  * unregister in the child would wait for them forever).
  *
  * chain_fork_lock: register and unregister hold it shared for their whole
- * length; pk_chain_fork_prepare() holds it exclusive, so no chain lock is
+ * length; chain_fork_prepare() holds it exclusive, so no chain lock is
  * held at fork. (Writer-preferring, so a stream of registrations cannot
  * starve fork.) Limitation: fork() from inside a chain handler while another
  * thread unregisters from that chain deadlocks, as that unregister waits for
@@ -389,21 +389,21 @@ static void chain_list_del(struct pk_chain *c)
 	pthread_mutex_unlock(&chain_list_lock);
 }
 
-void pk_chain_fork_prepare(void)
+static void chain_fork_prepare(void)
 {
 	pthread_rwlock_wrlock(&chain_fork_lock);
 	pthread_mutex_lock(&chain_list_lock);
 	urcu_bp_before_fork();
 }
 
-void pk_chain_fork_parent(void)
+static void chain_fork_parent(void)
 {
 	urcu_bp_after_fork_parent();
 	pthread_mutex_unlock(&chain_list_lock);
 	pthread_rwlock_unlock(&chain_fork_lock);
 }
 
-void pk_chain_fork_child(void)
+static void chain_fork_child(void)
 {
 	struct chain_tls *t = &chain_tls;
 	unsigned int n = t->n_inflight < CHAIN_INFLIGHT_MAX ? t->n_inflight
@@ -426,6 +426,9 @@ void pk_chain_fork_child(void)
 	chain_fork_lock = (pthread_rwlock_t)
 		PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
 }
+
+PK_ATFORK(chain, PK_RANK_CHAIN, chain_fork_prepare, chain_fork_parent,
+	  chain_fork_child);
 
 /* A writer section on @c: fork excluded (shared), then the chain's lock. */
 static void chain_writer_lock(struct pk_chain *c)

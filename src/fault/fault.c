@@ -124,10 +124,12 @@ static struct {
 		struct ent e[SMALL_TAB];
 	} small[2];
 } hot __attribute__((aligned(256)));	/* < 256 bytes: never across pages */
+PK_SIGNAL_DATA(hot);
 _Static_assert(offsetof(__typeof__(hot.small[0]), e) ==
 	       offsetof(struct tab, e), "hot.small[i].t.e[] is hot.small[i].e");
 
 static struct tab *traps;	/* atomic; trap chain (end = start + 1) */
+PK_SIGNAL_DATA(traps);
 /*
  * A thread's read-side counts, on a cache line of its own (see "Tables and
  * their readers"). Written by its owner only, except by fork's child.
@@ -144,6 +146,8 @@ struct rslot {
 static struct rslot slots[RD_SLOTS];
 static unsigned int rd_nslots = RD_SLOTS;	/* fewer: PROBEKIT_FAULT_SLOTS */
 static struct rslot shared_rd;	/* threads without a slot: locked operations */
+PK_SIGNAL_DATA(slots);
+PK_SIGNAL_DATA(shared_rd);
 
 /*
  * fault_lock serialises writers and guards ranges/traps (as pointers to
@@ -153,6 +157,8 @@ static pthread_mutex_t fault_lock = PTHREAD_MUTEX_INITIALIZER;
 static size_t n_die;		/* atomic for the signal path */
 
 static PK_CHAIN_ATOMIC_DEFINE(die_chain);
+PK_SIGNAL_DATA(n_die);
+PK_SIGNAL_DATA(die_chain);
 
 /*
  * The calling thread's state for the signal path, in one block (see hot).
@@ -165,6 +171,7 @@ static __thread struct {
 } me __attribute__((tls_model("initial-exec")));
 
 static struct pk_fault_stats stats;	/* atomic counters */
+PK_SIGNAL_DATA(stats);
 
 /*
  * Watchpoints (pk_watch_*)
@@ -262,6 +269,8 @@ struct wpage {
 
 static struct pk_watch watches[WATCH_SLOTS];	/* guarded by fault_lock */
 static struct wpage wpages[WATCH_SLOTS];	/* guarded by fault_lock */
+PK_SIGNAL_DATA(watches);
+PK_SIGNAL_DATA(wpages);
 static int watch_used;		/* a watchpoint existed once: see update_hooks() */
 
 /* The single step a thread is in the middle of (page mechanism). */
@@ -284,6 +293,7 @@ static __thread struct wstep wstep __attribute__((tls_model("initial-exec")));
 
 /* Set by fault_init(): sysconf() is not on POSIX's async-signal-safe list. */
 static long page_size = 4096;
+PK_SIGNAL_DATA(page_size);
 
 PK_NOPROBE static uint64_t watch_read(uintptr_t addr, size_t len)
 {
@@ -689,6 +699,7 @@ PK_NOPROBE static int wpage_step(ucontext_t *uc)
  */
 #define RETIRED_N 8
 static uintptr_t retired[RETIRED_N];	/* atomic; written under fault_lock */
+PK_SIGNAL_DATA(retired);
 static unsigned int retired_pos;
 static __thread uintptr_t retry_addr __attribute__((tls_model("initial-exec")));
 
@@ -1154,7 +1165,7 @@ static int wpage_remap(struct wpage *pg, int prot, const void *src);
  * step of this thread in flight) cannot wait for itself: that page is left
  * shared, and keeps this thread's step state.
  */
-void pk_fault_fork_child(void)
+static void fault_fork_child(void)
 {
 	/* Only this thread is left: its slot (new tid), no other reader. */
 	for (unsigned int i = 0; i < RD_SLOTS; i++)
@@ -1180,7 +1191,7 @@ void pk_fault_fork_child(void)
 	}
 }
 
-void pk_fault_fork_prepare(void)
+static void fault_fork_prepare(void)
 {
 	size_t psz = (size_t)page_size;
 
@@ -1204,7 +1215,7 @@ void pk_fault_fork_prepare(void)
 	}
 }
 
-void pk_fault_fork_parent(void)
+static void fault_fork_parent(void)
 {
 	for (unsigned int i = 0; i < WATCH_SLOTS; i++) {
 		snap_free(&wpages[i]);
@@ -1212,6 +1223,9 @@ void pk_fault_fork_parent(void)
 	}
 	pthread_mutex_unlock(&fault_lock);
 }
+
+PK_ATFORK(fault, PK_RANK_FAULT, fault_fork_prepare, fault_fork_parent,
+	  fault_fork_child);
 
 __attribute__((constructor)) static void fault_init(void)
 {
@@ -1501,26 +1515,20 @@ static int page_map(uintptr_t page, struct mapinfo *mi)
 
 /*
  * Whether [@lo, @hi) holds memory that the signal path of probekit writes
- * or reads (then it must never fault): the fault layer's and sig.c's
- * statics, and the calling thread's TLS of both. Other threads' TLS cannot
+ * or reads (then it must never fault): every PK_SIGNAL_DATA object, and
+ * the calling thread's TLS of the fault layer. Other threads' TLS cannot
  * be found from here (see the rule in probekit.h).
  */
 static int own_data(uintptr_t lo, uintptr_t hi)
 {
-	const struct pk_span objs[] = {
-		{ watches, sizeof(watches) }, { wpages, sizeof(wpages) },
-		{ &hot, sizeof(hot) }, { &traps, sizeof(traps) },
-		{ slots, sizeof(slots) }, { &shared_rd, sizeof(shared_rd) },
-		{ &n_die, sizeof(n_die) }, { &die_chain, sizeof(die_chain) },
-		{ &stats, sizeof(stats) }, { retired, sizeof(retired) },
-		{ &page_size, sizeof(page_size) },
+	const struct pk_span objs[] = {	/* thread-local: no PK_SIGNAL_DATA */
 		{ &me, sizeof(me) },
 		{ &wstep, sizeof(wstep) }, { &retry_addr, sizeof(retry_addr) },
 		{ &errno, sizeof(errno) },
 	};
 
 	return pk_overlaps(lo, hi, objs, PK_ARRAY_SIZE(objs)) ||
-	       pk_sig_data_overlaps(lo, hi);
+	       pk_signal_data_overlaps(lo, hi);
 }
 
 /*

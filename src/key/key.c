@@ -200,16 +200,19 @@ static void kb_add(struct key_batch *kb, const struct pk_jump_entry *e,
 		kb->err = ret;
 }
 
-/* fork() takes pk_key_lock (util.c's atfork, in lock order). */
-void pk_key_fork_prepare(void)
+/* fork() takes pk_key_lock, in internal.h's lock order. */
+static void key_fork_prepare(void)
 {
 	pthread_mutex_lock(&pk_key_lock);
 }
 
-void pk_key_fork_release(void)
+static void key_fork_release(void)
 {
 	pthread_mutex_unlock(&pk_key_lock);
 }
+
+PK_ATFORK(key, PK_RANK_KEY, key_fork_prepare, key_fork_release,
+	  key_fork_release);
 
 static void key_mode_set(enum pk_key_mode mode)
 {

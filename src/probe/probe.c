@@ -323,26 +323,29 @@ static unsigned long sweep_readers;	/* atomic: handlers inside cur_sweep */
 /* ----------------------------------------------------------------- fork */
 
 /*
- * util.c's atfork triple: probe_lock first (it is held around text commits
+ * fork(): probe_lock first (it is held around text commits
  * and trap-chain registrations). No sweep runs while it is held, so a child
  * has no sweep in flight; a thread of the parent that was inside
  * sweep_handler() does not exist in the child, so its count goes.
  */
-void pk_probe_fork_prepare(void)
+static void probe_fork_prepare(void)
 {
 	pthread_mutex_lock(&probe_lock);
 }
 
-void pk_probe_fork_parent(void)
+static void probe_fork_parent(void)
 {
 	pthread_mutex_unlock(&probe_lock);
 }
 
-void pk_probe_fork_child(void)
+static void probe_fork_child(void)
 {
 	__atomic_store_n(&sweep_readers, 0, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&probe_lock);
 }
+
+PK_ATFORK(probe, PK_RANK_PROBE, probe_fork_prepare, probe_fork_parent,
+	  probe_fork_child);
 
 PK_NOPROBE static int in_retired(const struct sweep *sw, uintptr_t ip)
 {

@@ -683,18 +683,18 @@ static size_t build_eh(uint8_t *b, uintptr_t pc, size_t range, uintptr_t land0,
 	return n + 4;
 }
 
-/* fork(): util.c's atfork triple, ret_lock first of all (see internal.h). */
-void pk_ret_fork_prepare(void)
+/* fork(): ret_lock first of all (internal.h's lock order). */
+static void ret_fork_prepare(void)
 {
 	pthread_mutex_lock(&ret_lock);
 }
 
-void pk_ret_fork_parent(void)
+static void ret_fork_parent(void)
 {
 	pthread_mutex_unlock(&ret_lock);
 }
 
-void pk_ret_fork_child(void)
+static void ret_fork_child(void)
 {
 	/* Only this thread survives: the other blocks are free again. */
 	for (size_t i = 0; i < ret_nblk; i++)
@@ -704,6 +704,8 @@ void pk_ret_fork_child(void)
 		}
 	pthread_mutex_unlock(&ret_lock);
 }
+
+PK_ATFORK(ret, PK_RANK_RET, ret_fork_prepare, ret_fork_parent, ret_fork_child);
 
 /* The trampoline and the record pool, once per process. ret_lock held. */
 static int region_init(void)

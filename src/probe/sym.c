@@ -274,16 +274,19 @@ struct func_ent {
 
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* util.c's atfork triple: nothing is half-cached in a child. */
-void pk_sym_fork_prepare(void)
+/* fork(): nothing is half-cached in a child. */
+static void sym_fork_prepare(void)
 {
 	pthread_mutex_lock(&cache_lock);
 }
 
-void pk_sym_fork_release(void)
+static void sym_fork_release(void)
 {
 	pthread_mutex_unlock(&cache_lock);
 }
+
+PK_ATFORK(sym, PK_RANK_SYM, sym_fork_prepare, sym_fork_release,
+	  sym_fork_release);
 
 static struct {			/* guarded by cache_lock */
 	char path[PATH_MAX];

@@ -66,6 +66,10 @@ static int installed[NSIGS];
 static pk_sig_hook_fn hooks[NSIGS][PK_SIG_NSLOTS];	/* atomic */
 static struct sigaction prev[NSIGS][2];
 static unsigned int prev_idx[NSIGS];			/* atomic */
+PK_SIGNAL_DATA(installed);
+PK_SIGNAL_DATA(hooks);
+PK_SIGNAL_DATA(prev);
+PK_SIGNAL_DATA(prev_idx);
 
 static int sig_index(int sig)
 {
@@ -252,32 +256,25 @@ int pk_sig_hook(int sig, enum pk_sig_slot slot, pk_sig_hook_fn fn)
 	return err;
 }
 
-/* See internal.h: taken last but the log lock before fork(). */
-void pk_sig_fork_prepare(void)
+/* fork(): taken last but the log lock (internal.h's lock order). */
+static void sig_fork_prepare(void)
 {
 	pthread_mutex_lock(&sig_lock);
 }
 
-void pk_sig_fork_release(void)
+static void sig_fork_release(void)
 {
 	pthread_mutex_unlock(&sig_lock);
 }
+
+PK_ATFORK(sig, PK_RANK_SIG, sig_fork_prepare, sig_fork_release,
+	  sig_fork_release);
 
 int pk_sig_owned(int sig)
 {
 	int i = sig_index(sig);
 
 	return i >= 0 && __atomic_load_n(&installed[i], __ATOMIC_RELAXED);
-}
-
-int pk_sig_data_overlaps(uintptr_t lo, uintptr_t hi)
-{
-	const struct pk_span objs[] = {
-		{ installed, sizeof(installed) }, { hooks, sizeof(hooks) },
-		{ prev, sizeof(prev) }, { prev_idx, sizeof(prev_idx) },
-	};
-
-	return pk_overlaps(lo, hi, objs, PK_ARRAY_SIZE(objs));
 }
 
 int pk_signal_action(int sig, const struct sigaction *act,

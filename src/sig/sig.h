@@ -72,9 +72,6 @@ typedef void (*pk_sig_entry_fn)(int sig, siginfo_t *si, void *ctx);
  */
 PK_HIDDEN int pk_sig_set_entry(int sig, pk_sig_entry_fn fn);
 
-/* Whether [@lo, @hi) overlaps data the signal handler reads or writes. */
-PK_HIDDEN int pk_sig_data_overlaps(uintptr_t lo, uintptr_t hi);
-
 /* Whether probekit's handler is installed for @sig now. */
 PK_HIDDEN int pk_sig_owned(int sig);
 

@@ -239,17 +239,17 @@ gone:
 
 /* -------------------------------------------------------------- writing */
 
-void pk_text_fork_prepare(void)
+static void text_fork_prepare(void)
 {
 	pthread_mutex_lock(&text_lock);
 }
 
-void pk_text_fork_parent(void)
+static void text_fork_parent(void)
 {
 	pthread_mutex_unlock(&text_lock);
 }
 
-void pk_text_fork_child(void)
+static void text_fork_child(void)
 {
 	/* The descriptors still name the parent's memory: never use them. */
 	if (mem_fd >= 0)
@@ -261,6 +261,9 @@ void pk_text_fork_child(void)
 	sync_kind = SYNC_NONE;	/* membarrier registration is per process */
 	pthread_mutex_unlock(&text_lock);
 }
+
+PK_ATFORK(text, PK_RANK_TEXT, text_fork_prepare, text_fork_parent,
+	  text_fork_child);
 
 static void text_once(void)
 {
