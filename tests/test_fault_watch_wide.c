@@ -23,6 +23,15 @@ static uint64_t load8(const void *p)
 	return v;
 }
 
+/* mov (%rax),%rax: the address register is also the destination (-O0). */
+static uint64_t load8_self(void *p)
+{
+	uint64_t v;
+
+	__asm__ volatile("movq (%0), %0" : "=r"(v) : "0"(p) : "memory");
+	return v;
+}
+
 static void store8(void *p, uint64_t v)
 {
 	__asm__ volatile("movq %1, (%0)" : : "r"(p), "r"(v) : "memory");
@@ -49,6 +58,11 @@ static void run(char *pg, const char *mech)
 	snprintf(what, sizeof(what), "%s: the read covering it is reported",
 		 mech);
 	ASSERT_EQ(hits, 1, what);
+	ASSERT_EQ(load8_self(pg + 8), 0, "the same through its own register");
+	snprintf(what, sizeof(what),
+		 "%s: a covering read that overwrites its address register",
+		 mech);
+	ASSERT_EQ(hits, 2, what);
 	ASSERT_OK(pk_watch_remove(w), "remove");
 
 	/* A store of the same value over it: touched, nothing changed. */

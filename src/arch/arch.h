@@ -67,11 +67,12 @@ struct pk_access {
 
 /*
  * pk_arch_access() - decode the instruction at @code (@avail bytes readable)
- * with registers @gregs (a ucontext's gregs) and say how its memory access
- * can be moved. Async-signal-safe (no allocation).
- * Return: 0, or -ENOTSUP: not exactly one memory operand, a branch or stack
- * operation, FS/GS, 32-bit addressing, the register used elsewhere in it,
- * RSP, or no register to move (absolute, scaled index only).
+ * with registers @gregs (a ucontext's gregs): the range it accesses and how
+ * that access can be moved (@out->how 0: it cannot be: the register is
+ * used elsewhere in it, RSP, or there is no register to move, as for an
+ * absolute address or a scaled index only). Async-signal-safe.
+ * Return: 0, or -ENOTSUP: not exactly one memory operand, a branch or
+ * stack operation, FS/GS, 32-bit addressing.
  */
 PK_HIDDEN int pk_arch_access(const void *code, size_t avail,
 			     const long long *gregs, struct pk_access *out);

@@ -478,6 +478,8 @@ PK_NOPROBE static int wpage_move(struct wpage *pg, ucontext_t *uc,
 		wstep.how = a.how;
 		return 1;
 	}
+	if (a.how != PK_ACCESS_MOVE_RIP)
+		return 0;
 	cp = (rip + delta) & ~(psz - 1);
 	if (cp < (uintptr_t)pg->resv ||
 	    cp + psz > (uintptr_t)pg->resv + 2 * RESV_HALF ||

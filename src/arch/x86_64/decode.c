@@ -96,6 +96,12 @@ static int greg_index(ZydisRegister r)
 	return -1;	/* RSP (signal frames go there), RIP, none */
 }
 
+/* Like greg_index(), RSP included: where a register's value is read. */
+static int greg_value_index(ZydisRegister r)
+{
+	return r == ZYDIS_REGISTER_RSP ? REG_RSP : greg_index(r);
+}
+
 static ZydisRegister reg64(ZydisRegister r)
 {
 	return r == ZYDIS_REGISTER_NONE ? r :
@@ -142,30 +148,36 @@ PK_NOPROBE int pk_arch_access(const void *code, size_t avail,
 			    (uint64_t)m->disp.value;
 		return 0;
 	}
-	if (m->base != ZYDIS_REGISTER_NONE)
-		moved = reg64(m->base);
-	else if (m->index != ZYDIS_REGISTER_NONE && m->scale <= 1)
-		moved = reg64(m->index);
-	if (greg_index(moved) < 0 || reg64(m->index) == reg64(m->base))
-		return -ENOTSUP;
-	/* The moved register must play no other part in the instruction. */
-	for (unsigned int i = 0; i < insn.operand_count; i++)
-		if (ops[i].type == ZYDIS_OPERAND_TYPE_REGISTER &&
-		    (reg64(ops[i].reg.value) == moved ||
-		     ops[i].reg.value == ZYDIS_REGISTER_RIP))
-			return -ENOTSUP;
+	/* The range accessed, whether or not the access can be moved. */
 	ea = (uint64_t)m->disp.value;
-	if (m->base != ZYDIS_REGISTER_NONE)
-		ea += (uint64_t)gregs[greg_index(reg64(m->base))];
+	if (m->base != ZYDIS_REGISTER_NONE) {
+		int b = greg_value_index(reg64(m->base));
+
+		if (b < 0)
+			return -ENOTSUP;
+		ea += (uint64_t)gregs[b];
+	}
 	if (m->index != ZYDIS_REGISTER_NONE) {
-		int ix = greg_index(reg64(m->index));
+		int ix = greg_value_index(reg64(m->index));
 
 		if (ix < 0)
 			return -ENOTSUP;
 		ea += (uint64_t)gregs[ix] * (m->scale ? m->scale : 1);
 	}
+	out->addr = ea;
+	if (m->base != ZYDIS_REGISTER_NONE)
+		moved = reg64(m->base);
+	else if (m->index != ZYDIS_REGISTER_NONE && m->scale <= 1)
+		moved = reg64(m->index);
+	if (greg_index(moved) < 0 || reg64(m->index) == reg64(m->base))
+		return 0;	/* how 0: cannot be moved */
+	/* The moved register must play no other part in the instruction. */
+	for (unsigned int i = 0; i < insn.operand_count; i++)
+		if (ops[i].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+		    (reg64(ops[i].reg.value) == moved ||
+		     ops[i].reg.value == ZYDIS_REGISTER_RIP))
+			return 0;
 	out->how = PK_ACCESS_MOVE_REG;
 	out->reg = (int8_t)greg_index(moved);
-	out->addr = ea;
 	return 0;
 }
