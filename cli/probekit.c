@@ -4,7 +4,7 @@
 /*
  * probekit count [-p SPEC]... [-I MS] [--json] [-o FILE] -- COMMAND [ARG]...
  *
- * Runs COMMAND with the counting agent preloaded (see count.h), waits for
+ * Runs COMMAND with the counting agent preloaded (see protocol.h), waits for
  * it, and reports how often each function was entered, summed over every
  * process of the command. Like perf stat and strace -c, the report goes to
  * stderr (or FILE), so COMMAND's own output stays as it was.
@@ -29,16 +29,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "count.h"
+#include "protocol.h"
 
-/* Both set by tools/CMakeLists.txt from the install directories. */
+/* Both set by cli/CMakeLists.txt from the install directories. */
 #ifndef PKC_AGENT_PATH
-#define PKC_AGENT_PATH "/usr/local/lib/probekit/libprobekit-count.so"
+#define PKC_AGENT_PATH "/usr/local/lib/probekit/libprobekit-agent.so"
 #endif
 #ifndef PKC_AGENT_REL
-#define PKC_AGENT_REL "../lib/probekit/libprobekit-count.so"
+#define PKC_AGENT_REL "../lib/probekit/libprobekit-agent.so"
 #endif
-#define AGENT_NAME "libprobekit-count.so"
+#define AGENT_NAME "libprobekit-agent.so"
 
 #define EXIT_OWN 125
 #define EXIT_CANNOT_RUN 126

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* count.h - the counts file shared by `probekit count` and its preloaded agent. */
-#ifndef PK_TOOLS_COUNT_H
-#define PK_TOOLS_COUNT_H
+/* protocol.h - the counts file shared by `probekit count` and its preloaded agent. */
+#ifndef PK_AGENT_PROTOCOL_H
+#define PK_AGENT_PROTOCOL_H
 
 #include <stdint.h>
 
 /*
- * `probekit count` runs the command with the agent (libprobekit-count.so) in
+ * `probekit count` runs the command with the agent (libprobekit-agent.so) in
  * LD_PRELOAD and these in the environment:
  *
  *   PROBEKIT_COUNT_DIR     a directory private to this run
@@ -40,4 +40,4 @@ struct pkc_file {
 	char why[PKC_MAX][PKC_WHY_LEN];	/* the log line of a failure */
 };
 
-#endif /* PK_TOOLS_COUNT_H */
+#endif /* PK_AGENT_PROTOCOL_H */

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* count-agent.c - preloaded by `probekit count`: arms a counting probe on each requested function. */
+/* agent.c - libprobekit-agent.so, preloaded by `probekit count`: arms a counting probe on each requested function. */
 
 /*
  * Runs from a constructor, before the program's main(), in every process of
@@ -21,7 +21,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "count.h"
+#include "protocol.h"
 #include "probekit.h"
 
 static struct pkc_file *file;
