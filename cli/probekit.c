@@ -50,9 +50,12 @@ struct spec_total {
 	int armed;		/* processes that armed it */
 	int failed;		/* processes that could not */
 	int last_err;		/* the last -errno seen */
-	char why[PKC_WHY_LEN];	/* and its log line */
+	char why[PKA_WHY_LEN];	/* and its log line */
 	int int3;		/* processes that armed it as an int3 probe */
 };
+
+/* The first refusal seen in a record (protocol.h), or "". */
+static char refused[2 * PKA_WHY_LEN + 64];
 
 static void usage(FILE *f)
 {
@@ -112,7 +115,7 @@ static int set_env(const char *dir, const char *agent, char **specs, int n)
 		return -ENOMEM;
 	for (int i = 0; i < n; i++) {
 		if (i)
-			fputc(PKC_SEP, m);
+			fputc(PKA_SEP, m);
 		fputs(specs[i], m);
 	}
 	if (fclose(m)) {
@@ -124,8 +127,8 @@ static int set_env(const char *dir, const char *agent, char **specs, int n)
 		free(list);
 		return -ENOMEM;
 	}
-	if (setenv("PROBEKIT_COUNT_DIR", dir, 1) ||
-	    setenv("PROBEKIT_COUNT_PROBES", list, 1) ||
+	if (setenv(PKA_ENV_DIR, dir, 1) || setenv(PKA_ENV_MODE, "count", 1) ||
+	    setenv(PKA_ENV_SPECS, list, 1) ||
 	    setenv("LD_PRELOAD", preload, 1)) {
 		free(list);
 		free(preload);
@@ -150,7 +153,7 @@ static int collect(const char *dir, struct spec_total *t, int n, int consume)
 	if (!d)
 		return 0;
 	while ((e = readdir(d))) {
-		struct pkc_file f;
+		struct pka_count_record f;
 		char path[4096];
 		ssize_t got = -1;
 		int fd;
@@ -165,21 +168,45 @@ static int collect(const char *dir, struct spec_total *t, int n, int consume)
 		}
 		if (consume)
 			unlink(path);
-		if (got != (ssize_t)sizeof(f) || f.magic != PKC_MAGIC ||
-		    f.version != PKC_VERSION)
+		if (got < (ssize_t)(2 * sizeof(uint32_t)) ||
+		    f.h.magic != PKA_MAGIC)
+			continue;
+		if (f.h.version != PKA_VERSION) {
+			if (!refused[0])
+				snprintf(refused, sizeof(refused),
+					 "protocol version %u, this command's "
+					 "is %u", f.h.version, PKA_VERSION);
+			continue;
+		}
+		if (got < (ssize_t)sizeof(f.h))
+			continue;
+		if (f.h.status || f.h.mode != PKA_MODE_COUNT ||
+		    f.h.size != sizeof(f)) {
+			f.h.why[sizeof(f.h.why) - 1] = 0;
+			if (!refused[0] && f.h.status)
+				snprintf(refused, sizeof(refused), "%s", f.h.why);
+			else if (!refused[0])
+				snprintf(refused, sizeof(refused),
+					 "it served mode %u, not count",
+					 f.h.mode);
+			continue;
+		}
+		if (got != (ssize_t)sizeof(f))
 			continue;
 		procs++;
-		for (int i = 0; i < n && i < (int)f.n; i++) {
+		for (int i = 0; i < n && i < (int)f.h.n; i++) {
+			struct pka_spec *s = &f.h.spec[i];
+
 			t[i].hits += f.count[i].n;
-			if (f.status[i] == 0) {
+			if (s->status == 0) {
 				t[i].armed++;
-				t[i].int3 += f.int3[i] != 0;
-			} else if (f.status[i] != PKC_PENDING) {
+				t[i].int3 += s->int3 != 0;
+			} else if (s->status != PKA_PENDING) {
 				t[i].failed++;
-				t[i].last_err = -f.status[i];
-				f.why[i][sizeof(f.why[i]) - 1] = 0;
-				if (f.why[i][0])
-					memcpy(t[i].why, f.why[i],
+				t[i].last_err = -s->status;
+				s->why[sizeof(s->why) - 1] = 0;
+				if (s->why[0])
+					memcpy(t[i].why, s->why,
 					       sizeof(t[i].why));
 			}
 		}
@@ -259,13 +286,13 @@ static void report(FILE *o, int json, char **argv, int status, int procs,
 static void wait_reporting(pid_t pid, int *status, long ms, const char *dir,
 			   char **specs, int n, int json, FILE *out)
 {
-	unsigned long long last[PKC_MAX] = { 0 };
+	unsigned long long last[PKA_MAX] = { 0 };
 	struct timespec t0, now, nap = { 0, 10 * 1000 * 1000 };
 	double next = ms / 1e3, prev = 0;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
-		struct spec_total t[PKC_MAX];
+		struct spec_total t[PKA_MAX];
 		pid_t r = waitpid(pid, status, WNOHANG);
 		double el;
 
@@ -357,9 +384,9 @@ static int cmd_count(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	char *specs[PKC_MAX], agent[4096], dir[4096];
+	char *specs[PKA_MAX], agent[4096], dir[4096];
 	const char *tmp = getenv("TMPDIR");
-	struct spec_total t[PKC_MAX];
+	struct spec_total t[PKA_MAX];
 	const char *out_path = NULL;
 	int n = 0, json = 0, c, status = -1, code, procs, armed = 0, err;
 	long interval_ms = 0;
@@ -369,8 +396,8 @@ static int cmd_count(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+p:jo:hI:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			if (n == PKC_MAX || !*optarg || strchr(optarg, PKC_SEP)) {
-				fprintf(stderr, "probekit: %s\n", n == PKC_MAX
+			if (n == PKA_MAX || !*optarg || strchr(optarg, PKA_SEP)) {
+				fprintf(stderr, "probekit: %s\n", n == PKA_MAX
 					? "too many probes (at most 64)"
 					: "empty or multi-line probe spec");
 				return EXIT_OWN;
@@ -459,6 +486,11 @@ static int cmd_count(int argc, char **argv)
 		fclose(out);
 	for (int i = 0; i < n; i++)
 		armed += t[i].armed;
+	if (refused[0]) {
+		fprintf(stderr, "probekit: cannot use the agent %s: %s\n", agent,
+			refused);
+		return EXIT_OWN;
+	}
 	if (!procs) {
 		fprintf(stderr, "probekit: no process of the command loaded the "
 				"agent (a static or setuid program?)\n");
