@@ -40,7 +40,7 @@ void pkc_json_str(FILE *o, const char *s);
 struct pkc_run {
 	const char *mode_name;	/* its PROBEKIT_AGENT_MODE */
 	uint32_t mode;		/* the enum pka_mode records must have */
-	uint32_t size;		/* and the size */
+	uint32_t size;		/* and the size they must have */
 	char **specs;		/* -p arguments, at most PKA_MAX */
 	int n;
 
