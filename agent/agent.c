@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: MIT
+/* agent.c - libprobekit-agent.so: preloaded by the probekit command, serves the mode it names in every process of COMMAND. */
+
+/*
+ * Runs from a constructor, before the program's main(), in every process
+ * of the command (LD_PRELOAD and the PROBEKIT_AGENT_* variables are
+ * inherited; see protocol.h). It must never break the program: whatever
+ * goes wrong is written into the process's record for the command to
+ * report, and nothing is printed.
+ *
+ * Functions of libraries the program dlopen()s after start-up are not
+ * loaded yet when the constructor runs: those specs fail with -ENOENT in
+ * that process and the command says so.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+
+/* Every mode this agent serves. */
+static const struct pka_mode_ops *const modes[] = {
+	&pka_mode_count,
+};
+
+#define N_MODES (sizeof(modes) / sizeof(modes[0]))
+
+static const struct pka_mode_ops *find_mode(const char *name)
+{
+	for (size_t i = 0; name && i < N_MODES; i++)
+		if (!strcmp(modes[i]->name, name))
+			return modes[i];
+	return NULL;
+}
+
+/* Say in the record why this process serves nothing, and which modes exist. */
+static void refuse(struct pka_header *h, const char *name)
+{
+	size_t len = sizeof(h->why);
+	int at;
+
+	if (name)
+		at = snprintf(h->why, len, "no mode '%s' (modes:", name);
+	else
+		at = snprintf(h->why, len, "no mode given (modes:");
+	for (size_t i = 0; i < N_MODES && at > 0 && (size_t)at < len; i++)
+		at += snprintf(h->why + at, len - (size_t)at, " %s",
+			       modes[i]->name);
+	if (at > 0 && (size_t)at < len)
+		snprintf(h->why + at, len - (size_t)at, ")");
+	h->mode = PKA_MODE_NONE;
+	h->status = -EINVAL;
+}
+
+__attribute__((constructor)) static void pka_init(void)
+{
+	const char *dir = getenv(PKA_ENV_DIR);
+	const char *name = getenv(PKA_ENV_MODE);
+	const char *specs = getenv(PKA_ENV_SPECS);
+	const struct pka_mode_ops *m = find_mode(name);
+	struct pka_header *h;
+
+	/* Not started by probekit (or no room for a record): do nothing. */
+	if (!dir || !(h = pka_record_open(dir, m ? m->size
+						 : sizeof(struct pka_header))))
+		return;
+	h->version = PKA_VERSION;
+	h->size = m ? m->size : sizeof(struct pka_header);
+	for (int i = 0; i < PKA_MAX; i++)
+		h->spec[i].status = PKA_PENDING;
+	pka_log_quiet(h);
+	if (m)
+		h->mode = m->mode;
+	else
+		refuse(h, name);
+	pka_record_publish(h);
+	if (m)
+		pka_arm(h, specs ? specs : "", m);
+}

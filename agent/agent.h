@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/* agent.h - what the agent's files share: the modes it serves, its record, arming a spec list. */
+#ifndef PK_AGENT_AGENT_H
+#define PK_AGENT_AGENT_H
+
+#include <stdint.h>
+
+#include "probekit.h"
+#include "protocol.h"
+
+/*
+ * A mode: what a subcommand's agent side does. agent.c picks the one
+ * PROBEKIT_AGENT_MODE names; a new subcommand adds one (a file in agent/
+ * and a line in agent.c's table), not a new agent.
+ */
+struct pka_mode_ops {
+	const char *name;	/* its PROBEKIT_AGENT_MODE */
+	uint32_t mode;		/* its enum pka_mode */
+	uint32_t size;		/* bytes of its record, header included */
+	/*
+	 * Fill in the handlers and ctx of spec @i before its probe is
+	 * created; @h is this process's record, zeroed but for the header.
+	 */
+	void (*probe)(struct pka_header *h, unsigned int i,
+		      struct pk_probe_opts *o);
+};
+
+extern const struct pka_mode_ops pka_mode_count;
+
+/*
+ * pka_record_open() - this process's record: a new file in @dir of @size
+ * bytes, mapped shared, zeroed. NULL if it cannot be made (then the
+ * command finds no record of this process and says so).
+ */
+struct pka_header *pka_record_open(const char *dir, uint32_t size);
+
+/* pka_record_publish() - store magic: the header is ready to be read. */
+void pka_record_publish(struct pka_header *h);
+
+/*
+ * pka_log_quiet() - from now on, keep the library's first error line per
+ * spec in the record's spec[].why and print nothing: the program's stderr
+ * is the program's. Stays set for the life of the process.
+ */
+void pka_log_quiet(struct pka_header *h);
+
+/*
+ * pka_arm() - create a probe for each spec in @specs (PKA_SEP-separated,
+ * at most PKA_MAX), as @m sets it up, and register them all as one text
+ * batch. Each spec's result goes to h->spec[]; h->n is set once all were
+ * tried. Probes stay armed until the process ends: disarming them in a
+ * destructor could race with threads still running.
+ */
+void pka_arm(struct pka_header *h, const char *specs,
+	     const struct pka_mode_ops *m);
+
+#endif /* PK_AGENT_AGENT_H */

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: MIT
+/* count.c - the agent's "count" mode: a pre-handler that counts entries into each spec's function. */
+#include "agent.h"
+
+/* Any thread, any time the function is entered: one relaxed add. */
+static void count_hit(struct pk_probe *p, struct pk_regs *regs, void *ctx)
+{
+	(void)p;
+	(void)regs;
+	__atomic_fetch_add((uint64_t *)ctx, 1, __ATOMIC_RELAXED);
+}
+
+static void count_probe(struct pka_header *h, unsigned int i,
+			struct pk_probe_opts *o)
+{
+	struct pka_count_record *r = (struct pka_count_record *)h;
+
+	o->pre = count_hit;
+	o->ctx = &r->count[i].n;
+}
+
+const struct pka_mode_ops pka_mode_count = {
+	.name = "count",
+	.mode = PKA_MODE_COUNT,
+	.size = sizeof(struct pka_count_record),
+	.probe = count_probe,
+};

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: MIT
+/* record.c - a process's record: one shared file mapping per program image, kept by forked children. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+/*
+ * One record per image, not per pid and not per process:
+ *   - exec(): the constructor runs again in the new image and makes a new
+ *     file. Named <pid>-XXXXXX, not <pid>: a program that exec()s in place
+ *     (env PROG, sh -c "exec PROG") keeps its pid and must not overwrite
+ *     (or share) the first image's record, whose specs resolved elsewhere.
+ *   - fork(): the child inherits the MAP_SHARED mapping, so its hits land
+ *     in its parent's record; the command counts one process.
+ *   - _exit(), death by signal: the file is already complete; nothing has
+ *     to run at exit. The command removes the files.
+ * The descriptor is closed once the file is mapped (and is close-on-exec
+ * until then): the program sees no descriptor of ours.
+ */
+struct pka_header *pka_record_open(const char *dir, uint32_t size)
+{
+	char path[4096];
+	void *p;
+	int fd;
+
+	if (snprintf(path, sizeof(path), "%s/%d-XXXXXX", dir, (int)getpid()) >=
+	    (int)sizeof(path))
+		return NULL;
+	fd = mkostemp(path, O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (ftruncate(fd, size)) {
+		close(fd);
+		unlink(path);
+		return NULL;
+	}
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED) {
+		unlink(path);
+		return NULL;
+	}
+	return p;
+}
+
+void pka_record_publish(struct pka_header *h)
+{
+	/*
+	 * Release: whoever sees magic sees the header stored before it. The
+	 * command read()s the file through the same page and trusts nothing
+	 * of a record without magic.
+	 */
+	__atomic_store_n(&h->magic, PKA_MAGIC, __ATOMIC_RELEASE);
+}

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/* cli.h - what the probekit command's files share: subcommands, exit statuses, running COMMAND with the agent. */
+#ifndef PK_CLI_CLI_H
+#define PK_CLI_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "protocol.h"
+
+/*
+ * Exit statuses, as timeout(1) and env(1) have them: COMMAND's own, or
+ * 128+N when signal N killed it; these when it could not come to that.
+ */
+#define PKC_EXIT_OWN 125	/* probekit failed: usage, agent, no room */
+#define PKC_EXIT_CANNOT_RUN 126	/* COMMAND found but not executable */
+#define PKC_EXIT_NOT_FOUND 127	/* COMMAND not found */
+
+/* A subcommand: probekit NAME ARG... runs main(argc, argv) from NAME on. */
+struct pkc_cmd {
+	const char *name;
+	const char *synopsis;	/* after "probekit ", one line */
+	const char *help;	/* what it does and its options, lines */
+	int (*main)(int argc, char **argv);
+};
+
+extern const struct pkc_cmd pkc_cmd_count;
+
+/* pkc_usage() - the usage of @cmd, or of every subcommand if NULL. */
+void pkc_usage(FILE *f, const struct pkc_cmd *cmd);
+
+/* pkc_json_str() - @s as a JSON string, quoted and escaped. */
+void pkc_json_str(FILE *o, const char *s);
+
+/*
+ * One run of COMMAND under the agent, in the agent mode of a subcommand:
+ * the subcommand fills in the first part, the pkc_run_*() calls the rest.
+ */
+struct pkc_run {
+	const char *mode_name;	/* its PROBEKIT_AGENT_MODE */
+	uint32_t mode;		/* the enum pka_mode records must have */
+	uint32_t size;		/* and the size they must have */
+	char **specs;		/* -p arguments, at most PKA_MAX */
+	int n;
+
+	char agent[4096];	/* the agent preloaded */
+	char dir[4096];		/* the run's record directory */
+	pid_t pid;		/* COMMAND */
+	char refused[2 * PKA_WHY_LEN + 64]; /* first unusable record's why */
+};
+
+/* What arming each spec gave, summed over the records of a run. */
+struct pkc_spec {
+	const char *spec;
+	int armed;		/* processes that armed it */
+	int failed;		/* processes that could not */
+	int last_err;		/* the last -errno seen */
+	char why[PKA_WHY_LEN];	/* and its log line */
+	int int3;		/* processes that armed it as an int3 probe */
+};
+
+/*
+ * pkc_run_find_agent() - find the agent into r->agent. 0, or
+ * PKC_EXIT_OWN after saying why.
+ */
+int pkc_run_find_agent(struct pkc_run *r);
+
+/*
+ * pkc_run_start() - make the record directory and start @argv with the
+ * agent preloaded. 0, or the exit status to give after saying why (the
+ * directory is gone then).
+ */
+int pkc_run_start(struct pkc_run *r, char **argv);
+
+/*
+ * pkc_run_wait() - wait for COMMAND; with @tick, call it every
+ * @interval_ms milliseconds meanwhile with the seconds since the start.
+ * Returns COMMAND's exit status mapped as above, or PKC_EXIT_OWN.
+ */
+int pkc_run_wait(struct pkc_run *r, long interval_ms,
+		 void (*tick)(double elapsed, void *ctx), void *ctx);
+
+/*
+ * pkc_run_collect() - read every record of the run into @rec (r->size
+ * bytes), sum each spec's arming into @t (r->n of them, zeroed by the
+ * caller), and hand each record to @add for the mode's figures. Unusable
+ * records are skipped, the first one's reason kept in r->refused.
+ * @consume: remove the records (at the end; while COMMAND runs they are
+ * read live). Returns the processes whose records were read.
+ */
+int pkc_run_collect(struct pkc_run *r, void *rec, struct pkc_spec *t,
+		    int consume, void (*add)(const void *rec, void *ctx),
+		    void *ctx);
+
+/* pkc_run_end() - remove the (emptied) record directory. */
+void pkc_run_end(struct pkc_run *r);
+
+/*
+ * pkc_run_verdict() - the exit status to give once the report is out:
+ * @code (from pkc_run_wait()), or PKC_EXIT_OWN after saying why when an
+ * agent was unusable, no process loaded it, or no spec was armed anywhere.
+ */
+int pkc_run_verdict(const struct pkc_run *r, int procs,
+		    const struct pkc_spec *t, int code);
+
+#endif /* PK_CLI_CLI_H */
