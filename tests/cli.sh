@@ -121,6 +121,9 @@ check "unwritable report file: 125, named" \
 PROBEKIT_AGENT="$tmp/noexec" run count -p malloc -- true
 check "agent no process could load: 125 though the command succeeded" \
 	'[ $rc -eq 125 ] && grep -q "no process of the command loaded" "$tmp/err"'
+run count -p malloc -- env PROBEKIT_AGENT_MODE=bogus true
+check "agent asked for a mode it lacks: 125, names it and the modes it has" \
+	'[ $rc -eq 125 ] && grep -q "no mode .bogus. (modes: count)" "$tmp/err"'
 TMPDIR=/nonexistent run count -p malloc -- true
 check "no room for the counts: 125" '[ $rc -eq 125 ] && grep -q mkdtemp "$tmp/err"'
 # shellcheck disable=SC2046 # one word per -p and name, wanted
