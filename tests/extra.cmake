@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# extra.cmake - per-test wiring beyond tests/CMakeLists.txt's defaults: one section per layer (bottom-up), then the project checks and the command.
 
 # pk_test_variant(NAME SUFFIX VAR=VALUE): run test NAME again as NAME_SUFFIX
 # with VAR=VALUE in its environment, same labels and timeout; nothing if
@@ -14,7 +16,92 @@ function(pk_test_variant name suffix setting)
     ENVIRONMENT "${PK_TEST_ENV};${setting}")
 endfunction()
 
-# ---- infra: ABI, header, install and bench-smoke tests (scripts/, tests/*.sh) ----
+# ---- arch: the x86-64 relocator's golden files ----
+# test_arch_reloc calls the hidden relocator: compile it into the test.
+if(TARGET test_arch_reloc)
+  target_sources(test_arch_reloc PRIVATE ${PROJECT_SOURCE_DIR}/src/arch/x86_64/reloc.c
+                                         ${PROJECT_SOURCE_DIR}/src/arch/x86_64/encode.c)
+  target_link_libraries(test_arch_reloc PRIVATE Zydis::Zydis)
+endif()
+# ---- end arch ----
+
+# ---- text: the slower cross-core sync methods; maps read whole ----
+foreach(name test_text_basic stress_text)
+  foreach(method expedited mprotect)
+    pk_test_variant(${name} sync_${method} PROBEKIT_SYNC=${method})
+  endforeach()
+endforeach()
+# Kernels before 6.11 have no PROCMAP_QUERY: the text layer reads maps whole.
+foreach(name test_text_basic test_text_errors)
+  pk_test_variant(${name} maps_read PROBEKIT_TEST_MAPS_READ=1)
+endforeach()
+# ---- end text ----
+
+# ---- key: fallback-mode runs and dlopen wiring ----
+# Every test whose name matches one of PK_NOPATCH_TEST_PATTERNS runs twice:
+# as NAME (branch sites patched when the system allows it) and as
+# NAME_nopatch with PROBEKIT_NOPATCH=1 (sites stay load-and-branch), with the
+# same labels, timeout and environment otherwise.
+list(APPEND PK_NOPATCH_TEST_PATTERNS "^test_key_" "^test_debug_check$" "^stress_key")
+# test_key_fail injects commit failures: without commits it has nothing to test.
+list(APPEND PK_NOPATCH_TEST_EXCLUDE "test_key_fail")
+foreach(src ${PK_TESTS} ${PK_STRESS})
+  get_filename_component(name ${src} NAME_WE)
+  foreach(pattern ${PK_NOPATCH_TEST_PATTERNS})
+    if(name MATCHES "${pattern}" AND NOT TEST ${name}_nopatch
+       AND NOT name IN_LIST PK_NOPATCH_TEST_EXCLUDE)
+      pk_test_variant(${name} nopatch PROBEKIT_NOPATCH=1)
+    endif()
+  endforeach()
+endforeach()
+# These export the key libkeylib.so's sites use (-rdynamic).
+foreach(name test_key_dlopen test_key_fail stress_key)
+  if(TARGET ${name} AND TARGET keylib)
+    set_target_properties(${name} PROPERTIES ENABLE_EXPORTS ON)
+    add_dependencies(${name} keylib)
+  endif()
+endforeach()
+# ---- end key ----
+
+# ---- fault: watchpoint mechanisms, the readers' fallbacks, rt_sigreturn ----
+# test_fault_watch runs on hardware breakpoints where perf allows them; the
+# _page run forces the page-protection mechanism (PROBEKIT_WATCH=page).
+foreach(name test_fault_watch test_fault_fail)
+  pk_test_variant(${name} page PROBEKIT_WATCH=page)
+endforeach()
+# The readers' fallbacks: no membarrier (full fences); more threads than slots.
+pk_test_variant(stress_fault_grace fence PROBEKIT_FAULT_FENCE=1)
+pk_test_variant(stress_fault_grace slots PROBEKIT_FAULT_SLOTS=2)
+# Handled faults resumed by the kernel's rt_sigreturn too.
+pk_test_variant(test_fault_resume sigreturn PROBEKIT_FAULT_SIGRETURN=1)
+# ---- end fault ----
+
+# ---- probe: probe targets, zlib, return probes with replaced return addresses ----
+# Tests that call libprobetarget.so directly.
+foreach(name test_probe_basic test_probe_fail test_probe_int3 test_probe_fork
+             stress_probe stress_probe_int3)
+  if(TARGET ${name} AND TARGET probetarget)
+    target_link_libraries(${name} PRIVATE probetarget)
+    set_target_properties(${name} PROPERTIES ENABLE_EXPORTS ON)
+  endif()
+endforeach()
+# test_probe_zlib reads the copy's .dynsym with libelf.
+# It may use kernel uprobes (PK_TEST_UPROBES=1): it holds the "tracefs"
+# lock that tests/tracefs.h describes. bench_smoke runs --quick, which
+# never touches uprobe events, so it does not.
+if(TARGET test_probe_zlib)
+  target_link_libraries(test_probe_zlib PRIVATE PkgConfig::LIBELF)
+  set_tests_properties(test_probe_zlib PROPERTIES RESOURCE_LOCK tracefs)
+endif()
+# Return probes normally call the probed function from their trampoline
+# (divert); PROBEKIT_RETPROBE_HIJACK=1 makes them replace the return address
+# instead, the fallback they use when a divert cannot be had. Same tests.
+foreach(name test_probe_ret test_probe_ret_cxx stress_probe_ret)
+  pk_test_variant(${name} hijack PROBEKIT_RETPROBE_HIJACK=1)
+endforeach()
+# ---- end probe ----
+
+# ---- project: ABI, header, install and bench-smoke checks (scripts/, tests/*.sh) ----
 # check-abi.sh: exported symbols == src/probekit.map == PK_API declarations.
 add_test(NAME abi_check
   COMMAND ${PROJECT_SOURCE_DIR}/scripts/check-abi.sh $<TARGET_FILE:probekit>)
@@ -50,82 +137,7 @@ if(PK_BUILD_BENCH)
   set_tests_properties(bench_smoke PROPERTIES
     LABELS bench-smoke TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
 endif()
-# ---- end infra ----
-
-# ---- key: fallback-mode runs and dlopen wiring ----
-# Every test whose name matches one of PK_NOPATCH_TEST_PATTERNS runs twice:
-# as NAME (branch sites patched when the system allows it) and as
-# NAME_nopatch with PROBEKIT_NOPATCH=1 (sites stay load-and-branch), with the
-# same labels, timeout and environment otherwise.
-list(APPEND PK_NOPATCH_TEST_PATTERNS "^test_key_" "^test_debug_check$" "^stress_key")
-# test_key_fail injects commit failures: without commits it has nothing to test.
-list(APPEND PK_NOPATCH_TEST_EXCLUDE "test_key_fail")
-foreach(src ${PK_TESTS} ${PK_STRESS})
-  get_filename_component(name ${src} NAME_WE)
-  foreach(pattern ${PK_NOPATCH_TEST_PATTERNS})
-    if(name MATCHES "${pattern}" AND NOT TEST ${name}_nopatch
-       AND NOT name IN_LIST PK_NOPATCH_TEST_EXCLUDE)
-      pk_test_variant(${name} nopatch PROBEKIT_NOPATCH=1)
-    endif()
-  endforeach()
-endforeach()
-# These export the key libkeylib.so's sites use (-rdynamic).
-foreach(name test_key_dlopen test_key_fail stress_key)
-  if(TARGET ${name} AND TARGET keylib)
-    set_target_properties(${name} PROPERTIES ENABLE_EXPORTS ON)
-    add_dependencies(${name} keylib)
-  endif()
-endforeach()
-# ---- end key ----
-
-# ---- text: the slower cross-core sync methods pass the same tests ----
-foreach(name test_text_basic stress_text)
-  foreach(method expedited mprotect)
-    pk_test_variant(${name} sync_${method} PROBEKIT_SYNC=${method})
-  endforeach()
-endforeach()
-# Kernels before 6.11 have no PROCMAP_QUERY: the text layer reads maps whole.
-foreach(name test_text_basic test_text_errors)
-  pk_test_variant(${name} maps_read PROBEKIT_TEST_MAPS_READ=1)
-endforeach()
-# ---- end text ----
-
-# ---- probe: relocator golden files, probe targets ----
-# test_arch_reloc calls the hidden relocator: compile it into the test.
-if(TARGET test_arch_reloc)
-  target_sources(test_arch_reloc PRIVATE ${PROJECT_SOURCE_DIR}/src/arch/x86_64/reloc.c
-                                         ${PROJECT_SOURCE_DIR}/src/arch/x86_64/encode.c)
-  target_link_libraries(test_arch_reloc PRIVATE Zydis::Zydis)
-endif()
-# ---- end probe ----
-
-# ---- probe: tests that call libprobetarget.so directly ----
-foreach(name test_probe_basic test_probe_fail test_probe_int3 test_probe_fork
-             stress_probe stress_probe_int3)
-  if(TARGET ${name} AND TARGET probetarget)
-    target_link_libraries(${name} PRIVATE probetarget)
-    set_target_properties(${name} PROPERTIES ENABLE_EXPORTS ON)
-  endif()
-endforeach()
-# ---- end probe ----
-
-# ---- probe: test_probe_zlib reads the copy's .dynsym with libelf ----
-# It may use kernel uprobes (PK_TEST_UPROBES=1): it holds the "tracefs"
-# lock that tests/tracefs.h describes. bench_smoke runs --quick, which
-# never touches uprobe events, so it does not.
-if(TARGET test_probe_zlib)
-  target_link_libraries(test_probe_zlib PRIVATE PkgConfig::LIBELF)
-  set_tests_properties(test_probe_zlib PROPERTIES RESOURCE_LOCK tracefs)
-endif()
-# ---- end probe ----
-
-# ---- fault: watchpoints through page protection + single-step too ----
-# test_fault_watch runs on hardware breakpoints where perf allows them; the
-# _page run forces the page-protection mechanism (PROBEKIT_WATCH=page).
-foreach(name test_fault_watch test_fault_fail)
-  pk_test_variant(${name} page PROBEKIT_WATCH=page)
-endforeach()
-# ---- end fault ----
+# ---- end project ----
 
 # ---- cli: the probekit command end to end ----
 add_executable(cli_target cli_target.c)
@@ -140,20 +152,3 @@ add_test(NAME cli
 set_tests_properties(cli PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end cli ----
-
-# ---- probe: return probes also with replaced return addresses ----
-# Return probes normally call the probed function from their trampoline
-# (divert); PROBEKIT_RETPROBE_HIJACK=1 makes them replace the return address
-# instead, the fallback they use when a divert cannot be had. Same tests.
-foreach(name test_probe_ret test_probe_ret_cxx stress_probe_ret)
-  pk_test_variant(${name} hijack PROBEKIT_RETPROBE_HIJACK=1)
-endforeach()
-# ---- end probe ----
-
-# ---- fault: the readers' fallbacks (no membarrier; more threads than slots) ----
-pk_test_variant(stress_fault_grace fence PROBEKIT_FAULT_FENCE=1)
-pk_test_variant(stress_fault_grace slots PROBEKIT_FAULT_SLOTS=2)
-# ---- end fault readers ----
-
-# ---- fault: handled faults resumed by the kernel's rt_sigreturn too ----
-pk_test_variant(test_fault_resume sigreturn PROBEKIT_FAULT_SIGRETURN=1)
