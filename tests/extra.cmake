@@ -127,7 +127,11 @@ add_test(NAME install_consumer
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/install-consumer.sh ${PROJECT_SOURCE_DIR}
           ${PROJECT_BINARY_DIR} ${CMAKE_C_COMPILER} ${CMAKE_CXX_COMPILER}
           "${PK_CONSUMER_FLAGS}")
-set_tests_properties(abi_check header_misuse install_consumer PROPERTIES
+# Every man page in the tree, aliases included, renders with man -l.
+add_test(NAME man_pages
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/check-man.sh ${PROJECT_SOURCE_DIR}/man)
+set_tests_properties(man_pages PROPERTIES SKIP_RETURN_CODE 77)
+set_tests_properties(abi_check header_misuse install_consumer man_pages PROPERTIES
   LABELS quick TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
 # scripts/bench --quick once; checks the JSON lines and tests/bench_required.txt.
 if(PK_BUILD_BENCH)

@@ -62,4 +62,11 @@ case "$extra" in *sanitize*)
 	fi ;;
 esac
 [ -f "$prefix/share/man/man1/probekit.1" ] || { echo "install-consumer: probekit.1 not installed"; fail=1; }
+# The installed pages, aliases included, render as they do in the tree.
+"$src/tests/check-man.sh" "$prefix/share/man" > "$tmp/man.out"
+case $? in
+0) echo "install-consumer: installed man pages ok: $(tail -n 1 "$tmp/man.out")" ;;
+77) echo "install-consumer: installed man pages not checked: $(cat "$tmp/man.out")" ;;
+*) cat "$tmp/man.out"; echo "install-consumer: installed man pages do not render"; fail=1 ;;
+esac
 exit $fail
