@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# install-consumer.sh - cmake --install into a temporary prefix, then build and run C and C++ consumers through pkg-config.
+# install-consumer.sh - cmake --install into a temporary prefix, then build and run C and C++ consumers through pkg-config, shared and static.
 #
 # Usage: tests/install-consumer.sh SOURCE_DIR BUILD_DIR CC CXX [EXTRA_CFLAGS]
 # EXTRA_CFLAGS: e.g. -fsanitize=address,undefined when the library was built so.
@@ -47,6 +47,33 @@ build_run() { # $1: compiler, $2: std, $3: source
 }
 build_run "$cc" -std=c11 "$src/tests/consumer/consumer.c"
 build_run "$cxx" -std=c++17 "$src/tests/consumer/consumer.cc"
+
+# Static linking as README "Installing" gives it: libprobekit.a into the
+# program, its dependencies shared. The program must not need libprobekit.so
+# and must run without an rpath to it.
+static_flags=$(pkg-config --static --libs probekit)
+echo "pkg-config --static --libs probekit: $static_flags"
+build_run_static() { # $1: compiler, $2: std, $3: source
+	exe=$tmp/static-$(basename "$3")
+	# shellcheck disable=SC2086 # lists of flags
+	if ! "$1" "$2" -Wall -Wextra -Werror $extra "$3" -o "$exe" \
+	     $(pkg-config --cflags probekit) -Wl,-Bstatic $static_flags; then
+		echo "install-consumer: $3 does not link with libprobekit.a (README's static link)"
+		fail=1
+		return
+	fi
+	if readelf -d "$exe" | grep -q 'NEEDED.*libprobekit'; then
+		echo "install-consumer: static $(basename "$3") still needs libprobekit.so"
+		fail=1
+	elif "$exe"; then
+		echo "install-consumer: static $(basename "$3") ok"
+	else
+		echo "install-consumer: static $(basename "$3") failed (exit $?)"
+		fail=1
+	fi
+}
+build_run_static "$cc" -std=c11 "$src/tests/consumer/consumer.c"
+build_run_static "$cxx" -std=c++17 "$src/tests/consumer/consumer.cc"
 
 # The installed command finds its installed agent (not the build tree's).
 case "$extra" in *sanitize*)
