@@ -105,7 +105,7 @@ endforeach()
 # check-abi.sh: exported symbols == src/probekit.map == PK_API declarations.
 add_test(NAME abi_check
   COMMAND ${PROJECT_SOURCE_DIR}/scripts/check-abi.sh $<TARGET_FILE:probekit>)
-# The header alone, as ISO C11 and C++17, pedantic; misuse must not compile.
+# probekit.h alone, as ISO C11 and C++17, pedantic; misuse must not compile.
 if(TARGET test_header_c11)
   set_target_properties(test_header_c11 PROPERTIES C_EXTENSIONS OFF)
   target_compile_options(test_header_c11 PRIVATE -pedantic-errors)
@@ -114,6 +114,10 @@ if(TARGET test_header_cxx)
   set_target_properties(test_header_cxx PROPERTIES CXX_EXTENSIONS OFF)
   target_compile_options(test_header_cxx PRIVATE -pedantic-errors)
 endif()
+# Each part of the header (include/probekit/*.h) alone, C11 and C++17.
+add_test(NAME header_parts
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/check-headers.sh
+          ${CMAKE_C_COMPILER} ${CMAKE_CXX_COMPILER} ${PROJECT_SOURCE_DIR}/include)
 add_test(NAME header_misuse
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/compile-fail.sh
           ${CMAKE_C_COMPILER} ${CMAKE_CXX_COMPILER} ${PROJECT_SOURCE_DIR}/include)
@@ -131,7 +135,7 @@ add_test(NAME install_consumer
 add_test(NAME man_pages
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/check-man.sh ${PROJECT_SOURCE_DIR}/man)
 set_tests_properties(man_pages PROPERTIES SKIP_RETURN_CODE 77)
-set_tests_properties(abi_check header_misuse install_consumer man_pages PROPERTIES
+set_tests_properties(abi_check header_parts header_misuse install_consumer man_pages PROPERTIES
   LABELS quick TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
 # scripts/bench --quick once; checks the JSON lines and tests/bench_required.txt.
 if(PK_BUILD_BENCH)

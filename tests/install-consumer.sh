@@ -16,7 +16,7 @@ cmake --install "$build" --prefix "$prefix" > "$tmp/install.log" 2>&1 || {
 
 pcdir=$(dirname "$(find "$prefix" -name probekit.pc | head -n 1)")
 [ -f "$pcdir/probekit.pc" ] || { echo "install-consumer: no probekit.pc installed"; exit 1; }
-for f in include/probekit.h; do
+for f in include/probekit.h $(cd "$src" && echo include/probekit/*.h); do
 	[ -f "$prefix/$f" ] || { echo "install-consumer: $f not installed"; exit 1; }
 done
 
