@@ -44,7 +44,9 @@ typedef int (*pk_notifier_fn)(struct pk_notifier *nb, unsigned long action,
 struct pk_notifier {
 	pk_notifier_fn call;
 	int priority;
-	struct pk_notifier *pk_private_next;
+	struct pk_notifier *pk_private_next; /* written under the chain's
+					      * pk_private_lock, followed by
+					      * readers without it */
 	void *pk_private[2];
 };
 
@@ -53,14 +55,45 @@ enum pk_chain_type {
 	PK_CHAIN_BLOCKING = 2,
 };
 
+/*
+ * Locking of struct pk_chain (the code is src/chain/chain.c):
+ *
+ *   - pk_private_lock, the chain's writer lock, serialises
+ *     pk_chain_register() and pk_chain_unregister() on this chain. It
+ *     guards the list as written: pk_private_head and the pk_private_next
+ *     of every notifier on the chain (published with release stores;
+ *     readers follow both without any lock). It also guards
+ *     pk_private_phase (flipped by an unregister's grace period; readers
+ *     load it without the lock), pk_private_reserved[0] (whether the chain
+ *     holds its reference on key) and every pk_key_inc()/pk_key_dec() on
+ *     key.
+ *   - pk_private_readers[] take no lock: readers that do not use urcu-bp
+ *     (every reader of a blocking chain; readers of an atomic chain on a
+ *     thread that has not called pk_thread_register(), its signal handlers
+ *     included) increment and decrement the count of the phase they loaded,
+ *     atomically. The counts are reset only while the chain is empty, under
+ *     the library's chain-list lock with pk_private_lock held, and in a
+ *     fork() child.
+ *   - pk_private_reserved[1..3] (the link in the library's list of chains
+ *     that have handlers, the fork generation of the counts, the listed
+ *     flag) are guarded by that chain-list lock, which nests inside
+ *     pk_private_lock.
+ *   - type is set by the definition or pk_chain_init() and read-only after;
+ *     key's own state is the key layer's (under its lock).
+ *
+ * Lock order: the library's fork lock (held shared by every writer, so
+ * that no pk_private_lock is held across fork()), then pk_private_lock,
+ * then the chain-list lock or the key layer's lock.
+ */
 struct pk_chain {
 	struct pk_key key;		/* enabled while the chain is not empty */
 	int type;			/* enum pk_chain_type */
-	struct pk_notifier *pk_private_head;
+	struct pk_notifier *pk_private_head;	/* pk_private_lock (writes) */
 	pthread_mutex_t pk_private_lock;	/* serialises writers */
-	unsigned long pk_private_readers[2];	/* unregistered threads' readers */
-	unsigned int pk_private_phase;
-	void *pk_private_reserved[4];
+	unsigned long pk_private_readers[2];	/* reader counts, atomic */
+	unsigned int pk_private_phase;		/* pk_private_lock (writes) */
+	void *pk_private_reserved[4];	/* [0] pk_private_lock; [1..3] the
+					 * chain-list lock */
 };
 
 #define PK_CHAIN_INIT(t)                                                       \
