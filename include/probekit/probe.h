@@ -54,6 +54,13 @@ static inline uint64_t pk_regs_arg(const struct pk_regs *r, unsigned int n)
 }
 
 struct pk_probe;
+/*
+ * A pre- or post-handler. It may change the general-purpose registers in
+ * regs (and, where flags are restored, the arithmetic flags and DF); it
+ * must not use AVX nor change the x87/MXCSR control words (not saved), and
+ * must be async-signal-safe if the probed code can run in a signal handler.
+ * The details: probekit(7), PROBES, "Handlers".
+ */
 typedef void (*pk_probe_handler_fn)(struct pk_probe *p, struct pk_regs *regs,
 				    void *ctx);
 

@@ -38,7 +38,12 @@ static inline uint64_t pk_regs_ret(const struct pk_regs *r)
 
 struct pk_retprobe;
 
-/* Return non-zero to skip this call's return handler. */
+/*
+ * The entry handler returns non-zero to skip this call's return handler.
+ * The return handler may change rax and rdx only (see pk_regs_ret()).
+ * Neither may throw or longjmp, nor use AVX or x87 state; the details:
+ * probekit(7), RETURN PROBES, "Handlers".
+ */
 typedef int (*pk_retprobe_entry_fn)(struct pk_retprobe *rp,
 				    struct pk_regs *regs, void *data,
 				    void *ctx);
