@@ -7,8 +7,8 @@
 # Three lists of public names must be equal:
 #   1. the pk_* symbols the shared library defines in its dynamic table (nm -D);
 #   2. the names in the version map's global: sections;
-#   3. the PK_API declarations of include/probekit.h (functions and extern
-#      variables).
+#   3. the PK_API declarations of include/probekit.h and of its parts,
+#      include/probekit/*.h (functions and extern variables).
 # The library may export nothing else but its version nodes.
 # Every PK_API function's kernel-doc comment, directly above it (or above the
 # group of PK_API declarations it shares one comment with), has a Context:
@@ -19,7 +19,9 @@ set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 lib=${1:-$root/build/libprobekit.so}
 map=$root/src/probekit.map
-hdr=$root/include/probekit.h
+# probekit.h and every part it is made of (probekit/*.h).
+set -- "$root/include/probekit.h" "$root"/include/probekit/*.h
+[ -f "$2" ] || { echo "check-abi: no headers under $root/include/probekit" >&2; exit 2; }
 
 if [ ! -f "$lib" ]; then
 	echo "check-abi: $lib not found (build first)" >&2
@@ -50,6 +52,8 @@ awk '
 #    line above it, or above the unbroken run of PK_API declarations it
 #    belongs to. Writes names to decl, problems to doc.
 awk -v declf="$tmp/decl" -v docf="$tmp/doc" '
+	# Each file starts outside any comment, declaration or group.
+	FNR == 1 { incomment = 0; indecl = 0; adjacent = 0; covered = 0 }
 	function flush_decl(    t, name, isvar) {
 		t = decl
 		gsub(/\/\*.*\*\//, "", t)
@@ -94,7 +98,7 @@ awk -v declf="$tmp/decl" -v docf="$tmp/doc" '
 	}
 	# Anything else, blank lines included, ends a comment group.
 	{ adjacent = 0; covered = 0 }
-' "$hdr"
+' "$@"
 touch "$tmp/decl" "$tmp/doc"
 sort -u "$tmp/decl" > "$tmp/hdr"
 
@@ -114,7 +118,7 @@ diff_lists() { # $1 $2: files, $3 $4: their names
 	fi
 }
 diff_lists "$tmp/nm" "$tmp/map" "the library (nm -D)" "src/probekit.map"
-diff_lists "$tmp/map" "$tmp/hdr" "src/probekit.map" "include/probekit.h (PK_API)"
+diff_lists "$tmp/map" "$tmp/hdr" "src/probekit.map" "include/probekit{.h,/*.h} (PK_API)"
 if [ -s "$tmp/leaked" ]; then
 	echo "check-abi: the library exports symbols without the pk_ prefix:"
 	sed 's/^/    /' "$tmp/leaked"
@@ -128,8 +132,8 @@ fi
 
 n=$(wc -l < "$tmp/hdr")
 if [ $status -eq 0 ]; then
-	echo "check-abi: OK: $n public symbols agree in the library, the map and the header"
+	echo "check-abi: OK: $n public symbols agree in the library, the map and the $# headers"
 else
-	echo "check-abi: FAILED ($n PK_API declarations in the header)"
+	echo "check-abi: FAILED ($n PK_API declarations in the $# headers)"
 fi
 exit $status

@@ -1,3 +1,5 @@
+# SPDX-License-Identifier: MIT
+# extra.cmake - per-test wiring beyond tests/CMakeLists.txt's defaults: one section per layer (bottom-up), then the project checks and the command.
 
 # pk_test_variant(NAME SUFFIX VAR=VALUE): run test NAME again as NAME_SUFFIX
 # with VAR=VALUE in its environment, same labels and timeout; nothing if
@@ -14,43 +16,26 @@ function(pk_test_variant name suffix setting)
     ENVIRONMENT "${PK_TEST_ENV};${setting}")
 endfunction()
 
-# ---- infra: ABI, header, install and bench-smoke tests (scripts/, tests/*.sh) ----
-# check-abi.sh: exported symbols == src/probekit.map == PK_API declarations.
-add_test(NAME abi_check
-  COMMAND ${PROJECT_SOURCE_DIR}/scripts/check-abi.sh $<TARGET_FILE:probekit>)
-# The header alone, as ISO C11 and C++17, pedantic; misuse must not compile.
-if(TARGET test_header_c11)
-  set_target_properties(test_header_c11 PROPERTIES C_EXTENSIONS OFF)
-  target_compile_options(test_header_c11 PRIVATE -pedantic-errors)
+# ---- arch: the x86-64 relocator's golden files ----
+# test_arch_reloc calls the hidden relocator: compile it into the test.
+if(TARGET test_arch_reloc)
+  target_sources(test_arch_reloc PRIVATE ${PROJECT_SOURCE_DIR}/src/arch/x86_64/reloc.c
+                                         ${PROJECT_SOURCE_DIR}/src/arch/x86_64/encode.c)
+  target_link_libraries(test_arch_reloc PRIVATE Zydis::Zydis)
 endif()
-if(TARGET test_header_cxx)
-  set_target_properties(test_header_cxx PROPERTIES CXX_EXTENSIONS OFF)
-  target_compile_options(test_header_cxx PRIVATE -pedantic-errors)
-endif()
-add_test(NAME header_misuse
-  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/compile-fail.sh
-          ${CMAKE_C_COMPILER} ${CMAKE_CXX_COMPILER} ${PROJECT_SOURCE_DIR}/include)
-# cmake --install into a temporary prefix; C and C++ consumers via pkg-config.
-# A consumer of a sanitized library must be sanitized too (ASan comes first).
-set(PK_CONSUMER_FLAGS "")
-if(PK_SANITIZE)
-  set(PK_CONSUMER_FLAGS "-fsanitize=address,undefined")
-endif()
-add_test(NAME install_consumer
-  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/install-consumer.sh ${PROJECT_SOURCE_DIR}
-          ${PROJECT_BINARY_DIR} ${CMAKE_C_COMPILER} ${CMAKE_CXX_COMPILER}
-          "${PK_CONSUMER_FLAGS}")
-set_tests_properties(abi_check header_misuse install_consumer PROPERTIES
-  LABELS quick TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
-# scripts/bench --quick once; checks the JSON lines and tests/bench_required.txt.
-if(PK_BUILD_BENCH)
-  add_test(NAME bench_smoke
-    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/bench-smoke.sh ${PROJECT_SOURCE_DIR}
-            ${PROJECT_BINARY_DIR})
-  set_tests_properties(bench_smoke PROPERTIES
-    LABELS bench-smoke TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
-endif()
-# ---- end infra ----
+# ---- end arch ----
+
+# ---- text: the slower cross-core sync methods; maps read whole ----
+foreach(name test_text_basic stress_text)
+  foreach(method expedited mprotect)
+    pk_test_variant(${name} sync_${method} PROBEKIT_SYNC=${method})
+  endforeach()
+endforeach()
+# Kernels before 6.11 have no PROCMAP_QUERY: the text layer reads maps whole.
+foreach(name test_text_basic test_text_errors)
+  pk_test_variant(${name} maps_read PROBEKIT_TEST_MAPS_READ=1)
+endforeach()
+# ---- end text ----
 
 # ---- key: fallback-mode runs and dlopen wiring ----
 # Every test whose name matches one of PK_NOPATCH_TEST_PATTERNS runs twice:
@@ -78,28 +63,21 @@ foreach(name test_key_dlopen test_key_fail stress_key)
 endforeach()
 # ---- end key ----
 
-# ---- text: the slower cross-core sync methods pass the same tests ----
-foreach(name test_text_basic stress_text)
-  foreach(method expedited mprotect)
-    pk_test_variant(${name} sync_${method} PROBEKIT_SYNC=${method})
-  endforeach()
+# ---- fault: watchpoint mechanisms, the readers' fallbacks, rt_sigreturn ----
+# test_fault_watch runs on hardware breakpoints where perf allows them; the
+# _page run forces the page-protection mechanism (PROBEKIT_WATCH=page).
+foreach(name test_fault_watch test_fault_fail)
+  pk_test_variant(${name} page PROBEKIT_WATCH=page)
 endforeach()
-# Kernels before 6.11 have no PROCMAP_QUERY: the text layer reads maps whole.
-foreach(name test_text_basic test_text_errors)
-  pk_test_variant(${name} maps_read PROBEKIT_TEST_MAPS_READ=1)
-endforeach()
-# ---- end text ----
+# The readers' fallbacks: no membarrier (full fences); more threads than slots.
+pk_test_variant(stress_fault_grace fence PROBEKIT_FAULT_FENCE=1)
+pk_test_variant(stress_fault_grace slots PROBEKIT_FAULT_SLOTS=2)
+# Handled faults resumed by the kernel's rt_sigreturn too.
+pk_test_variant(test_fault_resume sigreturn PROBEKIT_FAULT_SIGRETURN=1)
+# ---- end fault ----
 
-# ---- probe: relocator golden files, probe targets ----
-# test_arch_reloc calls the hidden relocator: compile it into the test.
-if(TARGET test_arch_reloc)
-  target_sources(test_arch_reloc PRIVATE ${PROJECT_SOURCE_DIR}/src/arch/x86_64/reloc.c
-                                         ${PROJECT_SOURCE_DIR}/src/arch/x86_64/encode.c)
-  target_link_libraries(test_arch_reloc PRIVATE Zydis::Zydis)
-endif()
-# ---- end probe ----
-
-# ---- probe: tests that call libprobetarget.so directly ----
+# ---- probe: probe targets, zlib, return probes with replaced return addresses ----
+# Tests that call libprobetarget.so directly.
 foreach(name test_probe_basic test_probe_fail test_probe_int3 test_probe_fork
              stress_probe stress_probe_int3)
   if(TARGET ${name} AND TARGET probetarget)
@@ -107,9 +85,7 @@ foreach(name test_probe_basic test_probe_fail test_probe_int3 test_probe_fork
     set_target_properties(${name} PROPERTIES ENABLE_EXPORTS ON)
   endif()
 endforeach()
-# ---- end probe ----
-
-# ---- probe: test_probe_zlib reads the copy's .dynsym with libelf ----
+# test_probe_zlib reads the copy's .dynsym with libelf.
 # It may use kernel uprobes (PK_TEST_UPROBES=1): it holds the "tracefs"
 # lock that tests/tracefs.h describes. bench_smoke runs --quick, which
 # never touches uprobe events, so it does not.
@@ -117,15 +93,59 @@ if(TARGET test_probe_zlib)
   target_link_libraries(test_probe_zlib PRIVATE PkgConfig::LIBELF)
   set_tests_properties(test_probe_zlib PROPERTIES RESOURCE_LOCK tracefs)
 endif()
+# Return probes normally call the probed function from their trampoline
+# (divert); PROBEKIT_RETPROBE_HIJACK=1 makes them replace the return address
+# instead, the fallback they use when a divert cannot be had. Same tests.
+foreach(name test_probe_ret test_probe_ret_cxx stress_probe_ret)
+  pk_test_variant(${name} hijack PROBEKIT_RETPROBE_HIJACK=1)
+endforeach()
 # ---- end probe ----
 
-# ---- fault: watchpoints through page protection + single-step too ----
-# test_fault_watch runs on hardware breakpoints where perf allows them; the
-# _page run forces the page-protection mechanism (PROBEKIT_WATCH=page).
-foreach(name test_fault_watch test_fault_fail)
-  pk_test_variant(${name} page PROBEKIT_WATCH=page)
-endforeach()
-# ---- end fault ----
+# ---- project: ABI, header, install and bench-smoke checks (scripts/, tests/*.sh) ----
+# check-abi.sh: exported symbols == src/probekit.map == PK_API declarations.
+add_test(NAME abi_check
+  COMMAND ${PROJECT_SOURCE_DIR}/scripts/check-abi.sh $<TARGET_FILE:probekit>)
+# probekit.h alone, as ISO C11 and C++17, pedantic; misuse must not compile.
+if(TARGET test_header_c11)
+  set_target_properties(test_header_c11 PROPERTIES C_EXTENSIONS OFF)
+  target_compile_options(test_header_c11 PRIVATE -pedantic-errors)
+endif()
+if(TARGET test_header_cxx)
+  set_target_properties(test_header_cxx PROPERTIES CXX_EXTENSIONS OFF)
+  target_compile_options(test_header_cxx PRIVATE -pedantic-errors)
+endif()
+# Each part of the header (include/probekit/*.h) alone, C11 and C++17.
+add_test(NAME header_parts
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/check-headers.sh
+          ${CMAKE_C_COMPILER} ${CMAKE_CXX_COMPILER} ${PROJECT_SOURCE_DIR}/include)
+add_test(NAME header_misuse
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/compile-fail.sh
+          ${CMAKE_C_COMPILER} ${CMAKE_CXX_COMPILER} ${PROJECT_SOURCE_DIR}/include)
+# cmake --install into a temporary prefix; C and C++ consumers via pkg-config.
+# A consumer of a sanitized library must be sanitized too (ASan comes first).
+set(PK_CONSUMER_FLAGS "")
+if(PK_SANITIZE)
+  set(PK_CONSUMER_FLAGS "-fsanitize=address,undefined")
+endif()
+add_test(NAME install_consumer
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/install-consumer.sh ${PROJECT_SOURCE_DIR}
+          ${PROJECT_BINARY_DIR} ${CMAKE_C_COMPILER} ${CMAKE_CXX_COMPILER}
+          "${PK_CONSUMER_FLAGS}")
+# Every man page in the tree, aliases included, renders with man -l.
+add_test(NAME man_pages
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/check-man.sh ${PROJECT_SOURCE_DIR}/man)
+set_tests_properties(man_pages PROPERTIES SKIP_RETURN_CODE 77)
+set_tests_properties(abi_check header_parts header_misuse install_consumer man_pages PROPERTIES
+  LABELS quick TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+# scripts/bench --quick once; checks the JSON lines and tests/bench_required.txt.
+if(PK_BUILD_BENCH)
+  add_test(NAME bench_smoke
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/bench-smoke.sh ${PROJECT_SOURCE_DIR}
+            ${PROJECT_BINARY_DIR})
+  set_tests_properties(bench_smoke PROPERTIES
+    LABELS bench-smoke TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
+endif()
+# ---- end project ----
 
 # ---- cli: the probekit command end to end ----
 add_executable(cli_target cli_target.c)
@@ -140,20 +160,3 @@ add_test(NAME cli
 set_tests_properties(cli PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end cli ----
-
-# ---- probe: return probes also with replaced return addresses ----
-# Return probes normally call the probed function from their trampoline
-# (divert); PROBEKIT_RETPROBE_HIJACK=1 makes them replace the return address
-# instead, the fallback they use when a divert cannot be had. Same tests.
-foreach(name test_probe_ret test_probe_ret_cxx stress_probe_ret)
-  pk_test_variant(${name} hijack PROBEKIT_RETPROBE_HIJACK=1)
-endforeach()
-# ---- end probe ----
-
-# ---- fault: the readers' fallbacks (no membarrier; more threads than slots) ----
-pk_test_variant(stress_fault_grace fence PROBEKIT_FAULT_FENCE=1)
-pk_test_variant(stress_fault_grace slots PROBEKIT_FAULT_SLOTS=2)
-# ---- end fault readers ----
-
-# ---- fault: handled faults resumed by the kernel's rt_sigreturn too ----
-pk_test_variant(test_fault_resume sigreturn PROBEKIT_FAULT_SIGRETURN=1)

@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: MIT */
+/* probekit/probe.h - probes at a function's entry or any instruction inside it, jump-optimised or int3 (pk_probe_*). */
+#ifndef PROBEKIT_PROBE_H
+#define PROBEKIT_PROBE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <probekit/common.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Probes: kprobes for user space. A probe calls a pre-handler before, and a
+ * post-handler after, the instruction at a function's entry (after an
+ * endbr64, which stays in place) or at any instruction boundary inside it
+ * (pk_probe_opts.offset), on the thread that reached it, with the registers
+ * in a struct pk_regs. Registering or removing a set of probes is one text
+ * batch.
+ *
+ * A probe is a jump probe (PK_PROBE_JUMP: the instructions covering 5 bytes
+ * become a jmp to a trampoline) where that is safe, else an int3 probe
+ * (PK_PROBE_INT3: SIGTRAP through the fault layer's trap chain, no
+ * single-step). When each kind is used, sharing one address, what handlers
+ * may do with the registers, flags and FPU state, how threads are moved
+ * while probes are armed and removed, and fork(): probekit(7), section
+ * PROBES. Functions are found by name with pk_sym_lookup()
+ * (probekit/sym.h); return probes are in probekit/retprobe.h.
+ */
+
+/* Registers at a probe point. Layout fixed by the trampoline. */
+struct pk_regs {
+	uint64_t ip;	/* the probed address (read only) */
+	uint64_t r15, r14, r13, r12, r11, r10, r9, r8;
+	uint64_t rdi, rsi, rbp, rsp, rbx, rdx, rcx, rax;
+	uint64_t flags;
+	uint64_t pk_private_ret;
+};
+
+/* The n-th integer argument (0..5) of a function probed at its entry. */
+static inline uint64_t pk_regs_arg(const struct pk_regs *r, unsigned int n)
+{
+	switch (n) {
+	case 0: return r->rdi;
+	case 1: return r->rsi;
+	case 2: return r->rdx;
+	case 3: return r->rcx;
+	case 4: return r->r8;
+	case 5: return r->r9;
+	default: return 0;
+	}
+}
+
+struct pk_probe;
+/*
+ * A pre- or post-handler. It may change the general-purpose registers in
+ * regs (and, where flags are restored, the arithmetic flags and DF); it
+ * must not use AVX nor change the x87/MXCSR control words (not saved), and
+ * must be async-signal-safe if the probed code can run in a signal handler.
+ * The details: probekit(7), PROBES, "Handlers".
+ */
+typedef void (*pk_probe_handler_fn)(struct pk_probe *p, struct pk_regs *regs,
+				    void *ctx);
+
+/* pk_probe_opts.flags */
+#define PK_PROBE_F_INT3 0x1u	/* an int3 probe even where a jump probe fits */
+
+struct pk_probe_opts {
+	size_t sz;		/* sizeof(struct pk_probe_opts) */
+	const char *symbol;	/* "name" or "object:name"; or NULL and ... */
+	void *addr;		/* ... the address of a function's first byte */
+	pk_probe_handler_fn pre; /* called before the probed instruction */
+	void *ctx;		/* passed to the handlers */
+	size_t offset;		/* probe point: bytes from the function's first
+				 * byte, on an instruction boundary; 0: its
+				 * entry (after an endbr64) */
+	pk_probe_handler_fn post; /* called after the probed instruction ran */
+	unsigned int flags;	/* PK_PROBE_F_* */
+};
+
+/**
+ * pk_probe_create() - prepare a probe (not armed yet)
+ * @opts: where (@opts->symbol or @opts->addr, then @opts->offset) and what to
+ *        call (@opts->pre, @opts->post, @opts->ctx); @opts->flags
+ *        PK_PROBE_F_INT3 for an int3 probe
+ * @out: receives the probe
+ *
+ * Decodes the whole function (its size from the symbol table), as it was
+ * before any probe was armed in it, checks that @opts->offset is an
+ * instruction boundary, and picks the kind: a jump probe where that is safe,
+ * else an int3 probe (see probekit(7), PROBES).
+ *
+ * Context: any thread, may block; not from a signal handler or probe handler.
+ * Return: 0, or -EINVAL (bad @opts or an unknown flag; address not the start
+ * of a known function; offset past its end or not on an instruction
+ * boundary; probekit's own trap path, a key site or a trampoline), -ENOENT
+ * (symbol not found), -ENOTSUP (the probed instruction can be neither moved
+ * nor emulated; a post-handler after a branch, call, ret or trap), -ENOMEM.
+ */
+PK_API int pk_probe_create(const struct pk_probe_opts *opts,
+			   struct pk_probe **out);
+
+/**
+ * pk_probe_register() - arm probes, all in one text batch
+ * @probes: probes from pk_probe_create(), not armed
+ * @n: how many
+ *
+ * Several probes on one address share one trampoline; handlers run in
+ * registration order.
+ *
+ * Context: any thread, may block; not from a signal handler or probe handler.
+ * Return: 0, or -EINVAL (NULL or @n 0, already armed, the same probe twice), -ENOMEM,
+ * -ERANGE (no trampoline memory within +-2 GiB), -EBUSY (a thread could not
+ * be moved out of the displaced bytes in time; the probe's instruction
+ * overlaps another armed probe's displaced bytes; a probe of another kind,
+ * or without post-handlers, is armed at the address; the trap chain has an
+ * entry at an int3 probe's address), -ENOTSUP (the trampoline could not be
+ * built), -EPERM (code writes refused).
+ * On failure no probe of the set is armed.
+ */
+PK_API int pk_probe_register(struct pk_probe *const *probes, size_t n);
+
+/**
+ * pk_probe_unregister() - disarm probes, all in one text batch
+ * @probes: armed probes
+ * @n: how many
+ *
+ * Returns when no thread is in their handlers or trampolines any more.
+ *
+ * Context: any thread, may block; not from a signal handler or probe handler.
+ * Return: 0, or -EINVAL (NULL or @n 0, not armed: nothing done), -EPERM/-ENOMEM
+ * (the code could not be restored; the probes stay armed).
+ */
+PK_API int pk_probe_unregister(struct pk_probe *const *probes, size_t n);
+
+/**
+ * pk_probe_destroy() - unregister @p if armed, then free it
+ * @p: the probe, or NULL
+ *
+ * Context: any thread, may block; not from a signal handler or probe handler.
+ */
+PK_API void pk_probe_destroy(struct pk_probe *p);
+
+/* How a probe reaches its handlers (pk_probe_info.kind). */
+enum pk_probe_kind {
+	PK_PROBE_JUMP = 1,	/* a jmp to a trampoline */
+	PK_PROBE_INT3 = 2,	/* an int3, through the fault layer's trap chain */
+};
+
+struct pk_probe_info {
+	size_t sz;		/* sizeof(struct pk_probe_info) */
+	uintptr_t addr;		/* the probed address (after any endbr64) */
+	uintptr_t func;		/* the function's first byte */
+	size_t displaced;	/* bytes replaced by the jmp; an int3 probe:
+				   the probed instruction's length */
+	int armed;
+	unsigned long missed;	/* hits skipped: already inside a handler */
+	size_t bytes;		/* memory this probe costs: its share of its
+				   trampoline, the trampoline's and its own
+				   metadata */
+	int kind;		/* enum pk_probe_kind: what it is armed as
+				   (several probes on one address share the
+				   first one's kind), or would be */
+};
+
+/**
+ * pk_probe_get_info() - describe @p
+ * @p: the probe
+ * @info: filled up to @info->sz bytes; set @info->sz first
+ *
+ * Context: any thread.
+ * Return: 0, or -EINVAL.
+ */
+PK_API int pk_probe_get_info(const struct pk_probe *p,
+			     struct pk_probe_info *info);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PROBEKIT_PROBE_H */
