@@ -173,4 +173,46 @@ PK_HIDDEN int pk_signal_data_overlaps(uintptr_t lo, uintptr_t hi);
 PK_HIDDEN void pk_assert_fail(const char *what, const char *file, int line)
 	__attribute__((noreturn));
 
+/*
+ * PK_LOWER_BOUND(n, i, before) - a binary search: the first index i in
+ * [0, @n) for which @before, an expression of i, is false; @n if none.
+ * @before must hold for a prefix of the indices and for none after it
+ * ("a[i].end <= addr" over an array sorted by address). A statement
+ * expression, not a call: usable in PK_NOPROBE code (the trap and fault
+ * paths), where libc's bsearch() and an out-of-line comparator are not.
+ * Context: any thread, async-signal-safe.
+ */
+#define PK_LOWER_BOUND(n, i, before)                                           \
+	__extension__({                                                        \
+		size_t pk_lo_ = 0, pk_hi_ = (n);                               \
+		while (pk_lo_ < pk_hi_) {                                      \
+			size_t i = pk_lo_ + (pk_hi_ - pk_lo_) / 2;             \
+			if (before)                                            \
+				pk_lo_ = i + 1;                                \
+			else                                                   \
+				pk_hi_ = i;                                    \
+		}                                                              \
+		pk_lo_;                                                        \
+	})
+
+/*
+ * pk_grow() - room for @need elements of @size bytes in the array at *@pp,
+ * which has room for *@cap: doubled (16 at least) until it is enough.
+ * @pp: the address of the array's pointer (of any object type; NULL while
+ *      nothing is allocated); PK_GROW() passes the element size itself.
+ * On failure the array and *@cap are as they were. Inline while there is
+ * room (an append per element costs a compare); pk_grow_alloc() otherwise.
+ * Context: any thread, not async-signal-safe (realloc); the caller guards
+ * the array. Never writes errno.
+ * Return: 0, or -ENOMEM.
+ */
+PK_HIDDEN int pk_grow_alloc(void *pp, size_t *cap, size_t need, size_t size);
+
+static inline int pk_grow(void *pp, size_t *cap, size_t need, size_t size)
+{
+	return need <= *cap ? 0 : pk_grow_alloc(pp, cap, need, size);
+}
+
+#define PK_GROW(pp, cap, need) pk_grow((pp), (cap), (need), sizeof(**(pp)))
+
 #endif /* PK_INTERNAL_H */

@@ -158,6 +158,32 @@ int pk_membarrier_expedited(void)
 	return membarrier_ok;
 }
 
+int pk_grow_alloc(void *pp, size_t *cap, size_t need, size_t size)
+{
+	int saved = errno; /* realloc() sets it */
+	size_t nc = *cap;
+	void *p, *np;
+
+	if (need <= nc)
+		return 0;
+	if (nc < 16)
+		nc = 16;
+	while (nc < need && nc <= SIZE_MAX / 2)
+		nc *= 2;
+	if (nc < need || nc > SIZE_MAX / size)
+		return -ENOMEM;
+	/* Through memcpy: *@pp has the caller's pointer type, not void *. */
+	memcpy(&p, pp, sizeof(p));
+	np = realloc(p, nc * size);
+	if (!np) {
+		errno = saved;
+		return -ENOMEM;
+	}
+	memcpy(pp, &np, sizeof(np));
+	*cap = nc;
+	return 0;
+}
+
 void pk_assert_fail(const char *what, const char *file, int line)
 {
 	pk_err("%s:%d: assertion failed: %s", file, line, what);

@@ -189,16 +189,8 @@ PK_NOPROBE static int pk_text_trap(int sig, siginfo_t *si, ucontext_t *uc)
 	__atomic_add_fetch(&trap_readers, 1, __ATOMIC_SEQ_CST);
 	t = __atomic_load_n(&inflight, __ATOMIC_SEQ_CST);
 	if (t) {
-		size_t lo = 0, hi = t->n;
+		size_t lo = PK_LOWER_BOUND(t->n, i, t->s[i].addr < addr);
 
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (t->s[mid].addr < addr)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
 		if (lo < t->n && t->s[lo].addr == addr) {
 			const struct cont *c = __atomic_load_n(&t->rolling_back,
 							       __ATOMIC_ACQUIRE)
@@ -1103,15 +1095,8 @@ int pk_batch_add(struct pk_batch *b, void *addr, const void *bytes, size_t len,
 		return -EINVAL;
 	if (len > PK_TEXT_MAX)
 		return -E2BIG;
-	if (b->n == b->cap) {
-		size_t nc = b->cap ? b->cap * 2 : 16;
-		struct site *ns = realloc(b->sites, nc * sizeof(*ns));
-
-		if (!ns)
-			return -ENOMEM;
-		b->sites = ns;
-		b->cap = nc;
-	}
+	if (PK_GROW(&b->sites, &b->cap, b->n + 1))
+		return -ENOMEM;
 	s = &b->sites[b->n++];
 	memset(s, 0, sizeof(*s));
 	s->addr = (uintptr_t)addr;
