@@ -33,7 +33,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/ucontext.h>
@@ -43,6 +42,7 @@
 #include "internal.h"
 #include "text/text.h"
 #include "sig/sig.h"
+#include "util/maps.h"
 
 /* How a thread that traps on a site continues. */
 enum cont_kind {
@@ -107,10 +107,9 @@ static unsigned long trap_readers;	/* atomic: handlers inside the table */
  */
 static pthread_mutex_t text_lock = PTHREAD_MUTEX_INITIALIZER;
 static int mem_fd = -1;
-static int maps_fd = -1;		/* /proc/self/maps kept for PROCMAP_QUERY */
-static pid_t maps_pid;
-static int procmap_query_ok = -1;	/* -1 unknown, 0 no, 1 yes */
 static pid_t mem_pid;
+/* The mappings a commit looks at (src/util/maps.h): a view per commit. */
+static struct pk_maps maps = PK_MAPS_INIT;
 static int sync_kind;			/* enum sync_kind, 0 until chosen */
 static int trap_installed;
 static struct pk_text_stats stats;	/* counters; .traps is atomic */
@@ -247,9 +246,7 @@ static void text_fork_child(void)
 	if (mem_fd >= 0)
 		close(mem_fd);
 	mem_fd = -1;
-	if (maps_fd >= 0)
-		close(maps_fd);
-	maps_fd = -1;
+	pk_maps_close(&maps);
 	sync_kind = SYNC_NONE;	/* membarrier registration is per process */
 	pthread_mutex_unlock(&text_lock);
 }
@@ -467,191 +464,19 @@ static int slot_get(uintptr_t site, const uint8_t *bytes, size_t len,
 
 /* ----------------------------------------------------------- validation */
 
-struct map {
-	uintptr_t start, end;
-	int exec, read;
-};
-
-/*
- * The mappings a commit looks at, sorted. With PROCMAP_QUERY (Linux 6.11)
- * only the ones holding sites are fetched, one ioctl each, as they are
- * looked up; otherwise /proc/self/maps is read whole (a process with many
- * threads has hundreds of lines: tens of microseconds per commit).
- */
-struct maps {
-	struct map *m;
-	size_t n, alloc;
-	int query_fd;		/* /proc/self/maps for PROCMAP_QUERY, or -1 */
-};
-
-/* PROCMAP_QUERY's argument (uapi linux/fs.h, 104 bytes; Debian 12's headers predate it). */
-struct pk_procmap_query {
-	uint64_t size, query_flags, query_addr;
-	uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset;
-	uint64_t inode;
-	uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
-	uint64_t vma_name_addr, build_id_addr;
-};
-#define PK_PROCMAP_QUERY _IOWR('f', 17, struct pk_procmap_query)
-#define PK_PROCMAP_VMA_READABLE 0x1
-#define PK_PROCMAP_VMA_EXECUTABLE 0x4
-
-
-static int maps_add(struct maps *ms, size_t at, struct map m)
-{
-	if (ms->n == ms->alloc) {
-		size_t na = ms->alloc ? ms->alloc * 2 : 128;
-		struct map *nm = realloc(ms->m, na * sizeof(*nm));
-
-		if (!nm)
-			return -ENOMEM;
-		ms->m = nm;
-		ms->alloc = na;
-	}
-	memmove(&ms->m[at + 1], &ms->m[at], (ms->n - at) * sizeof(*ms->m));
-	ms->m[at] = m;
-	ms->n++;
-	return 0;
-}
-
-/* The mapping holding @addr from the kernel; 1 found, 0 none, -errno. */
-static int maps_query(int fd, uintptr_t addr, struct map *out)
-{
-	struct pk_procmap_query q;
-
-	memset(&q, 0, sizeof(q));
-	q.size = sizeof(q);
-	q.query_addr = addr;
-	if (ioctl(fd, PK_PROCMAP_QUERY, &q))
-		return errno == ENOENT ? 0 : -errno;
-	*out = (struct map){ q.vma_start, q.vma_end,
-			     !!(q.vma_flags & PK_PROCMAP_VMA_EXECUTABLE),
-			     !!(q.vma_flags & PK_PROCMAP_VMA_READABLE) };
-	return 1;
-}
-
-static int maps_read(struct maps *ms);
-
-/* Start a commit's view of the mappings. */
-static int maps_open(struct maps *ms)
-{
-	pid_t pid = getpid();
-	struct map probe;
-
-	memset(ms, 0, sizeof(*ms));
-	ms->query_fd = -1;
-	if (maps_fd >= 0 && maps_pid != pid) {
-		close(maps_fd);
-		maps_fd = -1;
-	}
-	if (maps_fd < 0 && procmap_query_ok != 0) {
-		maps_fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-		maps_pid = pid;
-	}
-	if (maps_fd >= 0 && procmap_query_ok < 0) {
-		/* PROBEKIT_TEST_MAPS_READ=1 keeps the older path tested. */
-		procmap_query_ok = !pk_env_flag("TEST_MAPS_READ") &&
-				   maps_query(maps_fd, (uintptr_t)maps_open,
-					      &probe) == 1;
-		pk_dbg("text: mappings by %s", procmap_query_ok
-			       ? "PROCMAP_QUERY" : "reading /proc/self/maps");
-	}
-	if (maps_fd >= 0 && procmap_query_ok == 1) {
-		ms->query_fd = maps_fd;
-		return 0;
-	}
-	return maps_read(ms);
-}
-
-/* Parse /proc/self/maps: one read loop and a hand parser (sscanf is slow). */
-static int maps_read(struct maps *ms)
-{
-	static char buf[1 << 16];	/* guarded by text_lock */
-	size_t alloc = 0, have = 0;
-	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-
-	ms->m = NULL;
-	ms->n = 0;
-	if (fd < 0)
-		return -errno;
-	for (;;) {
-		ssize_t r = read(fd, buf + have, sizeof(buf) - 1 - have);
-		char *p = buf, *nl;
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		have += (size_t)r;
-		buf[have] = 0;
-		/* Whole lines only; a partial last line waits for more. */
-		while ((nl = strchr(p, '\n'))) {
-			char *q;
-			uintptr_t s = strtoull(p, &q, 16), e;
-
-			e = strtoull(q + 1, &q, 16);
-			if (ms->n == alloc) {
-				size_t na = alloc ? alloc * 2 : 128;
-				struct map *nm = realloc(ms->m, na * sizeof(*nm));
-
-				if (!nm) {
-					close(fd);
-					return -ENOMEM;
-				}
-				ms->m = nm;
-				alloc = na;
-			}
-			ms->m[ms->n++] = (struct map){ s, e, q[3] == 'x',
-						       q[1] == 'r' };
-			p = nl + 1;
-		}
-		have -= (size_t)(p - buf);
-		memmove(buf, p, have);
-	}
-	close(fd);
-	ms->alloc = alloc;
-	return 0;
-}
-
-/*
- * The mapping holding @addr, or NULL (fetched from the kernel when @ms
- * queries). The pointer is good until the next maps_find().
- */
-static const struct map *maps_find(struct maps *ms, uintptr_t addr)
-{
-	size_t lo = 0, hi = ms->n;
-	struct map m = { 0 };
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (ms->m[mid].end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < ms->n && ms->m[lo].start <= addr)
-		return &ms->m[lo];
-	if (ms->query_fd < 0 || maps_query(ms->query_fd, addr, &m) != 1 ||
-	    maps_add(ms, lo, m))
-		return NULL;
-	return &ms->m[lo];
-}
-
 /* [addr, addr+len) lies in executable mappings; 1 if they are all readable. */
-static int range_exec(struct maps *ms, uintptr_t addr, size_t len,
+static int range_exec(struct pk_maps *ms, uintptr_t addr, size_t len,
 		      int *readable)
 {
 	uintptr_t end = addr + len;
+	struct pk_mapinfo m;
 
 	*readable = 1;
 	while (addr < end) {
-		const struct map *m = maps_find(ms, addr);
-
-		if (!m || !m->exec)
+		if (pk_maps_find(ms, addr, &m) || !(m.prot & PROT_EXEC))
 			return 0;
-		*readable &= m->read;
-		addr = m->end;
+		*readable &= !!(m.prot & PROT_READ);
+		addr = m.hi;
 	}
 	return 1;
 }
@@ -764,7 +589,7 @@ static int site_cmp(const void *a, const void *b)
 }
 
 /* Check one site against memory and fill in its old bytes and continuations. */
-static int validate(struct site *s, struct maps *ms)
+static int validate(struct site *s, struct pk_maps *ms)
 {
 	uint8_t old_starts[PK_TEXT_MAX], new_starts[PK_TEXT_MAX];
 	int readable, err;
@@ -842,7 +667,7 @@ enum pick { PICK_TRAP, PICK_NEW, PICK_OLD };
 #define MERGE_GAP 512
 #define RUN_MAX (64 * 1024)
 
-static int write_phase(struct site *s, size_t n, struct maps *ms,
+static int write_phase(struct site *s, size_t n, struct pk_maps *ms,
 		       size_t off, size_t len_max, enum pick pick)
 {
 	static uint8_t buf[RUN_MAX];	/* guarded by text_lock */
@@ -851,7 +676,7 @@ static int write_phase(struct site *s, size_t n, struct maps *ms,
 
 	while (i < n) {
 		uintptr_t start, end;
-		const struct map *m;
+		struct pk_mapinfo m;
 		size_t j;
 		int readable, err;
 
@@ -861,7 +686,8 @@ static int write_phase(struct site *s, size_t n, struct maps *ms,
 			break;
 		start = s[i].addr + off;
 		end = start + (len_max < s[i].len - off ? len_max : s[i].len - off);
-		m = maps_find(ms, start);
+		if (pk_maps_find(ms, start, &m))
+			m.hi = end;	/* validated: not seen */
 		/* Extend the run over following sites close enough. */
 		for (j = i + 1; j < n; j++) {
 			uintptr_t ns, ne;
@@ -872,7 +698,7 @@ static int write_phase(struct site *s, size_t n, struct maps *ms,
 			ne = ns + (len_max < s[j].len - off ? len_max
 							    : s[j].len - off);
 			if (ns - end > MERGE_GAP || ne - start > sizeof(buf) ||
-			    ne > m->end)
+			    ne > m.hi)
 				break;
 			end = ne;
 		}
@@ -945,7 +771,7 @@ static void unpublish(void)
  * meanwhile run the old bytes. If even that fails the table stays published
  * forever, so a thread that meets a leftover int3 still gets through.
  */
-static void rollback(struct site *s, size_t n, struct maps *ms)
+static void rollback(struct site *s, size_t n, struct pk_maps *ms)
 {
 	int err;
 
@@ -967,7 +793,6 @@ static int commit_locked(struct pk_batch *b)
 	struct site *s = b->sites;
 	size_t n = b->n, changed = 0;
 	struct inflight *t;
-	struct maps ms;
 	int err;
 
 	pk_assert_held(&text_lock);
@@ -989,11 +814,11 @@ static int commit_locked(struct pk_batch *b)
 			       " overlap", s[i - 1].addr, s[i].addr);
 			return -EINVAL;
 		}
-	err = maps_open(&ms);
+	err = pk_maps_open(&maps, 0);
 	if (err)
 		return err;
 	for (size_t i = 0; i < n && !err; i++) {
-		err = validate(&s[i], &ms);
+		err = validate(&s[i], &maps);
 		changed += s[i].changed;
 	}
 	for (size_t i = 0; i < n && !err; i++)
@@ -1029,25 +854,24 @@ static int commit_locked(struct pk_batch *b)
 	 * needs no sync.
 	 */
 	for (int phase = 1; phase <= 3; phase++) {
-		int runs = phase == 2 ? write_phase(s, n, &ms, 1, PK_TEXT_MAX, PICK_NEW)
-				      : write_phase(s, n, &ms, 0, 1,
+		int runs = phase == 2 ? write_phase(s, n, &maps, 1, PK_TEXT_MAX, PICK_NEW)
+				      : write_phase(s, n, &maps, 0, 1,
 						    phase == 1 ? PICK_TRAP : PICK_NEW);
 
 		if (runs < 0) {
 			err = runs;
-			rollback(s, n, &ms);
+			rollback(s, n, &maps);
 			goto out;
 		}
 		if (runs)
 			core_sync();
 		if (phase == 1 && b->hook && (err = b->hook(b->hook_arg))) {
-			rollback(s, n, &ms);
+			rollback(s, n, &maps);
 			goto out;
 		}
 	}
 	unpublish();						/* 4 */
 out:
-	free(ms.m);
 	if (err)
 		return err;
 	stats.commits++;
