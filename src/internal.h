@@ -215,4 +215,15 @@ static inline int pk_grow(void *pp, size_t *cap, size_t need, size_t size)
 
 #define PK_GROW(pp, cap, need) pk_grow((pp), (cap), (need), sizeof(**(pp)))
 
+/*
+ * pk_tasks_list() - the threads of this process (/proc/self/task), sorted
+ * by tid, leaving out @except (0: none). A snapshot: threads may start or
+ * end meanwhile.
+ * @out: receives a malloc()ed array for free(), NULL when *@n is 0
+ * Context: any thread, not async-signal-safe (opendir, malloc). Never
+ * writes errno.
+ * Return: 0, or -ENOMEM, or the -errno of opening /proc/self/task.
+ */
+PK_HIDDEN int pk_tasks_list(pid_t except, pid_t **out, size_t *n);
+
 #endif /* PK_INTERNAL_H */

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* util.c - version, logging and small process-wide helpers. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -182,6 +183,50 @@ int pk_grow_alloc(void *pp, size_t *cap, size_t need, size_t size)
 	memcpy(pp, &np, sizeof(np));
 	*cap = nc;
 	return 0;
+}
+
+static int tid_cmp(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+int pk_tasks_list(pid_t except, pid_t **out, size_t *n)
+{
+	int saved = errno, err = 0;
+	DIR *d = opendir("/proc/self/task");
+	pid_t *v = NULL;
+	size_t cap = 0;
+	struct dirent *e;
+
+	*out = NULL;
+	*n = 0;
+	if (!d) {
+		err = -errno;
+		errno = saved;
+		return err;
+	}
+	while ((e = readdir(d))) {
+		pid_t t = (pid_t)atoi(e->d_name);	/* "." and "..": 0 */
+
+		if (t <= 0 || t == except)
+			continue;
+		if (PK_GROW(&v, &cap, *n + 1)) {
+			free(v);
+			*n = 0;
+			err = -ENOMEM;
+			goto out;
+		}
+		v[(*n)++] = t;
+	}
+	if (*n > 1)
+		qsort(v, *n, sizeof(*v), tid_cmp);
+	*out = v;
+out:
+	closedir(d);
+	errno = saved;
+	return err;
 }
 
 void pk_assert_fail(const char *what, const char *file, int line)
