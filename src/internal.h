@@ -226,4 +226,24 @@ static inline int pk_grow(void *pp, size_t *cap, size_t need, size_t size)
  */
 PK_HIDDEN int pk_tasks_list(pid_t except, pid_t **out, size_t *n);
 
+/*
+ * pk_slot_claim() - a slot of a pool for thread @tid, taken by a
+ * compare-and-swap on the slot's owner word: an int holding 0 while the
+ * slot is free, else its owner's tid. The scan starts at slot @start % @n
+ * and wraps. First pass: a free slot. Second pass, only with @reclaim: a
+ * slot whose owner is no longer a thread of this process (tgkill(2) says
+ * ESRCH) and for which @reclaim(i, @arg) says its state may be taken over
+ * (no read side left open, say).
+ * @owner0: slot 0's owner word; slot i's lies i * @stride bytes after it
+ *          (&pool[0].owner, sizeof(pool[0]))
+ * The successful CAS is an acquire: it pairs with the release store of 0
+ * by which the previous owner freed the slot, so its writes are seen.
+ * Context: any thread, async-signal-safe (loads, a CAS, getpid and tgkill),
+ * PK_NOPROBE; so must @reclaim be. Never writes errno.
+ * Return: the slot's index, or -EBUSY (none to be had).
+ */
+PK_HIDDEN int pk_slot_claim(int *owner0, size_t stride, size_t n, int tid,
+			    size_t start, int (*reclaim)(size_t i, void *arg),
+			    void *arg);
+
 #endif /* PK_INTERNAL_H */

@@ -229,6 +229,40 @@ out:
 	return err;
 }
 
+/* Whether @tid is no thread of process @pid (errno is the caller's). */
+PK_NOPROBE static int tid_gone(pid_t pid, int tid)
+{
+	return syscall(SYS_tgkill, pid, tid, 0) != 0 && errno == ESRCH;
+}
+
+PK_NOPROBE int pk_slot_claim(int *owner0, size_t stride, size_t n, int tid,
+			     size_t start, int (*reclaim)(size_t i, void *arg),
+			     void *arg)
+{
+	int saved = errno, ret = -EBUSY;
+	pid_t pid = getpid();
+
+	for (int pass = 0; pass < (reclaim ? 2 : 1) && ret < 0; pass++)
+		for (size_t j = 0; j < n; j++) {
+			size_t i = (start + j) % n;
+			int *ow = (int *)((char *)owner0 + i * stride);
+			int o = __atomic_load_n(ow, __ATOMIC_RELAXED);
+
+			if (pass == 0 ? o != 0
+				      : o <= 0 || !reclaim(i, arg) ||
+						!tid_gone(pid, o))
+				continue;
+			if (__atomic_compare_exchange_n(ow, &o, tid, 0,
+							__ATOMIC_ACQUIRE,
+							__ATOMIC_RELAXED)) {
+				ret = (int)i;
+				break;
+			}
+		}
+	errno = saved;
+	return ret;
+}
+
 void pk_assert_fail(const char *what, const char *file, int line)
 {
 	pk_err("%s:%d: assertion failed: %s", file, line, what);
