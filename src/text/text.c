@@ -136,27 +136,20 @@ static const char *const sync_names[] = {
 
 /* Continue a trapped thread per @c; false if the trap is not ours to end. */
 PK_NOPROBE static int trap_continue(ucontext_t *uc, const struct cont *c,
-				    uintptr_t addr, uintptr_t end)
+				    uintptr_t end)
 {
-	greg_t *g = uc->uc_mcontext.gregs;
-
 	switch (c->kind) {
 	case CONT_SKIP:
-		g[REG_RIP] = (greg_t)end;
+		pk_arch_set_pc(uc, end);
 		return 1;
 	case CONT_JMP:
-		g[REG_RIP] = (greg_t)c->target;
+	case CONT_SLOT:
+		pk_arch_set_pc(uc, c->target);
 		return 1;
 	case CONT_CALL:
-		g[REG_RSP] -= 8;
-		*(uint64_t *)g[REG_RSP] = end;
-		g[REG_RIP] = (greg_t)c->target;
-		return 1;
-	case CONT_SLOT:
-		g[REG_RIP] = (greg_t)c->target;
+		pk_arch_emulate_call(uc, end, c->target);
 		return 1;
 	default:
-		(void)addr;
 		return 0;
 	}
 }
@@ -169,12 +162,11 @@ PK_NOPROBE static int trap_continue(ucontext_t *uc, const struct cont *c,
  */
 PK_NOPROBE static int pk_text_trap(int sig, siginfo_t *si, ucontext_t *uc)
 {
-	uintptr_t addr = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP] -
-			 PK_ARCH_TRAP_LEN;
+	uintptr_t addr = pk_arch_trap_addr(uc);
 	const struct inflight *t;
 
 	(void)sig;
-	if (si->si_code != SI_KERNEL) /* not an int3 */
+	if (!pk_arch_trap_hit(si))
 		return 0;
 
 	/*
@@ -195,7 +187,7 @@ PK_NOPROBE static int pk_text_trap(int sig, siginfo_t *si, ucontext_t *uc)
 							       __ATOMIC_ACQUIRE)
 						       ? &t->s[lo].to_old
 						       : &t->s[lo].to_new;
-			int done = trap_continue(uc, c, addr, t->s[lo].end);
+			int done = trap_continue(uc, c, t->s[lo].end);
 
 			__atomic_sub_fetch(&trap_readers, 1, __ATOMIC_SEQ_CST);
 			if (done) {
@@ -209,7 +201,7 @@ PK_NOPROBE static int pk_text_trap(int sig, siginfo_t *si, ucontext_t *uc)
 				 * emulated: the int3 goes away within the
 				 * commit; try the instruction again.
 				 */
-				uc->uc_mcontext.gregs[REG_RIP] = (greg_t)addr;
+				pk_arch_set_pc(uc, addr);
 				return 1;
 			}
 			return 0;
@@ -221,8 +213,8 @@ gone:
 	 * An int3 that is gone: a thread trapped at a site before phase 3 of
 	 * a commit and got here after step 4. Run what is there now.
 	 */
-	if (*(volatile uint8_t *)addr != PK_ARCH_TRAP_BYTE) {
-		uc->uc_mcontext.gregs[REG_RIP] = (greg_t)addr;
+	if (!pk_arch_trap_present((const void *)addr)) {
+		pk_arch_set_pc(uc, addr);
 		return 1;
 	}
 	return 0;
