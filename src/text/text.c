@@ -15,8 +15,8 @@
  * stream (membarrier SYNC_CORE), so no core executes bytes older than the
  * last write. Between 1 and 3 a thread that reaches a site executes int3 and
  * lands in pk_text_trap() (through src/sig/sig.c), which sends it on as if the new bytes were in
- * place (emulating nop/jmp/call, or running the new bytes out of line from
- * a slot). No thread is ever stopped; the only bytes a thread can execute
+ * place (emulating nop/jmp/call, or running an out-of-line copy of the
+ * new bytes). No thread is ever stopped; the only bytes a thread can execute
  * at a site are the old ones, int3 followed by anything, or the new ones.
  *
  * Writes go through /proc/self/mem, which writes read-only text by breaking
@@ -50,13 +50,13 @@ enum cont_kind {
 	CONT_SKIP,	/* only NOPs: resume after the site */
 	CONT_JMP,	/* NOPs then jmp: resume at target */
 	CONT_CALL,	/* NOPs then call: push the return address, go to target */
-	CONT_SLOT,	/* run a copy of the bytes out of line, then come back */
+	CONT_XOL,	/* run a copy of the bytes out of line, then come back */
 	CONT_TRAP,	/* the new code is int3 itself: not ours to handle */
 };
 
 struct cont {
 	uint8_t kind;
-	uint64_t target;	/* CONT_JMP/CALL: destination; CONT_SLOT: slot */
+	uint64_t target;	/* CONT_JMP/CALL: destination; CONT_XOL: the copy */
 };
 
 struct site {
@@ -101,8 +101,8 @@ static struct inflight *inflight;	/* atomic; see struct inflight */
 static unsigned long trap_readers;	/* atomic: handlers inside the table */
 
 /*
- * text_lock serialises commits and guards everything below it, the slot pool
- * and the /proc/self/mem descriptor. fork() takes it (util.c's atfork) so no
+ * text_lock serialises commits and guards everything below it, the XOL
+ * copies and the /proc/self/mem descriptor. fork() takes it (util.c's atfork) so no
  * commit is half done in a child.
  */
 static pthread_mutex_t text_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -143,7 +143,7 @@ PK_NOPROBE static int trap_continue(ucontext_t *uc, const struct cont *c,
 		pk_arch_set_pc(uc, end);
 		return 1;
 	case CONT_JMP:
-	case CONT_SLOT:
+	case CONT_XOL:
 		pk_arch_set_pc(uc, c->target);
 		return 1;
 	case CONT_CALL:
@@ -173,7 +173,8 @@ PK_NOPROBE static int pk_text_trap(int sig, siginfo_t *si, ucontext_t *uc)
 	 * No commit in flight (every int3 probe hit, say): no table to read,
 	 * and no shared counter written. Otherwise count ourselves in, then
 	 * load again: only a table loaded after the increment is read.
-	 * Pairs with the seq_cst store/exchange of inflight in commit().
+	 * Pairs with the seq_cst store that publishes inflight in
+	 * commit_locked() and the exchange that takes it away in unpublish().
 	 */
 	if (!__atomic_load_n(&inflight, __ATOMIC_SEQ_CST))
 		goto gone;
@@ -385,52 +386,52 @@ static int install_trap_handler(void)
 	return 0;
 }
 
-/* ---------------------------------------------------------------- slots */
+/* ------------------------------------------------------- out-of-line copies */
 
 /*
- * Out-of-line slots: a copy of a site's bytes followed by an absolute jmp to
- * the end of the site. A thread may still be running in one when its commit
- * returns, and nothing tells when it has left without stopping it, so slots
- * are never freed; they are reused when the same bytes are written at the
+ * XOL copies (execute out of line, the kernel uprobes' word): a copy of a
+ * site's bytes followed by an absolute jmp to the end of the site. A thread
+ * may still be running in one when its commit returns, and nothing tells
+ * when it has left without stopping it, so copies are never freed; they are reused when the same bytes are written at the
  * same address again (a key or probe flipping back and forth).
  */
-#define SLOT_SIZE 32
-#define SLOT_PAGE 4096
+#define XOL_SIZE 32
+#define XOL_PAGE 4096
 
-struct slot {
+struct xol {
 	uintptr_t site;
 	uint8_t len;
 	uint8_t bytes[PK_TEXT_MAX];
 	uintptr_t code;
-	struct slot *next;
+	struct xol *next;
 };
 
-static struct slot *slots;	/* guarded by text_lock */
-static uintptr_t slot_page, slot_used = SLOT_PAGE;
+static struct xol *xols;	/* guarded by text_lock */
+static uintptr_t xol_page, xol_used = XOL_PAGE;
 
-static int slot_get(uintptr_t site, const uint8_t *bytes, size_t len,
+static int xol_get(uintptr_t site, const uint8_t *bytes, size_t len,
 		    uintptr_t *code)
 {
-	uint8_t buf[SLOT_SIZE];
-	struct slot *s;
+	uint8_t buf[XOL_SIZE];
+	struct xol *s;
 	size_t n;
 	int err;
 
-	for (s = slots; s; s = s->next)
+	for (s = xols; s; s = s->next)
 		if (s->site == site && s->len == len &&
 		    !memcmp(s->bytes, bytes, len)) {
 			*code = s->code;
 			return 0;
 		}
-	if (slot_used + SLOT_SIZE > SLOT_PAGE) {
+	if (xol_used + XOL_SIZE > XOL_PAGE) {
 		/* Executable, never writable: filled through /proc/self/mem. */
-		void *p = mmap(NULL, SLOT_PAGE, PROT_READ | PROT_EXEC,
+		void *p = mmap(NULL, XOL_PAGE, PROT_READ | PROT_EXEC,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 		if (p == MAP_FAILED)
 			return -ENOMEM;
-		slot_page = (uintptr_t)p;
-		slot_used = 0;
+		xol_page = (uintptr_t)p;
+		xol_used = 0;
 	}
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -438,7 +439,7 @@ static int slot_get(uintptr_t site, const uint8_t *bytes, size_t len,
 	memset(buf, PK_ARCH_TRAP_BYTE, sizeof(buf));
 	memcpy(buf, bytes, len);
 	n = len + pk_arch_encode_abs_jmp(buf + len, site + len);
-	err = mem_write(slot_page + slot_used, buf, n);
+	err = mem_write(xol_page + xol_used, buf, n);
 	if (err) {
 		free(s);
 		return err;
@@ -446,10 +447,10 @@ static int slot_get(uintptr_t site, const uint8_t *bytes, size_t len,
 	s->site = site;
 	s->len = (uint8_t)len;
 	memcpy(s->bytes, bytes, len);
-	s->code = slot_page + slot_used;
-	slot_used += SLOT_SIZE;
-	s->next = slots;
-	slots = s;
+	s->code = xol_page + xol_used;
+	xol_used += XOL_SIZE;
+	s->next = xols;
+	xols = s;
 	*code = s->code;
 	return 0;
 }
@@ -524,7 +525,7 @@ static int decode_site_uncached(const uint8_t *code, size_t len,
 	if (c->kind == CONT_TRAP && off != PK_ARCH_TRAP_LEN)
 		c->kind = CONT_NONE;	/* int3 followed by more: no */
 	else if (!nops_so_far && c->kind != CONT_TRAP)
-		c->kind = all_plain ? CONT_SLOT : CONT_NONE;
+		c->kind = all_plain ? CONT_XOL : CONT_NONE;
 	return 0;
 }
 
@@ -814,12 +815,12 @@ static int commit_locked(struct pk_batch *b)
 		changed += s[i].changed;
 	}
 	for (size_t i = 0; i < n && !err; i++)
-		if (s[i].changed && s[i].to_new.kind == CONT_SLOT)
-			err = slot_get(s[i].addr, s[i].bytes, s[i].len,
+		if (s[i].changed && s[i].to_new.kind == CONT_XOL)
+			err = xol_get(s[i].addr, s[i].bytes, s[i].len,
 				       &s[i].to_new.target);
 	for (size_t i = 0; i < n && !err; i++)
-		if (s[i].changed && s[i].to_old.kind == CONT_SLOT &&
-		    slot_get(s[i].addr, s[i].old, s[i].len, &s[i].to_old.target))
+		if (s[i].changed && s[i].to_old.kind == CONT_XOL &&
+		    xol_get(s[i].addr, s[i].old, s[i].len, &s[i].to_old.target))
 			s[i].to_old.kind = CONT_NONE; /* rollback retries instead */
 	if (err || !changed)
 		goto out;
