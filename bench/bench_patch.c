@@ -41,8 +41,8 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "codegen.h"
 #include "probekit.h"
-#include "../tests/codegen.h"
 
 static struct cg cg;
 static volatile int stop_runners;

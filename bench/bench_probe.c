@@ -45,8 +45,8 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "../tests/tracefs.h"
 #include "probekit.h"
+#include "tracefs.h"
 
 #define NOINLINE __attribute__((noinline))
 #define PF_N 10000
@@ -192,6 +192,11 @@ static void add_ratios(const struct bench_series *num,
 
 /* ------------------------------------------------------------- uprobes */
 
+/*
+ * Where @addr lies in its file, as uprobe_events wants it: the offset
+ * within the PT_LOAD segment that maps it. The library names the file
+ * (pk_sym_lookup) but has no file offsets to give.
+ */
 struct find_off {
 	uintptr_t addr;
 	long off;
@@ -239,20 +244,20 @@ static const char *bench_uprobe(char kind, struct bench_series *over,
 {
 	struct find_off f = { (uintptr_t)bp_target, -1 };
 	const char *dir = TRACEFS_DIR, *why = tracefs_uprobes_unusable();
-	char exe[512], ev[700], grp[32], del[64], en[96];
-	ssize_t l;
+	char ev[700], grp[32], del[64], en[96];
+	struct pk_sym sym;
 
 	if (why)
 		return why;
+	if (pk_sym_lookup("bp_target", &sym) || sym.addr != f.addr)
+		return "pk_sym_lookup does not find bp_target";
 	dl_iterate_phdr(find_off_cb, &f);
-	l = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (f.off < 0 || l <= 0)
+	if (f.off < 0)
 		return "cannot find the function's file offset";
-	exe[l] = 0;
 	/* A group per process: a parallel run must not remove our event. */
 	snprintf(grp, sizeof(grp), "pkbench%d", (int)getpid());
-	snprintf(ev, sizeof(ev), "%c:%s/bp_target %s:0x%lx\n", kind, grp, exe,
-		 f.off);
+	snprintf(ev, sizeof(ev), "%c:%s/bp_target %s:0x%lx\n", kind, grp,
+		 sym.object, f.off);
 	snprintf(del, sizeof(del), "-:%s/bp_target\n", grp);
 	snprintf(en, sizeof(en), "events/%s/bp_target/enable", grp);
 	if (write_file(dir, "uprobe_events", ev, 1))

@@ -173,4 +173,77 @@ PK_HIDDEN int pk_signal_data_overlaps(uintptr_t lo, uintptr_t hi);
 PK_HIDDEN void pk_assert_fail(const char *what, const char *file, int line)
 	__attribute__((noreturn));
 
+/*
+ * PK_LOWER_BOUND(n, i, before) - a binary search: the first index i in
+ * [0, @n) for which @before, an expression of i, is false; @n if none.
+ * @before must hold for a prefix of the indices and for none after it
+ * ("a[i].end <= addr" over an array sorted by address). A statement
+ * expression, not a call: usable in PK_NOPROBE code (the trap and fault
+ * paths), where libc's bsearch() and an out-of-line comparator are not.
+ * Context: any thread, async-signal-safe.
+ */
+#define PK_LOWER_BOUND(n, i, before)                                           \
+	__extension__({                                                        \
+		size_t pk_lo_ = 0, pk_hi_ = (n);                               \
+		while (pk_lo_ < pk_hi_) {                                      \
+			size_t i = pk_lo_ + (pk_hi_ - pk_lo_) / 2;             \
+			if (before)                                            \
+				pk_lo_ = i + 1;                                \
+			else                                                   \
+				pk_hi_ = i;                                    \
+		}                                                              \
+		pk_lo_;                                                        \
+	})
+
+/*
+ * pk_grow() - room for @need elements of @size bytes in the array at *@pp,
+ * which has room for *@cap: doubled (16 at least) until it is enough.
+ * @pp: the address of the array's pointer (of any object type; NULL while
+ *      nothing is allocated); PK_GROW() passes the element size itself.
+ * On failure the array and *@cap are as they were. Inline while there is
+ * room (an append per element costs a compare); pk_grow_alloc() otherwise.
+ * Context: any thread, not async-signal-safe (realloc); the caller guards
+ * the array. Never writes errno.
+ * Return: 0, or -ENOMEM.
+ */
+PK_HIDDEN int pk_grow_alloc(void *pp, size_t *cap, size_t need, size_t size);
+
+static inline int pk_grow(void *pp, size_t *cap, size_t need, size_t size)
+{
+	return need <= *cap ? 0 : pk_grow_alloc(pp, cap, need, size);
+}
+
+#define PK_GROW(pp, cap, need) pk_grow((pp), (cap), (need), sizeof(**(pp)))
+
+/*
+ * pk_tasks_list() - the threads of this process (/proc/self/task), sorted
+ * by tid, leaving out @except (0: none). A snapshot: threads may start or
+ * end meanwhile.
+ * @out: receives a malloc()ed array for free(), NULL when *@n is 0
+ * Context: any thread, not async-signal-safe (opendir, malloc). Never
+ * writes errno.
+ * Return: 0, or -ENOMEM, or the -errno of opening /proc/self/task.
+ */
+PK_HIDDEN int pk_tasks_list(pid_t except, pid_t **out, size_t *n);
+
+/*
+ * pk_slot_claim() - a slot of a pool for thread @tid, taken by a
+ * compare-and-swap on the slot's owner word: an int holding 0 while the
+ * slot is free, else its owner's tid. The scan starts at slot @start % @n
+ * and wraps. First pass: a free slot. Second pass, only with @reclaim: a
+ * slot whose owner is no longer a thread of this process (tgkill(2) says
+ * ESRCH) and for which @reclaim(i, @arg) says its state may be taken over
+ * (no read side left open, say).
+ * @owner0: slot 0's owner word; slot i's lies i * @stride bytes after it
+ *          (&pool[0].owner, sizeof(pool[0]))
+ * The successful CAS is an acquire: it pairs with the release store of 0
+ * by which the previous owner freed the slot, so its writes are seen.
+ * Context: any thread, async-signal-safe (loads, a CAS, getpid and tgkill),
+ * PK_NOPROBE; so must @reclaim be. Never writes errno.
+ * Return: the slot's index, or -EBUSY (none to be had).
+ */
+PK_HIDDEN int pk_slot_claim(int *owner0, size_t stride, size_t n, int tid,
+			    size_t start, int (*reclaim)(size_t i, void *arg),
+			    void *arg);
+
 #endif /* PK_INTERNAL_H */

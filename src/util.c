@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* util.c - version, logging and small process-wide helpers. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -156,6 +157,110 @@ int pk_membarrier_expedited(void)
 
 	pthread_once(&once, membarrier_register);
 	return membarrier_ok;
+}
+
+int pk_grow_alloc(void *pp, size_t *cap, size_t need, size_t size)
+{
+	int saved = errno; /* realloc() sets it */
+	size_t nc = *cap;
+	void *p, *np;
+
+	if (need <= nc)
+		return 0;
+	if (nc < 16)
+		nc = 16;
+	while (nc < need && nc <= SIZE_MAX / 2)
+		nc *= 2;
+	if (nc < need || nc > SIZE_MAX / size)
+		return -ENOMEM;
+	/* Through memcpy: *@pp has the caller's pointer type, not void *. */
+	memcpy(&p, pp, sizeof(p));
+	np = realloc(p, nc * size);
+	if (!np) {
+		errno = saved;
+		return -ENOMEM;
+	}
+	memcpy(pp, &np, sizeof(np));
+	*cap = nc;
+	return 0;
+}
+
+static int tid_cmp(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+int pk_tasks_list(pid_t except, pid_t **out, size_t *n)
+{
+	int saved = errno, err = 0;
+	DIR *d = opendir("/proc/self/task");
+	pid_t *v = NULL;
+	size_t cap = 0;
+	struct dirent *e;
+
+	*out = NULL;
+	*n = 0;
+	if (!d) {
+		err = -errno;
+		errno = saved;
+		return err;
+	}
+	while ((e = readdir(d))) {
+		pid_t t = (pid_t)atoi(e->d_name);	/* "." and "..": 0 */
+
+		if (t <= 0 || t == except)
+			continue;
+		if (PK_GROW(&v, &cap, *n + 1)) {
+			free(v);
+			*n = 0;
+			err = -ENOMEM;
+			goto out;
+		}
+		v[(*n)++] = t;
+	}
+	if (*n > 1)
+		qsort(v, *n, sizeof(*v), tid_cmp);
+	*out = v;
+out:
+	closedir(d);
+	errno = saved;
+	return err;
+}
+
+/* Whether @tid is no thread of process @pid (errno is the caller's). */
+PK_NOPROBE static int tid_gone(pid_t pid, int tid)
+{
+	return syscall(SYS_tgkill, pid, tid, 0) != 0 && errno == ESRCH;
+}
+
+PK_NOPROBE int pk_slot_claim(int *owner0, size_t stride, size_t n, int tid,
+			     size_t start, int (*reclaim)(size_t i, void *arg),
+			     void *arg)
+{
+	int saved = errno, ret = -EBUSY;
+	pid_t pid = getpid();
+
+	for (int pass = 0; pass < (reclaim ? 2 : 1) && ret < 0; pass++)
+		for (size_t j = 0; j < n; j++) {
+			size_t i = (start + j) % n;
+			int *ow = (int *)((char *)owner0 + i * stride);
+			int o = __atomic_load_n(ow, __ATOMIC_RELAXED);
+
+			if (pass == 0 ? o != 0
+				      : o <= 0 || !reclaim(i, arg) ||
+						!tid_gone(pid, o))
+				continue;
+			if (__atomic_compare_exchange_n(ow, &o, tid, 0,
+							__ATOMIC_ACQUIRE,
+							__ATOMIC_RELAXED)) {
+				ret = (int)i;
+				break;
+			}
+		}
+	errno = saved;
+	return ret;
 }
 
 void pk_assert_fail(const char *what, const char *file, int line)

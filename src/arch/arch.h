@@ -171,4 +171,28 @@ PK_HIDDEN int pk_arch_relocate_one(const void *src, size_t avail, uint64_t from,
 				   uint8_t *dst, size_t cap, uint64_t to,
 				   int *falls_through);
 
+/* ---- text layer: a trapped thread's context (src/arch/x86_64/context.h) ----
+ *
+ * What the trap path (text.c, sig.c, the fault layer's trap chain) does to
+ * a thread stopped by a trap instruction, in its signal handler. All are
+ * inline (always: they live in their caller's PK_NOPROBE section) and
+ * async-signal-safe.
+ *
+ * pk_arch_trap_hit(si)      - whether this SIGTRAP came from a trap
+ *                             instruction (not a kill, a single step, a
+ *                             hardware breakpoint).
+ * pk_arch_trap_addr(uc)     - the address of the trap instruction it hit.
+ * pk_arch_trap_present(p)   - whether the trap instruction is at @p now.
+ * pk_arch_set_pc(uc, pc)    - the thread continues at @pc.
+ * pk_arch_emulate_call(uc, ret, target)
+ *                           - what a call instruction would have done:
+ *                             @ret becomes the return address, the thread
+ *                             continues at @target.
+ */
+#if defined(__x86_64__)
+#include "arch/x86_64/context.h"
+#else
+#error "probekit: no src/arch/<isa>/context.h for this instruction set"
+#endif
+
 #endif /* PK_ARCH_H */

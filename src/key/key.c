@@ -146,17 +146,9 @@ static int entry_cmp(const void *a, const void *b)
 static struct pk_jump_entry *module_lower_bound(const struct pk_jump_module *m,
 						const struct pk_key *k)
 {
-	struct pk_jump_entry *lo = m->first, *hi = m->stop;
-
-	while (lo < hi) {
-		struct pk_jump_entry *mid = lo + (hi - lo) / 2;
-
-		if ((uintptr_t)entry_key(mid) < (uintptr_t)k)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return m->first + PK_LOWER_BOUND((size_t)(m->stop - m->first), i,
+					 (uintptr_t)entry_key(&m->first[i]) <
+						 (uintptr_t)k);
 }
 
 static struct pk_jump_module *module_find(const struct pk_jump_entry *start)
@@ -531,16 +523,9 @@ int pk_jump_module_register(struct pk_jump_entry *start,
 		pthread_mutex_unlock(&pk_key_lock);
 		return ret;
 	}
-	if (pk_nr_modules == pk_cap_modules) {
-		size_t cap = pk_cap_modules ? 2 * pk_cap_modules : 8;
-		void *p = realloc(pk_modules, cap * sizeof(*pk_modules));
-
-		if (!p) {
-			pthread_mutex_unlock(&pk_key_lock);
-			return -ENOMEM;
-		}
-		pk_modules = p;
-		pk_cap_modules = cap;
+	if (PK_GROW(&pk_modules, &pk_cap_modules, pk_nr_modules + 1)) {
+		pthread_mutex_unlock(&pk_key_lock);
+		return -ENOMEM;
 	}
 	/* No other thread reads the table: sites still run their compiled form. */
 	qsort(start, n, sizeof(*start), entry_cmp);

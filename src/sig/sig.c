@@ -94,7 +94,7 @@ static int is_ours(int i, const struct sigaction *sa)
 		(entries[i] && sa->sa_sigaction == entries[i]));
 }
 
-/* A fault the kernel raised for the instruction at RIP (it will recur). */
+/* A fault the kernel raised for the interrupted instruction (it will recur). */
 PK_NOPROBE static int sync_fault(int sig, const siginfo_t *si)
 {
 	if (si->si_code <= 0)	/* kill, raise, sigqueue, tgkill */
@@ -119,9 +119,9 @@ PK_NOPROBE static void take_default(int sig, siginfo_t *si, ucontext_t *uc)
 		__atomic_store_n(&installed[i], 0, __ATOMIC_RELAXED);
 	if (sync_fault(sig, si))
 		return;		/* the instruction faults again, unhandled */
-	if (sig == SIGTRAP && si->si_code == SI_KERNEL) {
-		/* int3: run it again, at its own address. */
-		uc->uc_mcontext.gregs[REG_RIP] -= PK_ARCH_TRAP_LEN;
+	if (sig == SIGTRAP && pk_arch_trap_hit(si)) {
+		/* A trap instruction: run it again, at its own address. */
+		pk_arch_set_pc(uc, pk_arch_trap_addr(uc));
 		return;
 	}
 	/* Sent, or a trap that will not recur: pending until we return. */
@@ -139,7 +139,7 @@ PK_NOPROBE static int call_prev(int i, int sig, siginfo_t *si, void *ctx)
 	    (p.sa_handler == SIG_DFL || p.sa_handler == SIG_IGN)) {
 		/* A synchronous fault cannot be ignored: the kernel would kill. */
 		if (p.sa_handler == SIG_IGN && !sync_fault(sig, si) &&
-		    !(sig == SIGTRAP && si->si_code == SI_KERNEL))
+		    !(sig == SIGTRAP && pk_arch_trap_hit(si)))
 			return 1;
 		return 0;
 	}

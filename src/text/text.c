@@ -15,8 +15,8 @@
  * stream (membarrier SYNC_CORE), so no core executes bytes older than the
  * last write. Between 1 and 3 a thread that reaches a site executes int3 and
  * lands in pk_text_trap() (through src/sig/sig.c), which sends it on as if the new bytes were in
- * place (emulating nop/jmp/call, or running the new bytes out of line from
- * a slot). No thread is ever stopped; the only bytes a thread can execute
+ * place (emulating nop/jmp/call, or running an out-of-line copy of the
+ * new bytes). No thread is ever stopped; the only bytes a thread can execute
  * at a site are the old ones, int3 followed by anything, or the new ones.
  *
  * Writes go through /proc/self/mem, which writes read-only text by breaking
@@ -33,7 +33,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/ucontext.h>
@@ -43,6 +42,7 @@
 #include "internal.h"
 #include "text/text.h"
 #include "sig/sig.h"
+#include "util/maps.h"
 
 /* How a thread that traps on a site continues. */
 enum cont_kind {
@@ -50,13 +50,13 @@ enum cont_kind {
 	CONT_SKIP,	/* only NOPs: resume after the site */
 	CONT_JMP,	/* NOPs then jmp: resume at target */
 	CONT_CALL,	/* NOPs then call: push the return address, go to target */
-	CONT_SLOT,	/* run a copy of the bytes out of line, then come back */
+	CONT_XOL,	/* run a copy of the bytes out of line, then come back */
 	CONT_TRAP,	/* the new code is int3 itself: not ours to handle */
 };
 
 struct cont {
 	uint8_t kind;
-	uint64_t target;	/* CONT_JMP/CALL: destination; CONT_SLOT: slot */
+	uint64_t target;	/* CONT_JMP/CALL: destination; CONT_XOL: the copy */
 };
 
 struct site {
@@ -101,16 +101,15 @@ static struct inflight *inflight;	/* atomic; see struct inflight */
 static unsigned long trap_readers;	/* atomic: handlers inside the table */
 
 /*
- * text_lock serialises commits and guards everything below it, the slot pool
- * and the /proc/self/mem descriptor. fork() takes it (util.c's atfork) so no
+ * text_lock serialises commits and guards everything below it, the XOL
+ * copies and the /proc/self/mem descriptor. fork() takes it (util.c's atfork) so no
  * commit is half done in a child.
  */
 static pthread_mutex_t text_lock = PTHREAD_MUTEX_INITIALIZER;
 static int mem_fd = -1;
-static int maps_fd = -1;		/* /proc/self/maps kept for PROCMAP_QUERY */
-static pid_t maps_pid;
-static int procmap_query_ok = -1;	/* -1 unknown, 0 no, 1 yes */
 static pid_t mem_pid;
+/* The mappings a commit looks at (src/util/maps.h): a view per commit. */
+static struct pk_maps maps = PK_MAPS_INIT;
 static int sync_kind;			/* enum sync_kind, 0 until chosen */
 static int trap_installed;
 static struct pk_text_stats stats;	/* counters; .traps is atomic */
@@ -137,27 +136,20 @@ static const char *const sync_names[] = {
 
 /* Continue a trapped thread per @c; false if the trap is not ours to end. */
 PK_NOPROBE static int trap_continue(ucontext_t *uc, const struct cont *c,
-				    uintptr_t addr, uintptr_t end)
+				    uintptr_t end)
 {
-	greg_t *g = uc->uc_mcontext.gregs;
-
 	switch (c->kind) {
 	case CONT_SKIP:
-		g[REG_RIP] = (greg_t)end;
+		pk_arch_set_pc(uc, end);
 		return 1;
 	case CONT_JMP:
-		g[REG_RIP] = (greg_t)c->target;
+	case CONT_XOL:
+		pk_arch_set_pc(uc, c->target);
 		return 1;
 	case CONT_CALL:
-		g[REG_RSP] -= 8;
-		*(uint64_t *)g[REG_RSP] = end;
-		g[REG_RIP] = (greg_t)c->target;
-		return 1;
-	case CONT_SLOT:
-		g[REG_RIP] = (greg_t)c->target;
+		pk_arch_emulate_call(uc, end, c->target);
 		return 1;
 	default:
-		(void)addr;
 		return 0;
 	}
 }
@@ -170,41 +162,33 @@ PK_NOPROBE static int trap_continue(ucontext_t *uc, const struct cont *c,
  */
 PK_NOPROBE static int pk_text_trap(int sig, siginfo_t *si, ucontext_t *uc)
 {
-	uintptr_t addr = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP] -
-			 PK_ARCH_TRAP_LEN;
+	uintptr_t addr = pk_arch_trap_addr(uc);
 	const struct inflight *t;
 
 	(void)sig;
-	if (si->si_code != SI_KERNEL) /* not an int3 */
+	if (!pk_arch_trap_hit(si))
 		return 0;
 
 	/*
 	 * No commit in flight (every int3 probe hit, say): no table to read,
 	 * and no shared counter written. Otherwise count ourselves in, then
 	 * load again: only a table loaded after the increment is read.
-	 * Pairs with the seq_cst store/exchange of inflight in commit().
+	 * Pairs with the seq_cst store that publishes inflight in
+	 * commit_locked() and the exchange that takes it away in unpublish().
 	 */
 	if (!__atomic_load_n(&inflight, __ATOMIC_SEQ_CST))
 		goto gone;
 	__atomic_add_fetch(&trap_readers, 1, __ATOMIC_SEQ_CST);
 	t = __atomic_load_n(&inflight, __ATOMIC_SEQ_CST);
 	if (t) {
-		size_t lo = 0, hi = t->n;
+		size_t lo = PK_LOWER_BOUND(t->n, i, t->s[i].addr < addr);
 
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (t->s[mid].addr < addr)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
 		if (lo < t->n && t->s[lo].addr == addr) {
 			const struct cont *c = __atomic_load_n(&t->rolling_back,
 							       __ATOMIC_ACQUIRE)
 						       ? &t->s[lo].to_old
 						       : &t->s[lo].to_new;
-			int done = trap_continue(uc, c, addr, t->s[lo].end);
+			int done = trap_continue(uc, c, t->s[lo].end);
 
 			__atomic_sub_fetch(&trap_readers, 1, __ATOMIC_SEQ_CST);
 			if (done) {
@@ -218,7 +202,7 @@ PK_NOPROBE static int pk_text_trap(int sig, siginfo_t *si, ucontext_t *uc)
 				 * emulated: the int3 goes away within the
 				 * commit; try the instruction again.
 				 */
-				uc->uc_mcontext.gregs[REG_RIP] = (greg_t)addr;
+				pk_arch_set_pc(uc, addr);
 				return 1;
 			}
 			return 0;
@@ -230,8 +214,8 @@ gone:
 	 * An int3 that is gone: a thread trapped at a site before phase 3 of
 	 * a commit and got here after step 4. Run what is there now.
 	 */
-	if (*(volatile uint8_t *)addr != PK_ARCH_TRAP_BYTE) {
-		uc->uc_mcontext.gregs[REG_RIP] = (greg_t)addr;
+	if (!pk_arch_trap_present((const void *)addr)) {
+		pk_arch_set_pc(uc, addr);
 		return 1;
 	}
 	return 0;
@@ -255,9 +239,7 @@ static void text_fork_child(void)
 	if (mem_fd >= 0)
 		close(mem_fd);
 	mem_fd = -1;
-	if (maps_fd >= 0)
-		close(maps_fd);
-	maps_fd = -1;
+	pk_maps_close(&maps);
 	sync_kind = SYNC_NONE;	/* membarrier registration is per process */
 	pthread_mutex_unlock(&text_lock);
 }
@@ -404,52 +386,52 @@ static int install_trap_handler(void)
 	return 0;
 }
 
-/* ---------------------------------------------------------------- slots */
+/* ------------------------------------------------------- out-of-line copies */
 
 /*
- * Out-of-line slots: a copy of a site's bytes followed by an absolute jmp to
- * the end of the site. A thread may still be running in one when its commit
- * returns, and nothing tells when it has left without stopping it, so slots
- * are never freed; they are reused when the same bytes are written at the
+ * XOL copies (execute out of line, the kernel uprobes' word): a copy of a
+ * site's bytes followed by an absolute jmp to the end of the site. A thread
+ * may still be running in one when its commit returns, and nothing tells
+ * when it has left without stopping it, so copies are never freed; they are reused when the same bytes are written at the
  * same address again (a key or probe flipping back and forth).
  */
-#define SLOT_SIZE 32
-#define SLOT_PAGE 4096
+#define XOL_SIZE 32
+#define XOL_PAGE 4096
 
-struct slot {
+struct xol {
 	uintptr_t site;
 	uint8_t len;
 	uint8_t bytes[PK_TEXT_MAX];
 	uintptr_t code;
-	struct slot *next;
+	struct xol *next;
 };
 
-static struct slot *slots;	/* guarded by text_lock */
-static uintptr_t slot_page, slot_used = SLOT_PAGE;
+static struct xol *xols;	/* guarded by text_lock */
+static uintptr_t xol_page, xol_used = XOL_PAGE;
 
-static int slot_get(uintptr_t site, const uint8_t *bytes, size_t len,
+static int xol_get(uintptr_t site, const uint8_t *bytes, size_t len,
 		    uintptr_t *code)
 {
-	uint8_t buf[SLOT_SIZE];
-	struct slot *s;
+	uint8_t buf[XOL_SIZE];
+	struct xol *s;
 	size_t n;
 	int err;
 
-	for (s = slots; s; s = s->next)
+	for (s = xols; s; s = s->next)
 		if (s->site == site && s->len == len &&
 		    !memcmp(s->bytes, bytes, len)) {
 			*code = s->code;
 			return 0;
 		}
-	if (slot_used + SLOT_SIZE > SLOT_PAGE) {
+	if (xol_used + XOL_SIZE > XOL_PAGE) {
 		/* Executable, never writable: filled through /proc/self/mem. */
-		void *p = mmap(NULL, SLOT_PAGE, PROT_READ | PROT_EXEC,
+		void *p = mmap(NULL, XOL_PAGE, PROT_READ | PROT_EXEC,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 		if (p == MAP_FAILED)
 			return -ENOMEM;
-		slot_page = (uintptr_t)p;
-		slot_used = 0;
+		xol_page = (uintptr_t)p;
+		xol_used = 0;
 	}
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -457,7 +439,7 @@ static int slot_get(uintptr_t site, const uint8_t *bytes, size_t len,
 	memset(buf, PK_ARCH_TRAP_BYTE, sizeof(buf));
 	memcpy(buf, bytes, len);
 	n = len + pk_arch_encode_abs_jmp(buf + len, site + len);
-	err = mem_write(slot_page + slot_used, buf, n);
+	err = mem_write(xol_page + xol_used, buf, n);
 	if (err) {
 		free(s);
 		return err;
@@ -465,201 +447,29 @@ static int slot_get(uintptr_t site, const uint8_t *bytes, size_t len,
 	s->site = site;
 	s->len = (uint8_t)len;
 	memcpy(s->bytes, bytes, len);
-	s->code = slot_page + slot_used;
-	slot_used += SLOT_SIZE;
-	s->next = slots;
-	slots = s;
+	s->code = xol_page + xol_used;
+	xol_used += XOL_SIZE;
+	s->next = xols;
+	xols = s;
 	*code = s->code;
 	return 0;
 }
 
 /* ----------------------------------------------------------- validation */
 
-struct map {
-	uintptr_t start, end;
-	int exec, read;
-};
-
-/*
- * The mappings a commit looks at, sorted. With PROCMAP_QUERY (Linux 6.11)
- * only the ones holding sites are fetched, one ioctl each, as they are
- * looked up; otherwise /proc/self/maps is read whole (a process with many
- * threads has hundreds of lines: tens of microseconds per commit).
- */
-struct maps {
-	struct map *m;
-	size_t n, alloc;
-	int query_fd;		/* /proc/self/maps for PROCMAP_QUERY, or -1 */
-};
-
-/* PROCMAP_QUERY's argument (uapi linux/fs.h, 104 bytes; Debian 12's headers predate it). */
-struct pk_procmap_query {
-	uint64_t size, query_flags, query_addr;
-	uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset;
-	uint64_t inode;
-	uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
-	uint64_t vma_name_addr, build_id_addr;
-};
-#define PK_PROCMAP_QUERY _IOWR('f', 17, struct pk_procmap_query)
-#define PK_PROCMAP_VMA_READABLE 0x1
-#define PK_PROCMAP_VMA_EXECUTABLE 0x4
-
-
-static int maps_add(struct maps *ms, size_t at, struct map m)
-{
-	if (ms->n == ms->alloc) {
-		size_t na = ms->alloc ? ms->alloc * 2 : 128;
-		struct map *nm = realloc(ms->m, na * sizeof(*nm));
-
-		if (!nm)
-			return -ENOMEM;
-		ms->m = nm;
-		ms->alloc = na;
-	}
-	memmove(&ms->m[at + 1], &ms->m[at], (ms->n - at) * sizeof(*ms->m));
-	ms->m[at] = m;
-	ms->n++;
-	return 0;
-}
-
-/* The mapping holding @addr from the kernel; 1 found, 0 none, -errno. */
-static int maps_query(int fd, uintptr_t addr, struct map *out)
-{
-	struct pk_procmap_query q;
-
-	memset(&q, 0, sizeof(q));
-	q.size = sizeof(q);
-	q.query_addr = addr;
-	if (ioctl(fd, PK_PROCMAP_QUERY, &q))
-		return errno == ENOENT ? 0 : -errno;
-	*out = (struct map){ q.vma_start, q.vma_end,
-			     !!(q.vma_flags & PK_PROCMAP_VMA_EXECUTABLE),
-			     !!(q.vma_flags & PK_PROCMAP_VMA_READABLE) };
-	return 1;
-}
-
-static int maps_read(struct maps *ms);
-
-/* Start a commit's view of the mappings. */
-static int maps_open(struct maps *ms)
-{
-	pid_t pid = getpid();
-	struct map probe;
-
-	memset(ms, 0, sizeof(*ms));
-	ms->query_fd = -1;
-	if (maps_fd >= 0 && maps_pid != pid) {
-		close(maps_fd);
-		maps_fd = -1;
-	}
-	if (maps_fd < 0 && procmap_query_ok != 0) {
-		maps_fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-		maps_pid = pid;
-	}
-	if (maps_fd >= 0 && procmap_query_ok < 0) {
-		/* PROBEKIT_TEST_MAPS_READ=1 keeps the older path tested. */
-		procmap_query_ok = !pk_env_flag("TEST_MAPS_READ") &&
-				   maps_query(maps_fd, (uintptr_t)maps_open,
-					      &probe) == 1;
-		pk_dbg("text: mappings by %s", procmap_query_ok
-			       ? "PROCMAP_QUERY" : "reading /proc/self/maps");
-	}
-	if (maps_fd >= 0 && procmap_query_ok == 1) {
-		ms->query_fd = maps_fd;
-		return 0;
-	}
-	return maps_read(ms);
-}
-
-/* Parse /proc/self/maps: one read loop and a hand parser (sscanf is slow). */
-static int maps_read(struct maps *ms)
-{
-	static char buf[1 << 16];	/* guarded by text_lock */
-	size_t alloc = 0, have = 0;
-	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-
-	ms->m = NULL;
-	ms->n = 0;
-	if (fd < 0)
-		return -errno;
-	for (;;) {
-		ssize_t r = read(fd, buf + have, sizeof(buf) - 1 - have);
-		char *p = buf, *nl;
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		have += (size_t)r;
-		buf[have] = 0;
-		/* Whole lines only; a partial last line waits for more. */
-		while ((nl = strchr(p, '\n'))) {
-			char *q;
-			uintptr_t s = strtoull(p, &q, 16), e;
-
-			e = strtoull(q + 1, &q, 16);
-			if (ms->n == alloc) {
-				size_t na = alloc ? alloc * 2 : 128;
-				struct map *nm = realloc(ms->m, na * sizeof(*nm));
-
-				if (!nm) {
-					close(fd);
-					return -ENOMEM;
-				}
-				ms->m = nm;
-				alloc = na;
-			}
-			ms->m[ms->n++] = (struct map){ s, e, q[3] == 'x',
-						       q[1] == 'r' };
-			p = nl + 1;
-		}
-		have -= (size_t)(p - buf);
-		memmove(buf, p, have);
-	}
-	close(fd);
-	ms->alloc = alloc;
-	return 0;
-}
-
-/*
- * The mapping holding @addr, or NULL (fetched from the kernel when @ms
- * queries). The pointer is good until the next maps_find().
- */
-static const struct map *maps_find(struct maps *ms, uintptr_t addr)
-{
-	size_t lo = 0, hi = ms->n;
-	struct map m = { 0 };
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (ms->m[mid].end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < ms->n && ms->m[lo].start <= addr)
-		return &ms->m[lo];
-	if (ms->query_fd < 0 || maps_query(ms->query_fd, addr, &m) != 1 ||
-	    maps_add(ms, lo, m))
-		return NULL;
-	return &ms->m[lo];
-}
-
 /* [addr, addr+len) lies in executable mappings; 1 if they are all readable. */
-static int range_exec(struct maps *ms, uintptr_t addr, size_t len,
+static int range_exec(struct pk_maps *ms, uintptr_t addr, size_t len,
 		      int *readable)
 {
 	uintptr_t end = addr + len;
+	struct pk_mapinfo m;
 
 	*readable = 1;
 	while (addr < end) {
-		const struct map *m = maps_find(ms, addr);
-
-		if (!m || !m->exec)
+		if (pk_maps_find(ms, addr, &m) || !(m.prot & PROT_EXEC))
 			return 0;
-		*readable &= m->read;
-		addr = m->end;
+		*readable &= !!(m.prot & PROT_READ);
+		addr = m.hi;
 	}
 	return 1;
 }
@@ -715,7 +525,7 @@ static int decode_site_uncached(const uint8_t *code, size_t len,
 	if (c->kind == CONT_TRAP && off != PK_ARCH_TRAP_LEN)
 		c->kind = CONT_NONE;	/* int3 followed by more: no */
 	else if (!nops_so_far && c->kind != CONT_TRAP)
-		c->kind = all_plain ? CONT_SLOT : CONT_NONE;
+		c->kind = all_plain ? CONT_XOL : CONT_NONE;
 	return 0;
 }
 
@@ -772,7 +582,7 @@ static int site_cmp(const void *a, const void *b)
 }
 
 /* Check one site against memory and fill in its old bytes and continuations. */
-static int validate(struct site *s, struct maps *ms)
+static int validate(struct site *s, struct pk_maps *ms)
 {
 	uint8_t old_starts[PK_TEXT_MAX], new_starts[PK_TEXT_MAX];
 	int readable, err;
@@ -850,7 +660,7 @@ enum pick { PICK_TRAP, PICK_NEW, PICK_OLD };
 #define MERGE_GAP 512
 #define RUN_MAX (64 * 1024)
 
-static int write_phase(struct site *s, size_t n, struct maps *ms,
+static int write_phase(struct site *s, size_t n, struct pk_maps *ms,
 		       size_t off, size_t len_max, enum pick pick)
 {
 	static uint8_t buf[RUN_MAX];	/* guarded by text_lock */
@@ -859,7 +669,7 @@ static int write_phase(struct site *s, size_t n, struct maps *ms,
 
 	while (i < n) {
 		uintptr_t start, end;
-		const struct map *m;
+		struct pk_mapinfo m;
 		size_t j;
 		int readable, err;
 
@@ -869,7 +679,8 @@ static int write_phase(struct site *s, size_t n, struct maps *ms,
 			break;
 		start = s[i].addr + off;
 		end = start + (len_max < s[i].len - off ? len_max : s[i].len - off);
-		m = maps_find(ms, start);
+		if (pk_maps_find(ms, start, &m))
+			m.hi = end;	/* validated: not seen */
 		/* Extend the run over following sites close enough. */
 		for (j = i + 1; j < n; j++) {
 			uintptr_t ns, ne;
@@ -880,7 +691,7 @@ static int write_phase(struct site *s, size_t n, struct maps *ms,
 			ne = ns + (len_max < s[j].len - off ? len_max
 							    : s[j].len - off);
 			if (ns - end > MERGE_GAP || ne - start > sizeof(buf) ||
-			    ne > m->end)
+			    ne > m.hi)
 				break;
 			end = ne;
 		}
@@ -953,7 +764,7 @@ static void unpublish(void)
  * meanwhile run the old bytes. If even that fails the table stays published
  * forever, so a thread that meets a leftover int3 still gets through.
  */
-static void rollback(struct site *s, size_t n, struct maps *ms)
+static void rollback(struct site *s, size_t n, struct pk_maps *ms)
 {
 	int err;
 
@@ -975,7 +786,6 @@ static int commit_locked(struct pk_batch *b)
 	struct site *s = b->sites;
 	size_t n = b->n, changed = 0;
 	struct inflight *t;
-	struct maps ms;
 	int err;
 
 	pk_assert_held(&text_lock);
@@ -997,20 +807,20 @@ static int commit_locked(struct pk_batch *b)
 			       " overlap", s[i - 1].addr, s[i].addr);
 			return -EINVAL;
 		}
-	err = maps_open(&ms);
+	err = pk_maps_open(&maps, 0);
 	if (err)
 		return err;
 	for (size_t i = 0; i < n && !err; i++) {
-		err = validate(&s[i], &ms);
+		err = validate(&s[i], &maps);
 		changed += s[i].changed;
 	}
 	for (size_t i = 0; i < n && !err; i++)
-		if (s[i].changed && s[i].to_new.kind == CONT_SLOT)
-			err = slot_get(s[i].addr, s[i].bytes, s[i].len,
+		if (s[i].changed && s[i].to_new.kind == CONT_XOL)
+			err = xol_get(s[i].addr, s[i].bytes, s[i].len,
 				       &s[i].to_new.target);
 	for (size_t i = 0; i < n && !err; i++)
-		if (s[i].changed && s[i].to_old.kind == CONT_SLOT &&
-		    slot_get(s[i].addr, s[i].old, s[i].len, &s[i].to_old.target))
+		if (s[i].changed && s[i].to_old.kind == CONT_XOL &&
+		    xol_get(s[i].addr, s[i].old, s[i].len, &s[i].to_old.target))
 			s[i].to_old.kind = CONT_NONE; /* rollback retries instead */
 	if (err || !changed)
 		goto out;
@@ -1037,25 +847,24 @@ static int commit_locked(struct pk_batch *b)
 	 * needs no sync.
 	 */
 	for (int phase = 1; phase <= 3; phase++) {
-		int runs = phase == 2 ? write_phase(s, n, &ms, 1, PK_TEXT_MAX, PICK_NEW)
-				      : write_phase(s, n, &ms, 0, 1,
+		int runs = phase == 2 ? write_phase(s, n, &maps, 1, PK_TEXT_MAX, PICK_NEW)
+				      : write_phase(s, n, &maps, 0, 1,
 						    phase == 1 ? PICK_TRAP : PICK_NEW);
 
 		if (runs < 0) {
 			err = runs;
-			rollback(s, n, &ms);
+			rollback(s, n, &maps);
 			goto out;
 		}
 		if (runs)
 			core_sync();
 		if (phase == 1 && b->hook && (err = b->hook(b->hook_arg))) {
-			rollback(s, n, &ms);
+			rollback(s, n, &maps);
 			goto out;
 		}
 	}
 	unpublish();						/* 4 */
 out:
-	free(ms.m);
 	if (err)
 		return err;
 	stats.commits++;
@@ -1103,15 +912,8 @@ int pk_batch_add(struct pk_batch *b, void *addr, const void *bytes, size_t len,
 		return -EINVAL;
 	if (len > PK_TEXT_MAX)
 		return -E2BIG;
-	if (b->n == b->cap) {
-		size_t nc = b->cap ? b->cap * 2 : 16;
-		struct site *ns = realloc(b->sites, nc * sizeof(*ns));
-
-		if (!ns)
-			return -ENOMEM;
-		b->sites = ns;
-		b->cap = nc;
-	}
+	if (PK_GROW(&b->sites, &b->cap, b->n + 1))
+		return -ENOMEM;
 	s = &b->sites[b->n++];
 	memset(s, 0, sizeof(*s));
 	s->addr = (uintptr_t)addr;

@@ -24,7 +24,7 @@ PK_HIDDEN void pk_batch_set_hook(struct pk_batch *b, int (*fn)(void *),
  * would, then continue after the site (the probe layer passes a
  * trampoline's relocated copy of the original bytes). This lets PC-relative
  * bytes, which the text layer cannot run out of line, be written, and
- * spares an out-of-line slot per site. Bytes with a continuation given need
+ * spares an out-of-line copy per site. Bytes with a continuation given need
  * not decode into whole instructions (the probe layer's int3 on the first
  * byte of a longer one); pass PK_TEXT_F_MERGE with them.
  */
