@@ -156,7 +156,11 @@ struct pk_atfork {
 };
 
 /* One atfork entry of a layer; any handler may be NULL. */
-#define PK_ATFORK(name, rnk, prep, par, chld)                                  	static const struct pk_atfork pk_atfork_##name                         		__attribute__((used, section("pk_atfork"), aligned(8))) = {    			.rank = (rnk), .prepare = (prep), .parent = (par),     			.child = (chld) }
+#define PK_ATFORK(name, rnk, prep, par, chld)                                  \
+	static const struct pk_atfork pk_atfork_##name                         \
+		__attribute__((used, section("pk_atfork"), aligned(8))) = {    \
+			.rank = (rnk), .prepare = (prep), .parent = (par),     \
+			.child = (chld) }
 
 /*
  * Data that probekit's signal path reads or writes, so must never fault
@@ -165,7 +169,10 @@ struct pk_atfork {
  * pk_signal_data_overlaps() sees them all. Thread-local objects have no
  * link-time address: their owners check those themselves.
  */
-#define PK_SIGNAL_DATA(obj)                                                    	static const struct pk_span pk_sigdata_##obj                           		__attribute__((used, section("pk_sigdata"), aligned(8))) = {   			&(obj), sizeof(obj) }
+#define PK_SIGNAL_DATA(obj)                                                    \
+	static const struct pk_span pk_sigdata_##obj                           \
+		__attribute__((used, section("pk_sigdata"), aligned(8))) = {   \
+			&(obj), sizeof(obj) }
 
 /* Whether [@lo, @hi) overlaps an object declared with PK_SIGNAL_DATA(). */
 PK_HIDDEN int pk_signal_data_overlaps(uintptr_t lo, uintptr_t hi);
