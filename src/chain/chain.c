@@ -176,7 +176,7 @@ chain_walk(struct pk_notifier *nb, unsigned long action, void *data,
 }
 
 /*
- * pk_chain_call() - see probekit.h.
+ * pk_chain_call() - see probekit/chain.h.
  * Context: atomic chains: any thread, async-signal-safe; blocking chains: any
  * thread, may block, not from a signal handler.
  */
@@ -302,7 +302,7 @@ static void chain_wait_readers(struct pk_chain *c)
 }
 
 /*
- * pk_chain_init() - see probekit.h.
+ * pk_chain_init() - see probekit/chain.h.
  * Context: any thread; not while @c is in use.
  */
 int pk_chain_init(struct pk_chain *c, enum pk_chain_type type)
@@ -443,16 +443,10 @@ static void chain_writer_unlock(struct pk_chain *c)
 	pthread_rwlock_unlock(&chain_fork_lock);
 }
 
-/*
- * Locking: c->pk_private_lock guards c->pk_private_head as written (readers
- * follow it without the lock), every nb->pk_private_next on the chain,
- * c->pk_private_phase (written only here), the key reference
- * (c->pk_private_reserved[0]) and the pk_key_inc()/pk_key_dec() calls on
- * c->key. c->pk_private_readers[] are counts updated atomically by readers.
- */
+/* Locking: beside struct pk_chain's private fields, in probekit/chain.h. */
 
 /*
- * pk_chain_register() - see probekit.h.
+ * pk_chain_register() - see probekit/chain.h.
  * Context: any thread, may block; not from a chain callback or signal handler.
  */
 int pk_chain_register(struct pk_chain *c, struct pk_notifier *nb)
@@ -499,7 +493,7 @@ out:
 }
 
 /*
- * pk_chain_unregister() - see probekit.h.
+ * pk_chain_unregister() - see probekit/chain.h.
  * Context: any thread, may block; not from a chain callback or signal handler.
  */
 int pk_chain_unregister(struct pk_chain *c, struct pk_notifier *nb)
@@ -541,7 +535,7 @@ int pk_chain_unregister(struct pk_chain *c, struct pk_notifier *nb)
 }
 
 /*
- * pk_thread_register() - see probekit.h.
+ * pk_thread_register() - see probekit/chain.h.
  * Context: any thread, may block; not from a signal handler.
  */
 int pk_thread_register(void)

@@ -37,7 +37,7 @@
  * load-and-branch and are left out of every later batch.
  *
  * A site whose key pointer is still NULL at registration cannot be sorted
- * or patched. probekit.h now refuses non-constant keys (constexpr in C++),
+ * or patched. probekit/key.h now refuses non-constant keys (constexpr in C++),
  * but a table built by an older header could hold one: C++ initialised a
  * function-local static at its first run when the key was a parameter of a
  * template. Such entries sort first, stay compiled (their check block
