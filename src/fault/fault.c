@@ -282,14 +282,12 @@ struct wstep {
 	unsigned int reopened;	/* wpages opened during the step (bits) */
 	int trap_blocked;	/* SIGTRAP was blocked where the fault was */
 	int how;		/* 0: page opened; else PK_ACCESS_MOVE_* */
-	int reg;		/* PK_ACCESS_MOVE_REG: the gregs index moved */
+	int reg;		/* PK_ACCESS_MOVE_REG: the register moved */
 	uintptr_t rip_next;	/* PK_ACCESS_MOVE_RIP: where to go on */
 	uintptr_t xol;		/* PK_ACCESS_MOVE_RIP: the code page mapped */
 	uint64_t old[WATCH_SLOTS];
 };
 static __thread struct wstep wstep __attribute__((tls_model("initial-exec")));
-
-#define X86_EFLAGS_TF 0x100
 
 /* Set by fault_init(): sysconf() is not on POSIX's async-signal-safe list. */
 static long page_size = 4096;
@@ -442,38 +440,22 @@ PK_NOPROBE static int watch_hit(siginfo_t *si, ucontext_t *uc)
  * leaves the stepper's claim on the page in place; the program gets its
  * signal with the shifted register in the context.
  */
-#define RESV_HALF ((size_t)2 << 30)
+#define RESV_HALF PK_ARCH_PCREL_REACH
 
 /*
- * Decode the access at the faulting instruction into @a: 0, or -ENOTSUP.
- * It is decoded from at most the bytes left on the instruction's page.
- */
-PK_NOPROBE static int wpage_decode(ucontext_t *uc, struct pk_access *a)
-{
-	greg_t *g = uc->uc_mcontext.gregs;
-	uintptr_t psz = (uintptr_t)page_size, rip = (uintptr_t)g[REG_RIP];
-	size_t avail = psz - (rip & (psz - 1));
-
-	if (avail > 15)
-		avail = 15;
-	return pk_arch_access((void *)rip, avail, g, a);
-}
-
-/*
- * Move the stepping thread's access @a (from wpage_decode()) to the alias;
- * 0 if it cannot be.
+ * Move the stepping thread's access @a (from pk_arch_access_at()) to the
+ * alias; 0 if it cannot be.
  */
 PK_NOPROBE static int wpage_move(struct wpage *pg, ucontext_t *uc,
 				 struct pk_access a)
 {
-	greg_t *g = uc->uc_mcontext.gregs;
-	uintptr_t psz = (uintptr_t)page_size, rip = (uintptr_t)g[REG_RIP];
+	uintptr_t psz = (uintptr_t)page_size, rip = pk_arch_pc(uc);
 	uintptr_t delta = (uintptr_t)pg->alias - pg->page, cp;
 
 	if (a.addr < pg->page || a.addr + a.size > pg->page + psz)
 		return 0;
 	if (a.how == PK_ACCESS_MOVE_REG) {
-		g[a.reg] += (greg_t)delta;
+		pk_arch_reg_add(uc, a.reg, delta);
 		wstep.reg = a.reg;
 		wstep.how = a.how;
 		return 1;
@@ -494,7 +476,7 @@ PK_NOPROBE static int wpage_move(struct wpage *pg, ucontext_t *uc,
 		     MAP_FIXED | MAP_NORESERVE, -1, 0);
 		return 0;	/* W^X policy (MDWE): open the page instead */
 	}
-	g[REG_RIP] = (greg_t)(rip + delta);
+	pk_arch_set_pc(uc, rip + delta);
 	wstep.rip_next = rip + a.len;
 	wstep.xol = cp;
 	wstep.how = a.how;
@@ -504,12 +486,11 @@ PK_NOPROBE static int wpage_move(struct wpage *pg, ucontext_t *uc,
 /* Undo wpage_move() after the step. */
 PK_NOPROBE static void wpage_unmove(struct wpage *pg, ucontext_t *uc)
 {
-	greg_t *g = uc->uc_mcontext.gregs;
-
 	if (wstep.how == PK_ACCESS_MOVE_REG) {
-		g[wstep.reg] -= (greg_t)((uintptr_t)pg->alias - pg->page);
+		pk_arch_reg_add(uc, wstep.reg,
+				pg->page - (uintptr_t)pg->alias);
 	} else if (wstep.how == PK_ACCESS_MOVE_RIP) {
-		g[REG_RIP] = (greg_t)wstep.rip_next;
+		pk_arch_set_pc(uc, wstep.rip_next);
 		mmap((void *)wstep.xol, (size_t)page_size, PROT_NONE,
 		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
 		     -1, 0);
@@ -587,7 +568,7 @@ PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 	 * The range the instruction accesses: an access that starts before
 	 * a watched value (si_addr) but covers it touches it too.
 	 */
-	decoded = !wpage_decode(uc, &a);
+	decoded = !pk_arch_access_at(uc, (uintptr_t)page_size, &a);
 	if (decoded && a.addr <= wstep.addr && a.addr + a.size > wstep.addr) {
 		wstep.addr = (uintptr_t)a.addr;
 		wstep.end = (uintptr_t)a.addr + a.size;
@@ -618,7 +599,7 @@ PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 		    __atomic_load_n(&watches[i].active, __ATOMIC_ACQUIRE))
 			wstep.old[i] = watch_read(wview(pg, watches[i].addr),
 						  watches[i].len);
-	uc->uc_mcontext.gregs[REG_EFL] |= X86_EFLAGS_TF;
+	pk_arch_set_step(uc, 1);
 	return PK_FAULT_HANDLED;
 }
 
@@ -636,7 +617,7 @@ PK_NOPROBE static int wpage_step(ucontext_t *uc)
 	struct rslot *rs;
 	unsigned long *rc;
 
-	uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)X86_EFLAGS_TF;
+	pk_arch_set_step(uc, 0);
 	rc = rd_lock(&rs);
 	/*
 	 * Opened page: protect it again before reading the values, not
@@ -747,18 +728,6 @@ static PK_NOPROBE_INLINE const struct ent *tab_find(const struct tab *t,
 	return &t->e[lo - 1];
 }
 
-/* x86 page-fault error code: bit 1 write, bit 4 instruction fetch. */
-static PK_NOPROBE_INLINE unsigned int access_kind(const ucontext_t *uc)
-{
-	unsigned long err = (unsigned long)uc->uc_mcontext.gregs[REG_ERR];
-
-	if (uc->uc_mcontext.gregs[REG_TRAPNO] != 14)
-		return 0;	/* not a page fault: unknown */
-	if (err & 0x10)
-		return PK_ACCESS_EXEC;
-	return err & 0x2 ? PK_ACCESS_WRITE : PK_ACCESS_READ;
-}
-
 /*
  * Look @addr up in *@tabp and call its handler inside a read side; *@sp is
  * set to the calling thread's slot.
@@ -807,7 +776,7 @@ PK_NOPROBE static void fault_entry(int sig, siginfo_t *si, void *ctx)
 	__asm__ volatile("" ::: "memory");
 	f.addr = si->si_addr;
 	f.start = NULL;
-	f.access = access_kind(uc);
+	f.access = pk_arch_fault_access(uc);
 	f.signo = sig;
 	f.code = si->si_code;
 	f.siginfo = si;
@@ -843,7 +812,6 @@ other:
  */
 PK_NOPROBE static int fault_hook(int sig, siginfo_t *si, ucontext_t *uc)
 {
-	greg_t *g = uc->uc_mcontext.gregs;
 	struct pk_fault f;
 	struct rslot *rs;
 	int ret = 0, r;
@@ -859,7 +827,7 @@ PK_NOPROBE static int fault_hook(int sig, siginfo_t *si, ucontext_t *uc)
 	case SIGSEGV:
 	case SIGBUS:
 		f.addr = si->si_addr;
-		f.access = access_kind(uc);
+		f.access = pk_arch_fault_access(uc);
 		if (sig == SIGSEGV && si->si_code == SEGV_ACCERR &&
 		    wpage_retired((uintptr_t)si->si_addr)) {
 			ret = 1;	/* a watchpoint's page, open again: retry */
@@ -876,15 +844,15 @@ PK_NOPROBE static int fault_hook(int sig, siginfo_t *si, ucontext_t *uc)
 			ret = 1;
 			goto out;
 		}
-		if (si->si_code != SI_KERNEL)	/* not an int3 */
+		if (!pk_arch_trap_hit(si))	/* not a trap instruction */
 			break;
-		f.addr = (void *)(g[REG_RIP] - PK_ARCH_TRAP_LEN);
+		f.addr = (void *)pk_arch_trap_addr(uc);
 		f.access = PK_ACCESS_EXEC;
 		goto trap;
 	case SIGILL:
 		if (si->si_code <= 0)
 			break;
-		f.addr = (void *)g[REG_RIP];
+		f.addr = (void *)pk_arch_pc(uc);
 		f.access = PK_ACCESS_EXEC;
 	trap:
 		if (dispatch(&traps, (uintptr_t)f.addr, &f, &rs)) {
@@ -1138,7 +1106,6 @@ static int writer_lock(void)
 static int own_data(uintptr_t lo, uintptr_t hi);
 
 static void wpage_quiesce(struct wpage *pg);
-static void page_copy(void *dst, const void *src, size_t len);
 
 static void snap_free(struct wpage *pg)
 {
@@ -1212,7 +1179,7 @@ static void fault_fork_prepare(void)
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p == MAP_FAILED)
 			continue;
-		page_copy(p, pg->alias, psz);
+		pk_arch_copy_unchecked(p, pg->alias, psz);
 		pg->snap = p;
 	}
 }
@@ -1578,17 +1545,6 @@ static int wpage_prot(const struct wpage *pg)
 	return prot;
 }
 
-/*
- * Copy a whole page, whatever the program keeps in it: under ASan a page of
- * globals holds redzones that memcpy() would report (rep movsb is not
- * intercepted).
- */
-static void page_copy(void *dst, const void *src, size_t len)
-{
-	__asm__ volatile("rep movsb"
-			 : "+D"(dst), "+S"(src), "+c"(len) : : "memory");
-}
-
 /* Wait until no thread is between a fault on @pg and its step. */
 static void wpage_quiesce(struct wpage *pg)
 {
@@ -1620,8 +1576,8 @@ static int wpage_remap(struct wpage *pg, int prot, const void *src)
 	 * @src: a copy that cannot change (fork), or the page itself while
 	 * writers fault and wait (busy).
 	 */
-	page_copy(tmp, src ? src : pg->alias ? pg->alias : (char *)pg->page,
-		  psz);
+	pk_arch_copy_unchecked(tmp, src ? src : pg->alias ? pg->alias :
+			       (char *)pg->page, psz);
 	munmap(tmp, psz);
 	if (mmap(pg->resv + RESV_HALF, psz, PROT_READ | PROT_WRITE,
 		 MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED ||
@@ -1681,7 +1637,7 @@ static void wpage_unalias(struct wpage *pg)
 	tmp = mmap(NULL, psz, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (tmp != MAP_FAILED) {
-		page_copy(tmp, pg->alias, psz);
+		pk_arch_copy_unchecked(tmp, pg->alias, psz);
 		mprotect(tmp, psz, pg->orig_prot);
 		if (mremap(tmp, psz, psz, MREMAP_MAYMOVE | MREMAP_FIXED,
 			   (void *)pg->page) == MAP_FAILED) {
