@@ -40,26 +40,12 @@
  * replaced whole (copy, edit, publish) under pk_fault_lock. The signal path
  * reads them without a lock, SRCU style, as chain.c's path (b) does, but
  * with reader counts that each thread owns, so that a handled fault costs
- * no locked instruction and no cache line shared with other threads:
- *
- *   reader:  idx = phase & 1; my->nest[idx]++ (a plain store: only this
- *            thread writes its slot, and a nested signal handler restores
- *            what it changed); barrier A; t = load table; search; call the
- *            handler; my->nest[idx]-- (release).
- *   writer:  publish the new table (W1); barrier B; wait until every
- *            slot's nest[idle] == 0; flip phase; wait until every slot's
- *            nest[old] == 0; free the old table.
- *
- * Barriers A and B are an asymmetric pair: A is a compiler barrier and B is
- * membarrier(PRIVATE_EXPEDITED), which runs a full barrier on every core
- * that is running one of our threads (where the kernel lacks it, A is a
- * full fence and B nothing). A reader that can still see the old table did
- * its increment before the point where B's barrier hit its thread (its
- * table load came before it), so the writer, reading after B, sees the
- * count and waits. Readers arriving after the flip use the other count, so
- * the wait ends even while threads keep faulting; only readers that loaded
- * the phase before the previous flip can be on the idle count, a bounded
- * number. One grace period per change, not per entry.
+ * no locked instruction and no cache line shared with other threads. A
+ * writer publishes a new table, waits one grace period and frees the old
+ * one: the protocol, steps R1-R4 for readers and W1-W5 for writers, is
+ * numbered beside pk_fault_wait_readers(), and every barrier below names
+ * its partner by those numbers. One grace period per change, not per
+ * entry.
  *
  * Slots: a thread claims one on its first fault (a compare-and-swap on a
  * free slot's owner: async-signal-safe), and keeps it. A slot whose owner
@@ -230,12 +216,14 @@ static PK_NOPROBE_INLINE unsigned long *rd_lock(struct rd_slot **sp)
 	*sp = s;
 	c = &s->nest[__atomic_load_n(&hot.phase, __ATOMIC_RELAXED) & 1];
 	if (__builtin_expect(s == &shared_rd, 0)) {
+		/* R1 and R2 in one: a full barrier itself. */
 		__atomic_add_fetch(c, 1, __ATOMIC_SEQ_CST);
 		return c;
 	}
+	/* R1: a plain increment (see pk_fault_wait_readers()). */
 	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1,
 			 __ATOMIC_RELAXED);
-	/* Barrier A: pairs with barrier B in pk_fault_wait_readers(). */
+	/* R2, barrier A: pairs with W2, barrier B. */
 	if (__builtin_expect(hot.rd_fence, 0))
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	else
@@ -243,6 +231,7 @@ static PK_NOPROBE_INLINE unsigned long *rd_lock(struct rd_slot **sp)
 	return c;
 }
 
+/* R4: release, pairs with W3/W5's acquire loads in wait_zero(). */
 static PK_NOPROBE_INLINE void rd_unlock(struct rd_slot *s, unsigned long *c)
 {
 	if (__builtin_expect(s == &shared_rd, 0))
@@ -309,6 +298,7 @@ static PK_NOPROBE_INLINE int dispatch(struct tab **tabp, uintptr_t addr,
 	const struct ent *e;
 	int ret = PK_FAULT_UNHANDLED;
 
+	/* R3: acquire, pairs with W1 in tab_replace(): the entries too. */
 	e = tab_find(__atomic_load_n(tabp, __ATOMIC_ACQUIRE), addr);
 	if (e) {
 		f->start = (void *)e->start;
@@ -380,6 +370,7 @@ other:
 static PK_NOPROBE_INLINE int client_hook(int sig, siginfo_t *si,
 					 ucontext_t *uc)
 {
+	/* Acquire: pairs with pk_fault_client_join()'s release store. */
 	const struct pk_fault_client *c = __atomic_load_n(&client,
 							  __ATOMIC_ACQUIRE);
 
@@ -460,7 +451,10 @@ out:
 
 /* ------------------------------------------------------------- writers */
 
-/* Wait until every thread's count of read sides of phase @idx was 0. */
+/*
+ * W3/W5: wait until every thread's count of read sides of phase @idx was
+ * 0. Acquire: pairs with R4 in rd_unlock().
+ */
 static void wait_zero(unsigned int idx)
 {
 	struct timespec ts = { 0, 20000 };
@@ -479,8 +473,41 @@ static void wait_zero(unsigned int idx)
 }
 
 /*
- * Wait until no signal handler can still hold a table replaced (or a
- * watchpoint switched off) before the call.
+ * pk_fault_wait_readers() - one grace period: every read side that was open
+ * when it was called has closed when it returns, so nothing unpublished
+ * before the call (a table tab_replace() swapped out, a watchpoint
+ * switched off) is still in use.
+ *
+ * Protocol. A reader (rd_lock(), what it reads, rd_unlock()):
+ *   R1. idx = phase & 1 (relaxed); my->nest[idx]++: a plain store, as only
+ *       this thread writes its slot and a nested signal handler restores
+ *       what it changed (the shared counts: a locked add, which is R2 too);
+ *   R2. barrier A: a compiler barrier; a full fence instead where barrier
+ *       B cannot be had (hot.rd_fence);
+ *   R3. load what is published (a table in dispatch(), acquire; a watch's
+ *       active flag in watch.c), use it, call the handler;
+ *   R4. my->nest[idx]-- (release).
+ * The writer, pk_fault_lock held:
+ *   W1. unpublish, before the call: tab_replace()'s exchange, or watch.c's
+ *       active = 0 (seq_cst);
+ *   W2. barrier B: membarrier(PRIVATE_EXPEDITED), which runs a full
+ *       barrier on every core that is running one of our threads; with
+ *       fencing readers, a full fence here;
+ *   W3. wait until every slot's nest[idle] == 0 (acquire), idle being the
+ *       side R1 does not pick now: only readers that loaded the phase
+ *       before the previous flip can count there, a bounded number;
+ *   W4. flip the phase (seq_cst): readers from now on count on the side
+ *       W3 emptied, so W5 ends even while threads keep faulting;
+ *   W5. wait until every slot's nest[old] == 0 (acquire): only readers that
+ *       loaded the phase before W4 can still add to it, a bounded number.
+ * Then the caller frees what it unpublished.
+ *
+ * Why: A and B are an asymmetric pair. A reader whose R1 came before the
+ * point where B's barrier hit its thread has its count seen by W3/W5
+ * (which run after B) and is waited for; a reader whose R1 came after it
+ * does R3 after it as well, and sees W1, not the old thing. W3/W5's
+ * acquire loads pair with R4's release: the reader's last use of the old
+ * thing happens before the caller frees it. W4 is for liveness only.
  */
 void pk_fault_wait_readers(void)
 {
@@ -488,17 +515,21 @@ void pk_fault_wait_readers(void)
 
 	pk_assert_held(&pk_fault_lock);
 	/*
-	 * Barrier B: pairs with barrier A in rd_lock(). Registered, it does
-	 * not fail; if it did, readers fence from now on, and this thread's
-	 * fence is all that is left to give (ret.c fences there too).
+	 * W2, barrier B: pairs with R2, barrier A, in rd_lock(). Registered,
+	 * membarrier does not fail; if it did, readers fence from now on, and
+	 * this thread's fence is all that is left to give (ret.c fences there
+	 * too). Fencing readers pair with this thread's fence: C11 orders a
+	 * fence against a fence, not against W1's seq_cst store alone.
 	 */
-	if (!hot.rd_fence && pk_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)) {
+	if (hot.rd_fence) {
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	} else if (pk_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)) {
 		__atomic_store_n(&hot.rd_fence, 1, __ATOMIC_RELAXED);
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	}
-	wait_zero((p + 1) & 1);
-	__atomic_store_n(&hot.phase, p + 1, __ATOMIC_SEQ_CST);
-	wait_zero(p & 1);
+	wait_zero((p + 1) & 1);					/* W3 */
+	__atomic_store_n(&hot.phase, p + 1, __ATOMIC_SEQ_CST);	/* W4 */
+	wait_zero(p & 1);					/* W5 */
 }
 
 /*
@@ -570,7 +601,10 @@ static void tab_replace(struct tab **tabp, struct tab *t)
 		tab_free(t);
 		t = NULL;
 	}
-	/* W1: pairs with R1 in dispatch(). */
+	/*
+	 * W1 (pk_fault_wait_readers()): its release half pairs with R3's
+	 * acquire load in dispatch(), which then sees @t's entries.
+	 */
 	old = __atomic_exchange_n(tabp, t, __ATOMIC_SEQ_CST);
 	pk_fault_wait_readers();
 	tab_free(old);
@@ -645,9 +679,9 @@ static int tab_remove(struct tab **tabp, uintptr_t start)
 }
 
 /*
- * Barriers A and B (see "Tables and their readers"), chosen before the
- * first read side can run: every read side follows a registration; and
- * whether handled faults may resume without rt_sigreturn. Tests force the
+ * Barriers A and B (R2 and W2, pk_fault_wait_readers()), chosen before
+ * the first read side can run: every read side follows a registration;
+ * and whether handled faults may resume without rt_sigreturn. Tests force the
  * fallbacks: PROBEKIT_FAULT_FENCE=1 as if the kernel had no membarrier,
  * PROBEKIT_FAULT_SLOTS=N as if only N slots existed,
  * PROBEKIT_FAULT_SIGRETURN=1 as if resuming needed rt_sigreturn.
@@ -777,7 +811,7 @@ int pk_fault_client_join(const struct pk_fault_client *c)
 	pk_assert_held(&pk_fault_lock);
 	if (client && client != c)
 		return -EBUSY;
-	/* Its hook's fields before the pointer: pairs with client_hook(). */
+	/* Release: pairs with client_hook()'s acquire load. */
 	__atomic_store_n(&client, c, __ATOMIC_RELEASE);
 	return update_hooks();
 }

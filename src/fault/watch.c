@@ -64,6 +64,35 @@
  * and stays: until then the signal path tests nothing of watchpoints.
  * Their state is guarded by pk_fault_lock and read on the signal path
  * inside the fault layer's read side.
+ *
+ * Memory ordering
+ * ---------------
+ *
+ * A watch is published and unpublished through its active flag, read
+ * inside the fault layer's read side: active = 0 is W1 of the grace period
+ * (fault.c, pk_fault_wait_readers()), the handlers' seq_cst loads of it
+ * are R3, and pk_watch_remove() waits one grace period before the handle
+ * may be reused. A watched page has two handshakes of its own, numbered
+ * for the barriers below:
+ *   P1. a faulter (wpage_fault()) counts itself in pg->steps, then loads
+ *       pg->busy (both seq_cst);
+ *   P2. a converter (wpage_quiesce(): add, remove, fork) stores busy = 1,
+ *       then waits for steps == 0 (both seq_cst): with P1 either it sees
+ *       the faulter's count and waits for it, or the faulter sees busy,
+ *       takes its count back and waits;
+ *   P3. the converter stores busy = 0 (release) once the page is in its
+ *       new state; a waiting faulter's acquire load of busy sees that
+ *       state when it retries;
+ *   P4. one stepper per page: a faulter claims pg->stepper by a
+ *       compare-and-swap (acquire) or waits for it to be 0 (acquire);
+ *   P5. the stepper, after protecting the page again, stores stepper = 0
+ *       (release): its page state happens before the next claim (P4);
+ *   P6. a step (or a faulter backing out) ends by taking its count off
+ *       steps (seq_cst): what P2 waits for.
+ * The fields a page is served with (page, orig_prot, alias) are set
+ * before pg->nw is stored (release) and wpage_fault() loads nw (acquire)
+ * before it uses them; pg->prot, the protection a step gives back, is
+ * stored with release and loaded with acquire the same way.
  */
 
 #include <dirent.h>
@@ -189,6 +218,7 @@ PK_NOPROBE static int watch_hit(siginfo_t *si, ucontext_t *uc)
 		return 0;
 	w = &watches[data & 0xff];
 	pk_fault_read_enter(&rd);
+	/* R3: pairs with W1 (active = 0) and with the publication. */
 	if (__atomic_load_n(&w->active, __ATOMIC_SEQ_CST)) {
 		h.addr = (void *)w->addr;
 		h.len = w->len;
@@ -316,20 +346,18 @@ PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 		mprotect((void *)pg->page, (size_t)psz, pg->orig_prot);
 		return PK_FAULT_HANDLED;
 	}
-	/*
-	 * Counted before looking at busy, and the converter sets busy before
-	 * waiting for the count to drop (both seq_cst): either it waits for
-	 * us or we see busy and wait for it (watch_page_add/remove, fork).
-	 */
+	/* P1 ("Memory ordering"): pairs with P2 in wpage_quiesce(). */
 	__atomic_add_fetch(&pg->steps, 1, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&pg->busy, __ATOMIC_SEQ_CST)) {
-		__atomic_sub_fetch(&pg->steps, 1, __ATOMIC_SEQ_CST);
+		__atomic_sub_fetch(&pg->steps, 1, __ATOMIC_SEQ_CST);	/* P6 */
+		/* Acquire: pairs with P3, the converter's busy = 0. */
 		while (__atomic_load_n(&pg->busy, __ATOMIC_ACQUIRE))
 			sched_yield();
 		return PK_FAULT_HANDLED;	/* retry on the new mapping */
 	}
+	/* Acquire: pairs with watch_page_add()'s release store of nw. */
 	if (!__atomic_load_n(&pg->nw, __ATOMIC_ACQUIRE)) {
-		__atomic_sub_fetch(&pg->steps, 1, __ATOMIC_SEQ_CST);
+		__atomic_sub_fetch(&pg->steps, 1, __ATOMIC_SEQ_CST);	/* P6 */
 		return PK_FAULT_UNHANDLED;
 	}
 	/*
@@ -339,12 +367,13 @@ PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 	 * third thread opened the page meanwhile). So no two steps overlap:
 	 * a change of a watched value is reported by exactly one step.
 	 * The wait is bounded: the stepper is one instruction away from its
-	 * trap. Released in wpage_step().
+	 * trap. Released in wpage_step(). P4: the claim and the wait are
+	 * acquire, pairing with P5 there.
 	 */
 	if (!__atomic_compare_exchange_n(&pg->stepper, &(uintptr_t){ 0 },
 					 (uintptr_t)&wstep, 0, __ATOMIC_ACQUIRE,
 					 __ATOMIC_RELAXED)) {
-		__atomic_sub_fetch(&pg->steps, 1, __ATOMIC_SEQ_CST);
+		__atomic_sub_fetch(&pg->steps, 1, __ATOMIC_SEQ_CST);	/* P6 */
 		while (__atomic_load_n(&pg->stepper, __ATOMIC_ACQUIRE))
 			sched_yield();
 		return PK_FAULT_HANDLED;
@@ -382,7 +411,7 @@ PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 	/*
 	 * The values before the step: through the alias, or else from the
 	 * page just opened (a read watch's page is unreadable until then).
-	 * Nothing has run the instruction yet.
+	 * Nothing has run the instruction yet. R3 of dispatch()'s read side.
 	 */
 	for (unsigned int i = 0; i < WATCH_SLOTS; i++)
 		if (watches[i].pg == pg &&
@@ -422,6 +451,7 @@ PK_NOPROBE static int wpage_step(ucontext_t *uc)
 		struct pk_watch *w = &watches[i];
 		int touched;
 
+		/* R3: pairs with W1 in watch_page_remove(). */
 		if (w->pg != pg || !__atomic_load_n(&w->active, __ATOMIC_SEQ_CST))
 			continue;
 		h[n].new_value = watch_read(wview(pg, w->addr), w->len);
@@ -453,11 +483,11 @@ PK_NOPROBE static int wpage_step(ucontext_t *uc)
 	wstep.reopened = 0;
 	if (wstep.trap_blocked)
 		sigaddset(&uc->uc_sigmask, SIGTRAP);
-	/* Pairs with the compare-exchange in wpage_fault(). */
+	/* P5: pairs with P4, the claim and the wait in wpage_fault(). */
 	__atomic_store_n(&pg->stepper, 0, __ATOMIC_RELEASE);
 	pk_fault_read_leave(&rd);
 	wstep.pg = NULL;
-	__atomic_sub_fetch(&pg->steps, 1, __ATOMIC_SEQ_CST);
+	__atomic_sub_fetch(&pg->steps, 1, __ATOMIC_SEQ_CST);	/* P6 */
 	return 1;
 }
 
@@ -480,6 +510,7 @@ PK_NOPROBE __attribute__((cold)) static int wpage_retired(uintptr_t addr)
 	uintptr_t page = addr & ~(uintptr_t)(page_size - 1);
 
 	for (unsigned int i = 0; i < RETIRED_N; i++) {
+		/* Acquire: pairs with watch_page_remove()'s release. */
 		if (__atomic_load_n(&retired[i], __ATOMIC_ACQUIRE) != page)
 			continue;
 		if (retry_addr == addr) {
@@ -720,7 +751,7 @@ static int wpage_prot(const struct wpage *pg)
 /* Wait until no thread is between a fault on @pg and its step. */
 static void wpage_quiesce(struct wpage *pg)
 {
-	/* Pairs with the increment and busy check in wpage_fault(). */
+	/* P2: pairs with P1 in wpage_fault(); waits for P6. */
 	__atomic_store_n(&pg->busy, 1, __ATOMIC_SEQ_CST);
 	while (__atomic_load_n(&pg->steps, __ATOMIC_SEQ_CST))
 		sched_yield();
@@ -795,7 +826,7 @@ static void wpage_alias(struct wpage *pg)
 	} else {
 		pg->alias = resv + RESV_HALF;
 	}
-	__atomic_store_n(&pg->busy, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&pg->busy, 0, __ATOMIC_RELEASE);	/* P3 */
 }
 
 /* The last watch went: a private page with the bytes and protection back. */
@@ -825,7 +856,7 @@ static void wpage_unalias(struct wpage *pg)
 	}
 	munmap(pg->resv, 2 * RESV_HALF);
 	pg->resv = pg->alias = NULL;
-	__atomic_store_n(&pg->busy, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&pg->busy, 0, __ATOMIC_RELEASE);	/* P3 */
 }
 
 /* Page mechanism: protect @w's page and join the fault chain. */
@@ -862,8 +893,11 @@ static int watch_page_add(struct pk_watch *w)
 			wpage_alias(pg);
 	}
 	w->pg = pg;
+	/* Release: pairs with wpage_fault()'s acquire load of nw. */
 	__atomic_store_n(&pg->nw, pg->nw + 1, __ATOMIC_RELEASE);
+	/* Published: pairs with R3 in wpage_fault() and wpage_step(). */
 	__atomic_store_n(&w->active, 1, __ATOMIC_SEQ_CST);
+	/* Release: pairs with wpage_step()'s acquire load of prot. */
 	__atomic_store_n(&pg->prot, wpage_prot(pg), __ATOMIC_RELEASE);
 	if (mprotect((void *)page, psz, pg->prot)) {
 		err = -errno;
@@ -880,12 +914,15 @@ static void watch_page_remove(struct pk_watch *w)
 	int last = pg->nw == 1;
 
 	pk_assert_held(&pk_fault_lock);
+	/* W1 of the grace period below (pk_fault_wait_readers()). */
 	__atomic_store_n(&w->active, 0, __ATOMIC_SEQ_CST);
 	w->pg = NULL;
 	/*
 	 * The new protection first (the page's own after the last watch), so
 	 * threads stop faulting on it and a step in flight re-protects with
 	 * it; remembered as retired before the range goes (wpage_retired()).
+	 * Both release: pair with the acquire loads of wpage_step() and
+	 * wpage_retired().
 	 */
 	__atomic_store_n(&pg->prot, last ? pg->orig_prot : wpage_prot(pg),
 			 __ATOMIC_RELEASE);
@@ -904,8 +941,8 @@ static void watch_page_remove(struct pk_watch *w)
 	}
 	/*
 	 * The slot may serve another page next: wait for threads still
-	 * stepping over this one (a bounded wait: the page faults no more).
-	 * Pairs with the increment in wpage_fault().
+	 * stepping over this one (a bounded wait: the page faults no more):
+	 * P2's wait, without busy, for P6.
 	 */
 	while (__atomic_load_n(&pg->steps, __ATOMIC_SEQ_CST))
 		sched_yield();
@@ -966,7 +1003,7 @@ static void watch_fork_parent(void)
 {
 	for (unsigned int i = 0; i < WATCH_SLOTS; i++) {
 		snap_free(&wpages[i]);
-		__atomic_store_n(&wpages[i].busy, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&wpages[i].busy, 0, __ATOMIC_RELEASE); /* P3 */
 	}
 	pk_fault_fork_release(0);
 }
@@ -1033,10 +1070,14 @@ int pk_watch_add(void *addr, size_t len, unsigned int access, pk_watch_fn fn,
 	w->shadow = watch_read(a, len);
 	err = pk_fault_client_join(&watch_client);
 	if (!err && !force_page) {
-		/* Published before the first event can fire. */
+		/*
+		 * Published, its fields before it, before the first event can
+		 * fire: pairs with R3 in watch_hit().
+		 */
 		__atomic_store_n(&w->active, 1, __ATOMIC_SEQ_CST);
 		err = watch_open_all(w, slot);
 		if (err) {
+			/* W1 (pk_fault_wait_readers()). */
 			__atomic_store_n(&w->active, 0, __ATOMIC_SEQ_CST);
 			watch_close_all(w);
 			pk_fault_wait_readers();
@@ -1086,6 +1127,7 @@ int pk_watch_remove(struct pk_watch *w)
 	if (w->pg) {
 		watch_page_remove(w);
 	} else {
+		/* W1 (pk_fault_wait_readers()). */
 		__atomic_store_n(&w->active, 0, __ATOMIC_SEQ_CST);
 		watch_close_all(w);
 		pk_fault_wait_readers();
