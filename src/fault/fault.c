@@ -47,10 +47,10 @@
  * its partner by those numbers. One grace period per change, not per
  * entry.
  *
- * Slots: a thread claims one on its first fault (a compare-and-swap on a
- * free slot's owner: async-signal-safe), and keeps it. A slot whose owner
- * has died (tgkill says ESRCH) is taken over by the next thread that finds
- * none free. When all RD_SLOTS are held by live threads, a thread uses the
+ * Reader slots: a thread claims one on its first fault (a compare-and-
+ * swap on a free slot's owner: async-signal-safe), and keeps it. A slot
+ * whose owner has died (tgkill says ESRCH) is taken over by the next
+ * thread that finds none free. When all RD_SLOTS are held by live threads, a thread uses the
  * shared counts (locked increments, as before), which are waited for too.
  * The counters of handled faults and traps live in the slot as well.
  *
@@ -70,11 +70,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/ucontext.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <sys/syscall.h>
 
 #include "arch/arch.h"
 #include "fault/fault.h"
@@ -102,6 +101,17 @@ struct tab {
 #define SMALL_TAB 3
 
 /*
+ * pk_fault_lock serialises the fault layer's writers, the core's and its
+ * client's (fault.h). Of the core's data below it guards hot.ranges and
+ * traps as pointers to replace (the tables themselves never change: the
+ * signal path loads the pointers atomically, see pk_fault_wait_readers()),
+ * the phase flips (W4), n_die and the die chain's registrations, client,
+ * and the signal hooks' state (update_hooks()); watch.c marks what it
+ * guards of the client's.
+ */
+pthread_mutex_t pk_fault_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/*
  * What a handled fault reads, in one page and few cache lines, with the
  * range table if it is small: after the kernel's round trip each distinct
  * line (and page) the signal path touches is likely a miss, and together
@@ -109,10 +119,12 @@ struct tab {
  * holds two tables, the published one and the next (see tab_alloc()).
  */
 static struct {
-	struct tab *ranges;	/* atomic; fault chain */
-	unsigned int phase;	/* atomic; see "Tables and their readers" */
-	int rd_fence;		/* no membarrier: barrier A is a full fence */
-	int resume;		/* handled faults resume without rt_sigreturn */
+	struct tab *ranges;	/* atomic; fault chain; pk_fault_lock */
+	unsigned int phase;	/* atomic; flipped under pk_fault_lock */
+	int rd_fence;		/* no membarrier: barrier A is a full fence
+				   (rd_setup(), or W2 once it failed) */
+	int resume;		/* handled faults resume without rt_sigreturn
+				   (rd_setup()) */
 	struct {
 		struct tab t;
 		struct ent e[SMALL_TAB];
@@ -122,8 +134,20 @@ PK_SIGNAL_DATA(hot);
 _Static_assert(offsetof(__typeof__(hot.small[0]), e) ==
 	       offsetof(struct tab, e), "hot.small[i].t.e[] is hot.small[i].e");
 
-static struct tab *traps;	/* atomic; trap chain (end = start + 1) */
+static struct tab *traps;	/* atomic; trap chain (end = start + 1);
+				   pk_fault_lock */
 PK_SIGNAL_DATA(traps);
+
+static size_t n_die;		/* pk_fault_lock; atomic for the signal path */
+static PK_CHAIN_ATOMIC_DEFINE(die_chain);	/* registered under
+						   pk_fault_lock */
+PK_SIGNAL_DATA(n_die);
+PK_SIGNAL_DATA(die_chain);
+
+/* The one client (fault.h): set once, under pk_fault_lock; atomic. */
+static const struct pk_fault_client *client;
+PK_SIGNAL_DATA(client);
+
 /*
  * A thread's read-side counts, on a cache line of its own (see "Tables and
  * their readers"). Written by its owner only, except by fork's child.
@@ -136,26 +160,15 @@ struct rd_slot {
 	pid_t owner;		/* atomic: tid, 0 when free */
 } __attribute__((aligned(64)));
 
+/* No lock: a slot is claimed by compare-and-swap (rd_slot_claim()). */
 #define RD_SLOTS 256
-static struct rd_slot slots[RD_SLOTS];
-static unsigned int rd_nslots = RD_SLOTS;	/* fewer: PROBEKIT_FAULT_SLOTS */
-static struct rd_slot shared_rd;	/* threads without a slot: locked operations */
-PK_SIGNAL_DATA(slots);
+static struct rd_slot rd_slots[RD_SLOTS];
+static unsigned int rd_nslots = RD_SLOTS;	/* fewer: PROBEKIT_FAULT_SLOTS
+						   (rd_setup()) */
+static struct rd_slot shared_rd;	/* threads without a slot: locked
+					   operations */
+PK_SIGNAL_DATA(rd_slots);
 PK_SIGNAL_DATA(shared_rd);
-
-/*
- * pk_fault_lock serialises writers (the core's and its client's) and
- * guards ranges/traps (as pointers to replace), n_die, client and the
- * signal hooks' state; fork_holds.
- */
-pthread_mutex_t pk_fault_lock = PTHREAD_MUTEX_INITIALIZER;
-static size_t n_die;		/* atomic for the signal path */
-static const struct pk_fault_client *client;	/* atomic: set once */
-PK_SIGNAL_DATA(client);
-
-static PK_CHAIN_ATOMIC_DEFINE(die_chain);
-PK_SIGNAL_DATA(n_die);
-PK_SIGNAL_DATA(die_chain);
 
 /*
  * The calling thread's state for the signal path, in one block (see hot).
@@ -178,18 +191,18 @@ PK_SIGNAL_DATA(page_size);
 /* ----------------------------------------------------- the read side */
 
 /*
- * The calling thread's slot: a free one, else one whose owner is dead,
+ * The calling thread's reader slot: a free one, else one whose owner is dead,
  * else the shared counts. Once per thread, on its first read side (in a
  * signal handler: a compare-and-swap and syscalls, no lock; the callers
  * keep errno).
  */
-PK_NOPROBE __attribute__((cold)) static struct rd_slot *slot_claim(void)
+PK_NOPROBE __attribute__((cold)) static struct rd_slot *rd_slot_claim(void)
 {
 	pid_t tid = (pid_t)syscall(SYS_gettid), pid = getpid();
 
 	for (int pass = 0; pass < 2; pass++)
 		for (unsigned int i = 0; i < rd_nslots; i++) {
-			struct rd_slot *s = &slots[i];
+			struct rd_slot *s = &rd_slots[i];
 			pid_t o = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
 
 			if (pass == 0 ? o != 0 :
@@ -212,7 +225,7 @@ static PK_NOPROBE_INLINE unsigned long *rd_lock(struct rd_slot **sp)
 	unsigned long *c;
 
 	if (__builtin_expect(!s, 0))
-		s = me.slot = slot_claim();
+		s = me.slot = rd_slot_claim();
 	*sp = s;
 	c = &s->nest[__atomic_load_n(&hot.phase, __ATOMIC_RELAXED) & 1];
 	if (__builtin_expect(s == &shared_rd, 0)) {
@@ -289,7 +302,7 @@ static PK_NOPROBE_INLINE const struct ent *tab_find(const struct tab *t,
 
 /*
  * Look @addr up in *@tabp and call its handler inside a read side; *@sp is
- * set to the calling thread's slot.
+ * set to the calling thread's reader slot.
  */
 static PK_NOPROBE_INLINE int dispatch(struct tab **tabp, uintptr_t addr,
 				      struct pk_fault *f, struct rd_slot **sp)
@@ -309,11 +322,11 @@ static PK_NOPROBE_INLINE int dispatch(struct tab **tabp, uintptr_t addr,
 }
 
 /*
- * The kernel's entry for SIGSEGV and SIGBUS (pk_sig_set_entry(), sig.h). The hot path, a
- * fault that a range claims (a GC barrier, a watchpoint), is straight-line
- * code that touches few cache lines (see hot and me); everything else goes
- * to pk_sig_handler(), which calls fault_hook() in its turn. errno is kept
- * here as sig.c keeps it there.
+ * The kernel's entry for SIGSEGV and SIGBUS (pk_sig_set_entry(), sig.h).
+ * The hot path, a fault that a range claims (a GC barrier, a watched
+ * page), is straight-line code that touches few cache lines (see hot and
+ * me); everything else goes to pk_sig_handler(), which calls fault_hook()
+ * in its turn. errno is kept here as sig.c keeps it there.
  */
 PK_NOPROBE static void fault_entry(int sig, siginfo_t *si, void *ctx)
 {
@@ -399,6 +412,7 @@ PK_NOPROBE static int fault_hook(int sig, siginfo_t *si, ucontext_t *uc)
 	case SIGBUS:
 		f.addr = si->si_addr;
 		f.access = pk_arch_fault_access(uc);
+		/* No range's: maybe a page the client just gave back. */
 		if (sig == SIGSEGV && si->si_code == SEGV_ACCERR &&
 		    client_hook(sig, si, uc)) {
 			ret = 1;
@@ -406,7 +420,7 @@ PK_NOPROBE static int fault_hook(int sig, siginfo_t *si, ucontext_t *uc)
 		}
 		break;
 	case SIGTRAP:
-		/* A hardware breakpoint's or a single step's: no int3. */
+		/* A hardware breakpoint's or a single step's: the client's. */
 		if ((si->si_code == TRAP_PERF || si->si_code == TRAP_TRACE) &&
 		    client_hook(sig, si, uc)) {
 			ret = 1;
@@ -461,7 +475,7 @@ static void wait_zero(unsigned int idx)
 	int spins = 0;
 
 	for (unsigned int i = 0; i <= RD_SLOTS; i++) {
-		struct rd_slot *s = i < RD_SLOTS ? &slots[i] : &shared_rd;
+		struct rd_slot *s = i < RD_SLOTS ? &rd_slots[i] : &shared_rd;
 
 		while (__atomic_load_n(&s->nest[idx], __ATOMIC_ACQUIRE)) {
 			if (++spins < 100)
@@ -683,7 +697,7 @@ static int tab_remove(struct tab **tabp, uintptr_t start)
  * the first read side can run: every read side follows a registration;
  * and whether handled faults may resume without rt_sigreturn. Tests force the
  * fallbacks: PROBEKIT_FAULT_FENCE=1 as if the kernel had no membarrier,
- * PROBEKIT_FAULT_SLOTS=N as if only N slots existed,
+ * PROBEKIT_FAULT_SLOTS=N as if only N reader slots existed,
  * PROBEKIT_FAULT_SIGRETURN=1 as if resuming needed rt_sigreturn.
  */
 static void rd_setup(void)
@@ -697,7 +711,7 @@ static void rd_setup(void)
 	/* Before any hook: only the fault layer hooks these two. */
 	pk_sig_set_entry(SIGSEGV, fault_entry);
 	pk_sig_set_entry(SIGBUS, fault_entry);
-	pk_dbg("fault: read sides %s, %u slots, resume %s",
+	pk_dbg("fault: read sides %s, %u reader slots, resume %s",
 	       hot.rd_fence ? "fence" : "barrier-free (membarrier)", rd_nslots,
 	       hot.resume ? "in user space" : "by rt_sigreturn");
 }
@@ -722,8 +736,10 @@ int pk_fault_write_lock(void)
  * pk_fault_fork_release() (fault.h), in whichever order they run.
  * In a child only the forking thread exists: no other readers.
  */
-static pid_t fork_holder;	/* atomic: the forking thread holding the lock */
-static unsigned int fork_holds;	/* entries between hold and release */
+static pid_t fork_holder;	/* atomic: the forking thread, while it holds
+				   pk_fault_lock */
+static unsigned int fork_holds;	/* pk_fault_lock: entries between hold and
+				   release */
 
 void pk_fault_fork_hold(void)
 {
@@ -757,9 +773,9 @@ static void fault_fork_child(void)
 {
 	/* Only this thread is left: its slot (new tid), no other reader. */
 	for (unsigned int i = 0; i < RD_SLOTS; i++)
-		if (&slots[i] != me.slot) {
-			slots[i].nest[0] = slots[i].nest[1] = 0;
-			slots[i].owner = 0;
+		if (&rd_slots[i] != me.slot) {
+			rd_slots[i].nest[0] = rd_slots[i].nest[1] = 0;
+			rd_slots[i].owner = 0;
 		}
 	if (me.slot && me.slot != &shared_rd)
 		me.slot->owner = pk_gettid();
@@ -968,10 +984,10 @@ int pk_fault_stats(struct pk_fault_stats *st)
 	cur.resumed = __atomic_load_n(&shared_rd.resumed, __ATOMIC_RELAXED);
 	cur.traps = __atomic_load_n(&shared_rd.traps, __ATOMIC_RELAXED);
 	for (unsigned int i = 0; i < rd_nslots; i++) {
-		cur.faults += __atomic_load_n(&slots[i].faults, __ATOMIC_RELAXED);
-		cur.resumed += __atomic_load_n(&slots[i].resumed,
+		cur.faults += __atomic_load_n(&rd_slots[i].faults, __ATOMIC_RELAXED);
+		cur.resumed += __atomic_load_n(&rd_slots[i].resumed,
 					       __ATOMIC_RELAXED);
-		cur.traps += __atomic_load_n(&slots[i].traps, __ATOMIC_RELAXED);
+		cur.traps += __atomic_load_n(&rd_slots[i].traps, __ATOMIC_RELAXED);
 	}
 	cur.die_claimed = __atomic_load_n(&die_claimed, __ATOMIC_RELAXED);
 	c = __atomic_load_n(&client, __ATOMIC_ACQUIRE);

@@ -15,20 +15,21 @@
  *
  * A hit is a synchronous SIGTRAP with si_code TRAP_PERF and the event's
  * sig_data in si_perf_data, on the thread that made the access, after the
- * access (x86 data breakpoints trap after the instruction). sig_data carries
- * WATCH_MAGIC and the slot, so watch_hook() finds the slot
- * without a search and never mistakes the program's own perf signals for
- * ours. x86 has no read-only data breakpoint: PK_WATCH_READ watches reads
- * and writes.
+ * access (x86 data breakpoints trap after the instruction). sig_data
+ * carries WATCH_MAGIC and the watch's index in watches[], so watch_hook()
+ * finds the watch without a search and never mistakes the program's own
+ * perf signals for ours. x86 has no read-only data breakpoint:
+ * PK_WATCH_READ watches reads and writes.
  *
  * For writes the handler sees the old value (a shadow copy, updated at
  * every hit) and the new one. Two threads hitting at once may both see the
  * same old value; the new value is always what memory held at the trap.
  *
- * Slots are static (x86 has 4 debug registers); a slot's fields are set
- * before it is published (release) and read by the handler inside the
- * fault layer's read side, so pk_watch_remove() unpublishes, closes the
- * events, waits one grace period and only then frees the slot.
+ * Watches live in a static table, watches[] (x86 has 4 hardware debug
+ * registers; the kernel says when they are all taken); an entry's fields
+ * are set before it is published and read by the handler inside the fault
+ * layer's read side, so pk_watch_remove() unpublishes, closes the events,
+ * waits one grace period and only then frees the entry.
  *
  * Where perf breakpoints are unavailable (no PMU in a VM, perf_event_paranoid
  * too strict, a kernel older than 5.13 without sigtrap, all debug registers
@@ -59,7 +60,7 @@
  * Watchpoints use the fault layer's core through fault.h only. A watched
  * page is a range of the fault chain (wpage_fault() its handler). What no
  * table can claim (a breakpoint's TRAP_PERF, a step's TRAP_TRACE, a fault
- * on a page just given back) reaches watch_hook(), the one hook of
+ * on a retired page, see wpage_retired()) reaches watch_hook(), the hook of
  * watch_client, which joins the signal path at the first pk_watch_add()
  * and stays: until then the signal path tests nothing of watchpoints.
  * Their state is guarded by pk_fault_lock and read on the signal path
@@ -114,7 +115,7 @@
 #include "fault/fault.h"
 #include "internal.h"
 
-#define WATCH_SLOTS 16	/* hardware: 4 on x86, the kernel says when */
+#define WATCH_MAX 16	/* watches at once (and watched pages) */
 #define WATCH_MAGIC 0x706b7761ul	/* "pkwa" */
 
 struct pk_watch {
@@ -124,10 +125,10 @@ struct pk_watch {
 	pk_watch_fn fn;
 	void *ctx;
 	uint64_t shadow;	/* last value seen (atomic) */
-	int active;		/* atomic: published */
-	int *fds;		/* one event per thread */
-	size_t nfds, capfds;
-	pid_t *tids;
+	int active;		/* atomic: published ("Memory ordering") */
+	int *fds;		/* one event per thread; pk_fault_lock */
+	size_t nfds, capfds;	/* pk_fault_lock */
+	pid_t *tids;		/* pk_fault_lock */
 	struct wpage *pg;	/* page mechanism: the watched page; else NULL */
 };
 
@@ -143,7 +144,7 @@ struct wpage {
 	uintptr_t page;
 	int orig_prot;		/* as found in /proc/self/maps */
 	int prot;		/* while watched (atomic) */
-	unsigned int nw;	/* watches on it (atomic); 0: slot free */
+	unsigned int nw;	/* watches on it (atomic); 0: entry unused */
 	unsigned long steps;	/* atomic: threads between fault and step */
 	uintptr_t stepper;	/* atomic: the thread stepping (its &wstep), 0 */
 	int busy;		/* atomic: being converted; faulters wait */
@@ -152,8 +153,13 @@ struct wpage {
 	char *snap;		/* fork: the alias's bytes at prepare, or NULL */
 };
 
-static struct pk_watch watches[WATCH_SLOTS];	/* guarded by pk_fault_lock */
-static struct wpage wpages[WATCH_SLOTS];	/* guarded by pk_fault_lock */
+/*
+ * Changed under pk_fault_lock (fault.h) only; read on the signal path
+ * inside the fault layer's read side (with atomic loads where a field is
+ * marked atomic).
+ */
+static struct pk_watch watches[WATCH_MAX];
+static struct wpage wpages[WATCH_MAX];
 PK_SIGNAL_DATA(watches);
 PK_SIGNAL_DATA(wpages);
 
@@ -169,7 +175,7 @@ struct wstep {
 	int reg;		/* PK_ACCESS_MOVE_REG: the register moved */
 	uintptr_t rip_next;	/* PK_ACCESS_MOVE_RIP: where to go on */
 	uintptr_t xol;		/* PK_ACCESS_MOVE_RIP: the code page mapped */
-	uint64_t old[WATCH_SLOTS];
+	uint64_t old[WATCH_MAX];
 };
 static __thread struct wstep wstep __attribute__((tls_model("initial-exec")));
 PK_FAULT_TLS(wstep);
@@ -202,7 +208,7 @@ PK_NOPROBE static uint64_t watch_read(uintptr_t addr, size_t len)
 
 /*
  * A TRAP_PERF SIGTRAP: ours when its data carries WATCH_MAGIC (then claimed
- * even if the slot went away meanwhile: the event was ours).
+ * even if the watch went away meanwhile: the event was ours).
  * si_perf_data follows si_addr in the kernel's siginfo (glibc 2.36 does
  * not name it).
  */
@@ -214,7 +220,7 @@ PK_NOPROBE static int watch_hit(siginfo_t *si, ucontext_t *uc)
 	struct pk_watch_hit h;
 	struct pk_fault_reader rd;
 
-	if ((data >> 8) != WATCH_MAGIC || (data & 0xff) >= WATCH_SLOTS)
+	if ((data >> 8) != WATCH_MAGIC || (data & 0xff) >= WATCH_MAX)
 		return 0;
 	w = &watches[data & 0xff];
 	pk_fault_read_enter(&rd);
@@ -413,7 +419,7 @@ PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 	 * page just opened (a read watch's page is unreadable until then).
 	 * Nothing has run the instruction yet. R3 of dispatch()'s read side.
 	 */
-	for (unsigned int i = 0; i < WATCH_SLOTS; i++)
+	for (unsigned int i = 0; i < WATCH_MAX; i++)
 		if (watches[i].pg == pg &&
 		    __atomic_load_n(&watches[i].active, __ATOMIC_ACQUIRE))
 			wstep.old[i] = watch_read(wview(pg, watches[i].addr),
@@ -428,8 +434,8 @@ PK_NOPROBE static int wpage_step(ucontext_t *uc)
 	struct wpage *pg = wstep.pg;
 	long psz = page_size;
 	int prot = __atomic_load_n(&pg->prot, __ATOMIC_ACQUIRE);
-	struct pk_watch_hit h[WATCH_SLOTS];
-	struct pk_watch *hw[WATCH_SLOTS];
+	struct pk_watch_hit h[WATCH_MAX];
+	struct pk_watch *hw[WATCH_MAX];
 	unsigned int n = 0;
 	int moved = wstep.how != 0;
 	struct pk_fault_reader rd;
@@ -447,7 +453,7 @@ PK_NOPROBE static int wpage_step(ucontext_t *uc)
 		wpage_unmove(pg, uc);
 	else
 		mprotect((void *)pg->page, (size_t)psz, prot | PROT_READ);
-	for (unsigned int i = 0; i < WATCH_SLOTS; i++) {
+	for (unsigned int i = 0; i < WATCH_MAX; i++) {
 		struct pk_watch *w = &watches[i];
 		int touched;
 
@@ -475,7 +481,7 @@ PK_NOPROBE static int wpage_step(ucontext_t *uc)
 	}
 	if (!moved && !(prot & PROT_READ))
 		mprotect((void *)pg->page, (size_t)psz, prot);
-	for (unsigned int i = 0; i < WATCH_SLOTS; i++)
+	for (unsigned int i = 0; i < WATCH_MAX; i++)
 		if (wstep.reopened & (1u << i))
 			mprotect((void *)wpages[i].page, (size_t)psz,
 				 __atomic_load_n(&wpages[i].prot,
@@ -492,16 +498,17 @@ PK_NOPROBE static int wpage_step(ucontext_t *uc)
 }
 
 /*
- * A thread can fault on a watched page and reach the fault chain only after
- * the last watchpoint on it went away and its range was removed: the access
- * would succeed now. Pages whose protection probekit gave back recently are
- * remembered in a small ring; a protection fault there is retried once per
- * thread (a second fault at the same address in a row is a real one).
+ * Retired pages: a page whose last watch went away, its protection given
+ * back and its range removed. A thread can fault on it and reach the fault
+ * chain only after that (the access would succeed now): the last RETIRED_N
+ * retired pages are remembered in a ring, and a protection fault there is
+ * retried once per thread (a second fault at the same address in a row is
+ * a real one).
  */
 #define RETIRED_N 8
 static uintptr_t retired[RETIRED_N];	/* atomic; written under pk_fault_lock */
 PK_SIGNAL_DATA(retired);
-static unsigned int retired_pos;
+static unsigned int retired_pos;	/* pk_fault_lock */
 static __thread uintptr_t retry_addr __attribute__((tls_model("initial-exec")));
 PK_FAULT_TLS(retry_addr);
 
@@ -553,7 +560,7 @@ PK_SIGNAL_DATA(watch_client);
 
 /* ---------------------------------------------------------------- writers */
 
-static int watch_open(struct pk_watch *w, unsigned int slot, pid_t tid)
+static int watch_open(struct pk_watch *w, unsigned int idx, pid_t tid)
 {
 	struct perf_event_attr a;
 	int fd;
@@ -572,7 +579,7 @@ static int watch_open(struct pk_watch *w, unsigned int slot, pid_t tid)
 	a.inherit_thread = 1;
 	a.exclude_kernel = 1;
 	a.exclude_hv = 1;
-	a.sig_data = (WATCH_MAGIC << 8) | slot;
+	a.sig_data = (WATCH_MAGIC << 8) | idx;
 	fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1,
 			  PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0)
@@ -605,9 +612,9 @@ static int watch_has(const struct pk_watch *w, pid_t tid)
 }
 
 /* Open an event on every thread; list again until nothing is new. */
-static int watch_open_all(struct pk_watch *w, unsigned int slot)
+static int watch_open_all(struct pk_watch *w, unsigned int idx)
 {
-	int err = watch_open(w, slot, pk_gettid()), added;
+	int err = watch_open(w, idx, pk_gettid()), added;
 
 	while (!err) {
 		DIR *d = opendir("/proc/self/task");
@@ -621,7 +628,7 @@ static int watch_open_all(struct pk_watch *w, unsigned int slot)
 
 			if (tid <= 0 || watch_has(w, tid))
 				continue;
-			err = watch_open(w, slot, tid);
+			err = watch_open(w, idx, tid);
 			if (err == -ESRCH)	/* exited meanwhile */
 				err = 0;
 			else
@@ -741,7 +748,7 @@ static int wpage_prot(const struct wpage *pg)
 {
 	int prot = pg->orig_prot & ~PROT_WRITE;
 
-	for (unsigned int i = 0; i < WATCH_SLOTS; i++)
+	for (unsigned int i = 0; i < WATCH_MAX; i++)
 		if (watches[i].fn && watches[i].pg == pg &&
 		    (watches[i].access & PK_WATCH_READ))
 			prot = PROT_NONE;
@@ -870,13 +877,13 @@ static int watch_page_add(struct pk_watch *w)
 	pk_assert_held(&pk_fault_lock);
 	if (((w->addr + w->len - 1) & ~(psz - 1)) != page)
 		return -EINVAL;
-	for (unsigned int i = 0; i < WATCH_SLOTS; i++)
+	for (unsigned int i = 0; i < WATCH_MAX; i++)
 		if (wpages[i].nw && wpages[i].page == page)
 			pg = &wpages[i];
 	if (!pg) {
 		struct mapinfo mi;
 
-		for (unsigned int i = 0; i < WATCH_SLOTS && !pg; i++)
+		for (unsigned int i = 0; i < WATCH_MAX && !pg; i++)
 			if (!wpages[i].nw)
 				pg = &wpages[i];
 		err = watch_page_allowed(page, psz, &mi);
@@ -940,7 +947,7 @@ static void watch_page_remove(struct pk_watch *w)
 		return;
 	}
 	/*
-	 * The slot may serve another page next: wait for threads still
+	 * The entry may serve another page next: wait for threads still
 	 * stepping over this one (a bounded wait: the page faults no more):
 	 * P2's wait, without busy, for P6.
 	 */
@@ -980,7 +987,8 @@ static void watch_fork_prepare(void)
 	size_t psz = (size_t)page_size;
 
 	pk_fault_fork_hold();
-	for (unsigned int i = 0; i < WATCH_SLOTS; i++) {
+	pk_assert_held(&pk_fault_lock);
+	for (unsigned int i = 0; i < WATCH_MAX; i++) {
 		struct wpage *pg = &wpages[i];
 		void *p;
 
@@ -1001,7 +1009,7 @@ static void watch_fork_prepare(void)
 
 static void watch_fork_parent(void)
 {
-	for (unsigned int i = 0; i < WATCH_SLOTS; i++) {
+	for (unsigned int i = 0; i < WATCH_MAX; i++) {
 		snap_free(&wpages[i]);
 		__atomic_store_n(&wpages[i].busy, 0, __ATOMIC_RELEASE); /* P3 */
 	}
@@ -1010,7 +1018,7 @@ static void watch_fork_parent(void)
 
 static void watch_fork_child(void)
 {
-	for (unsigned int i = 0; i < WATCH_SLOTS; i++) {
+	for (unsigned int i = 0; i < WATCH_MAX; i++) {
 		struct wpage *pg = &wpages[i];
 
 		if (pg->nw && pg != wstep.pg) {
@@ -1036,7 +1044,7 @@ int pk_watch_add(void *addr, size_t len, unsigned int access, pk_watch_fn fn,
 	uintptr_t a = (uintptr_t)addr;
 	struct pk_watch *w = NULL;
 	struct mapinfo mi;
-	unsigned int slot;
+	unsigned int idx;
 	int err;
 
 	if (!out || !addr || !fn || (len != 1 && len != 2 && len != 4 &&
@@ -1053,9 +1061,9 @@ int pk_watch_add(void *addr, size_t len, unsigned int access, pk_watch_fn fn,
 	err = pk_fault_write_lock();
 	if (err)
 		return err;
-	for (slot = 0; slot < WATCH_SLOTS; slot++)
-		if (!watches[slot].fn) {
-			w = &watches[slot];
+	for (idx = 0; idx < WATCH_MAX; idx++)
+		if (!watches[idx].fn) {
+			w = &watches[idx];
 			break;
 		}
 	if (!w) {
@@ -1075,7 +1083,7 @@ int pk_watch_add(void *addr, size_t len, unsigned int access, pk_watch_fn fn,
 		 * fire: pairs with R3 in watch_hit().
 		 */
 		__atomic_store_n(&w->active, 1, __ATOMIC_SEQ_CST);
-		err = watch_open_all(w, slot);
+		err = watch_open_all(w, idx);
 		if (err) {
 			/* W1 (pk_fault_wait_readers()). */
 			__atomic_store_n(&w->active, 0, __ATOMIC_SEQ_CST);
@@ -1114,7 +1122,7 @@ int pk_watch_remove(struct pk_watch *w)
 {
 	int err;
 
-	if (!w || w < watches || w >= watches + WATCH_SLOTS ||
+	if (!w || w < watches || w >= watches + WATCH_MAX ||
 	    ((uintptr_t)w - (uintptr_t)watches) % sizeof(*w))
 		return -EINVAL;
 	err = pk_fault_write_lock();
