@@ -195,4 +195,47 @@ PK_HIDDEN int pk_arch_relocate_one(const void *src, size_t avail, uint64_t from,
 #error "probekit: no src/arch/<isa>/context.h for this instruction set"
 #endif
 
+/* ---- fault layer: a faulting thread's context (src/arch/x86_64/fault_context.h) ----
+ *
+ * What the fault layer (src/fault/) reads and edits in the context @uc of
+ * a thread stopped by a fault or a single step, besides the trap helpers
+ * above (pk_arch_trap_hit/_trap_addr/_set_pc). All are inline (always:
+ * they live in their caller's PK_NOPROBE section; the handled fault is the
+ * hot path) and async-signal-safe.
+ *
+ * pk_arch_pc(uc)            - the address of the instruction the thread
+ *                             resumes at.
+ * pk_arch_fault_access(uc)  - what the access that raised a SIGSEGV or
+ *                             SIGBUS did: PK_ACCESS_READ, _WRITE or _EXEC,
+ *                             or 0 where @uc does not say (not a page
+ *                             fault).
+ * pk_arch_set_step(uc, on)  - @on: the thread traps (SIGTRAP, TRAP_TRACE)
+ *                             after the one instruction it resumes at; 0:
+ *                             it runs on.
+ * pk_arch_reg_add(uc, reg, delta)
+ *                           - add @delta (modulo 2^64) to the general
+ *                             register @reg, as struct pk_access names it.
+ * pk_arch_access_at(uc, page_size, out)
+ *                           - pk_arch_access() of the instruction the
+ *                             thread resumes at, read from no byte past
+ *                             the end of its page.
+ * PK_ARCH_PCREL_REACH       - how far a PC-relative data operand reaches
+ *                             either way: a copy of the instruction run up
+ *                             to this far from the original still encodes
+ *                             an operand that far from the original's.
+ */
+#if defined(__x86_64__)
+#include "arch/x86_64/fault_context.h"
+#else
+#error "probekit: no src/arch/<isa>/fault_context.h for this instruction set"
+#endif
+
+/*
+ * pk_arch_copy_unchecked() - copy @len bytes, whatever they are, without a
+ * call a sanitizer intercepts: under ASan a page of globals holds redzones
+ * that memcpy() would report (src/arch/x86_64/copy.c). Not for overlapping
+ * buffers; not on a signal path.
+ */
+PK_HIDDEN void pk_arch_copy_unchecked(void *dst, const void *src, size_t len);
+
 #endif /* PK_ARCH_H */

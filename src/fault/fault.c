@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* fault.c - the fault layer: trap chain by address, fault chain by address range, die chain, watchpoints. */
+/* fault.c - the fault layer's core: signal entry, trap chain by address, fault chain by address range, die chain, their readers. */
 
 /*
  * Design
@@ -20,40 +20,37 @@
  *
  * The hook is installed for a signal only while something needs it: SIGSEGV
  * and SIGBUS while a range or a die handler is registered, SIGTRAP and
- * SIGILL while a trap entry or a die handler is.
+ * SIGILL while a trap entry or a die handler is, all four once a client
+ * has joined.
+ *
+ * Clients
+ * -------
+ *
+ * Watchpoints (watch.c) are a client of the fault chain, through fault.h
+ * only: their pages are ranges like a user's, their handlers run in the
+ * same read side, and the signals of theirs that no table can claim (a
+ * hardware breakpoint's TRAP_PERF, a single step's TRAP_TRACE, a fault on a
+ * page they just gave back) reach them through one hook, struct
+ * pk_fault_client, NULL until the first watchpoint.
  *
  * Tables and their readers
  * ------------------------
  *
  * Ranges and trap entries are each an immutable array sorted by address,
- * replaced whole (copy, edit, publish) under fault_lock. The signal path
+ * replaced whole (copy, edit, publish) under pk_fault_lock. The signal path
  * reads them without a lock, SRCU style, as chain.c's path (b) does, but
  * with reader counts that each thread owns, so that a handled fault costs
- * no locked instruction and no cache line shared with other threads:
+ * no locked instruction and no cache line shared with other threads. A
+ * writer publishes a new table, waits one grace period and frees the old
+ * one: the protocol, steps R1-R4 for readers and W1-W5 for writers, is
+ * numbered beside pk_fault_wait_readers(), and every barrier below names
+ * its partner by those numbers. One grace period per change, not per
+ * entry.
  *
- *   reader:  idx = phase & 1; my->nest[idx]++ (a plain store: only this
- *            thread writes its slot, and a nested signal handler restores
- *            what it changed); barrier A; t = load table; search; call the
- *            handler; my->nest[idx]-- (release).
- *   writer:  publish the new table (W1); barrier B; wait until every
- *            slot's nest[idle] == 0; flip phase; wait until every slot's
- *            nest[old] == 0; free the old table.
- *
- * Barriers A and B are an asymmetric pair: A is a compiler barrier and B is
- * membarrier(PRIVATE_EXPEDITED), which runs a full barrier on every core
- * that is running one of our threads (where the kernel lacks it, A is a
- * full fence and B nothing). A reader that can still see the old table did
- * its increment before the point where B's barrier hit its thread (its
- * table load came before it), so the writer, reading after B, sees the
- * count and waits. Readers arriving after the flip use the other count, so
- * the wait ends even while threads keep faulting; only readers that loaded
- * the phase before the previous flip can be on the idle count, a bounded
- * number. One grace period per change, not per entry.
- *
- * Slots: a thread claims one on its first fault (a compare-and-swap on a
- * free slot's owner: async-signal-safe), and keeps it. A slot whose owner
- * has died (tgkill says ESRCH) is taken over by the next thread that finds
- * none free. When all RD_SLOTS are held by live threads, a thread uses the
+ * Reader slots: a thread claims one on its first fault (a compare-and-
+ * swap on a free slot's owner: async-signal-safe), and keeps it. A slot
+ * whose owner has died (tgkill says ESRCH) is taken over by the next
+ * thread that finds none free. When all RD_SLOTS are held by live threads, a thread uses the
  * shared counts (locked increments, as before), which are waited for too.
  * The counters of handled faults and traps live in the slot as well.
  *
@@ -69,21 +66,17 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/ucontext.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <dirent.h>
-#include <linux/hw_breakpoint.h>
-#include <linux/perf_event.h>
-#include <sys/syscall.h>
-
 #include "arch/arch.h"
+#include "fault/fault.h"
 #include "internal.h"
 #include "sig/sig.h"
 
@@ -108,6 +101,17 @@ struct tab {
 #define SMALL_TAB 3
 
 /*
+ * pk_fault_lock serialises the fault layer's writers, the core's and its
+ * client's (fault.h). Of the core's data below it guards hot.ranges and
+ * traps as pointers to replace (the tables themselves never change: the
+ * signal path loads the pointers atomically, see pk_fault_wait_readers()),
+ * the phase flips (W4), n_die and the die chain's registrations, client,
+ * and the signal hooks' state (update_hooks()); watch.c marks what it
+ * guards of the client's.
+ */
+pthread_mutex_t pk_fault_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/*
  * What a handled fault reads, in one page and few cache lines, with the
  * range table if it is small: after the kernel's round trip each distinct
  * line (and page) the signal path touches is likely a miss, and together
@@ -115,10 +119,12 @@ struct tab {
  * holds two tables, the published one and the next (see tab_alloc()).
  */
 static struct {
-	struct tab *ranges;	/* atomic; fault chain */
-	unsigned int phase;	/* atomic; see "Tables and their readers" */
-	int rd_fence;		/* no membarrier: barrier A is a full fence */
-	int resume;		/* handled faults resume without rt_sigreturn */
+	struct tab *ranges;	/* atomic; fault chain; pk_fault_lock */
+	unsigned int phase;	/* atomic; flipped under pk_fault_lock */
+	int rd_fence;		/* no membarrier: barrier A is a full fence
+				   (rd_setup(), or W2 once it failed) */
+	int resume;		/* handled faults resume without rt_sigreturn
+				   (rd_setup()) */
 	struct {
 		struct tab t;
 		struct ent e[SMALL_TAB];
@@ -128,13 +134,25 @@ PK_SIGNAL_DATA(hot);
 _Static_assert(offsetof(__typeof__(hot.small[0]), e) ==
 	       offsetof(struct tab, e), "hot.small[i].t.e[] is hot.small[i].e");
 
-static struct tab *traps;	/* atomic; trap chain (end = start + 1) */
+static struct tab *traps;	/* atomic; trap chain (end = start + 1);
+				   pk_fault_lock */
 PK_SIGNAL_DATA(traps);
+
+static size_t n_die;		/* pk_fault_lock; atomic for the signal path */
+static PK_CHAIN_ATOMIC_DEFINE(die_chain);	/* registered under
+						   pk_fault_lock */
+PK_SIGNAL_DATA(n_die);
+PK_SIGNAL_DATA(die_chain);
+
+/* The one client (fault.h): set once, under pk_fault_lock; atomic. */
+static const struct pk_fault_client *client;
+PK_SIGNAL_DATA(client);
+
 /*
  * A thread's read-side counts, on a cache line of its own (see "Tables and
  * their readers"). Written by its owner only, except by fork's child.
  */
-struct rslot {
+struct rd_slot {
 	unsigned long nest[2];	/* read sides open, per phase */
 	unsigned long faults;	/* handled faults (stats) */
 	unsigned long resumed;	/* of those, without rt_sigreturn (stats) */
@@ -142,188 +160,49 @@ struct rslot {
 	pid_t owner;		/* atomic: tid, 0 when free */
 } __attribute__((aligned(64)));
 
+/* No lock: a slot is claimed by compare-and-swap (rd_slot_claim()). */
 #define RD_SLOTS 256
-static struct rslot slots[RD_SLOTS];
-static unsigned int rd_nslots = RD_SLOTS;	/* fewer: PROBEKIT_FAULT_SLOTS */
-static struct rslot shared_rd;	/* threads without a slot: locked operations */
-PK_SIGNAL_DATA(slots);
+static struct rd_slot rd_slots[RD_SLOTS];
+static unsigned int rd_nslots = RD_SLOTS;	/* fewer: PROBEKIT_FAULT_SLOTS
+						   (rd_setup()) */
+static struct rd_slot shared_rd;	/* threads without a slot: locked
+					   operations */
+PK_SIGNAL_DATA(rd_slots);
 PK_SIGNAL_DATA(shared_rd);
-
-/*
- * fault_lock serialises writers and guards ranges/traps (as pointers to
- * replace), n_die and the signal hooks' state.
- */
-static pthread_mutex_t fault_lock = PTHREAD_MUTEX_INITIALIZER;
-static size_t n_die;		/* atomic for the signal path */
-
-static PK_CHAIN_ATOMIC_DEFINE(die_chain);
-PK_SIGNAL_DATA(n_die);
-PK_SIGNAL_DATA(die_chain);
 
 /*
  * The calling thread's state for the signal path, in one block (see hot).
  * initial-exec: no lazy TLS allocation on the signal path.
  */
 static __thread struct {
-	struct rslot *slot;	/* NULL until the first read side */
+	struct rd_slot *slot;	/* NULL until the first read side */
 	int *errno_p;		/* &errno, once known (it never moves) */
 	unsigned int depth;	/* inside one of our handlers: -EDEADLK */
 } me __attribute__((tls_model("initial-exec")));
+PK_FAULT_TLS(me);
 
-static struct pk_fault_stats stats;	/* atomic counters */
-PK_SIGNAL_DATA(stats);
-
-/*
- * Watchpoints (pk_watch_*)
- * ========================
- *
- * A watchpoint is one perf breakpoint event per thread of the process:
- * pk_watch_add() opens one on the calling thread, then on every thread in
- * /proc/self/task, listing again until a listing finds no thread without
- * one. Each event has inherit + inherit_thread set, so threads that a
- * watched thread creates later are watched too (threads of fork()ed
- * children are not: the events are per process image, and remove_on_exec,
- * which sigtrap requires, drops them at exec).
- *
- * A hit is a synchronous SIGTRAP with si_code TRAP_PERF and the event's
- * sig_data in si_perf_data, on the thread that made the access, after the
- * access (x86 data breakpoints trap after the instruction). sig_data carries
- * WATCH_MAGIC and the slot, so the fault hook (fault.c) finds the slot
- * without a search and never mistakes the program's own perf signals for
- * ours. x86 has no read-only data breakpoint: PK_WATCH_READ watches reads
- * and writes.
- *
- * For writes the handler sees the old value (a shadow copy, updated at
- * every hit) and the new one. Two threads hitting at once may both see the
- * same old value; the new value is always what memory held at the trap.
- *
- * Slots are static (x86 has 4 debug registers); a slot's fields are set
- * before it is published (release) and read by the handler inside the
- * fault layer's read side, so pk_watch_remove() unpublishes, closes the
- * events, waits one grace period and only then frees the slot.
- *
- * Where perf breakpoints are unavailable (no PMU in a VM, perf_event_paranoid
- * too strict, a kernel older than 5.13 without sigtrap, all debug registers
- * taken), or PROBEKIT_WATCH=page, the page-protection mechanism serves the
- * watchpoint instead (struct wpage below). Its limits: a page whose
- * protection the program changes is no longer watched; a system call that
- * writes the page (read(2) into it) fails with EFAULT instead of faulting;
- * each access to an unwatched byte of the page costs a fault and a step;
- * and while one thread steps over an access, the page is open to all.
- *
- * The page is never opened while its accesses can be moved to an alias
- * ("Alias stepping" below). Where one cannot, what keeps the window of an
- * opened page small (the guarantees in probekit.h):
- *   1. one stepper per page (wpage.stepper): a thread faulting meanwhile
- *      waits for the stepper to protect the page again, then retries;
- *   2. the stepper snapshots the watched values at its fault (nobody else
- *      can write then: the page is protected, nobody else steps), and at
- *      its step protects the page first and reads the values after, so a
- *      write another thread slipped into the window is in what it reads,
- *      and every later write faults: each change is reported once.
- * Protection keys (pkey_mprotect, a per-thread PKRU opened only in the
- * stepper's signal frame) would be another sound design, without the
- * memfd; the CPUs here have no PKU.
- */
-
-#define WATCH_SLOTS 16	/* hardware: 4 on x86, the kernel says when */
-#ifndef TRAP_PERF
-#define TRAP_PERF 6	/* <asm-generic/siginfo.h>; glibc 2.36 lacks it */
-#endif
-#define WATCH_MAGIC 0x706b7761ul	/* "pkwa" */
-
-struct pk_watch {
-	uintptr_t addr;
-	size_t len;
-	unsigned int access;
-	pk_watch_fn fn;
-	void *ctx;
-	uint64_t shadow;	/* last value seen (atomic) */
-	int active;		/* atomic: published */
-	int *fds;		/* one event per thread */
-	size_t nfds, capfds;
-	pid_t *tids;
-	struct wpage *pg;	/* page mechanism: the watched page; else NULL */
-};
-
-/*
- * Page mechanism: a watched page, protected (PROT_READ for write watches,
- * PROT_NONE if one watch on it wants reads) and registered as a range of the
- * fault chain. A fault on it: remember the watched values, give the page its
- * own protection back, set the trap flag and retry; the single-step SIGTRAP
- * after the instruction protects the page again and reports the watches it
- * touched. Unwatched bytes of the page go through the same way, unreported.
- */
-struct wpage {
-	uintptr_t page;
-	int orig_prot;		/* as found in /proc/self/maps */
-	int prot;		/* while watched (atomic) */
-	unsigned int nw;	/* watches on it (atomic); 0: slot free */
-	unsigned long steps;	/* atomic: threads between fault and step */
-	uintptr_t stepper;	/* atomic: the thread stepping (its &wstep), 0 */
-	int busy;		/* atomic: being converted; faulters wait */
-	char *alias;		/* writable view of the page (memfd), or NULL */
-	char *resv;		/* address space reserved around the alias */
-	char *snap;		/* fork: the alias's bytes at prepare, or NULL */
-};
-
-static struct pk_watch watches[WATCH_SLOTS];	/* guarded by fault_lock */
-static struct wpage wpages[WATCH_SLOTS];	/* guarded by fault_lock */
-PK_SIGNAL_DATA(watches);
-PK_SIGNAL_DATA(wpages);
-static int watch_used;		/* a watchpoint existed once: see update_hooks() */
-
-/* The single step a thread is in the middle of (page mechanism). */
-struct wstep {
-	struct wpage *pg;
-	uintptr_t addr;		/* the faulting address */
-	uintptr_t end;		/* ... and the end of the access (decoded) */
-	unsigned int access;
-	unsigned int reopened;	/* wpages opened during the step (bits) */
-	int trap_blocked;	/* SIGTRAP was blocked where the fault was */
-	int how;		/* 0: page opened; else PK_ACCESS_MOVE_* */
-	int reg;		/* PK_ACCESS_MOVE_REG: the gregs index moved */
-	uintptr_t rip_next;	/* PK_ACCESS_MOVE_RIP: where to go on */
-	uintptr_t xol;		/* PK_ACCESS_MOVE_RIP: the code page mapped */
-	uint64_t old[WATCH_SLOTS];
-};
-static __thread struct wstep wstep __attribute__((tls_model("initial-exec")));
-
-#define X86_EFLAGS_TF 0x100
+static unsigned long die_claimed;	/* atomic (stats) */
+PK_SIGNAL_DATA(die_claimed);
 
 /* Set by fault_init(): sysconf() is not on POSIX's async-signal-safe list. */
 static long page_size = 4096;
 PK_SIGNAL_DATA(page_size);
 
-PK_NOPROBE static uint64_t watch_read(uintptr_t addr, size_t len)
-{
-	switch (len) {
-	case 1:
-		return __atomic_load_n((uint8_t *)addr, __ATOMIC_RELAXED);
-	case 2:
-		return __atomic_load_n((uint16_t *)addr, __ATOMIC_RELAXED);
-	case 4:
-		return __atomic_load_n((uint32_t *)addr, __ATOMIC_RELAXED);
-	default:
-		return __atomic_load_n((uint64_t *)addr, __ATOMIC_RELAXED);
-	}
-}
-
 /* ----------------------------------------------------- the read side */
 
 /*
- * The calling thread's slot: a free one, else one whose owner is dead,
+ * The calling thread's reader slot: a free one, else one whose owner is dead,
  * else the shared counts. Once per thread, on its first read side (in a
  * signal handler: a compare-and-swap and syscalls, no lock; the callers
  * keep errno).
  */
-PK_NOPROBE __attribute__((cold)) static struct rslot *slot_claim(void)
+PK_NOPROBE __attribute__((cold)) static struct rd_slot *rd_slot_claim(void)
 {
 	pid_t tid = (pid_t)syscall(SYS_gettid), pid = getpid();
 
 	for (int pass = 0; pass < 2; pass++)
 		for (unsigned int i = 0; i < rd_nslots; i++) {
-			struct rslot *s = &slots[i];
+			struct rd_slot *s = &rd_slots[i];
 			pid_t o = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
 
 			if (pass == 0 ? o != 0 :
@@ -340,22 +219,24 @@ PK_NOPROBE __attribute__((cold)) static struct rslot *slot_claim(void)
 }
 
 /* Open a read side; returns the count to pass to rd_unlock(). */
-static PK_NOPROBE_INLINE unsigned long *rd_lock(struct rslot **sp)
+static PK_NOPROBE_INLINE unsigned long *rd_lock(struct rd_slot **sp)
 {
-	struct rslot *s = me.slot;
+	struct rd_slot *s = me.slot;
 	unsigned long *c;
 
 	if (__builtin_expect(!s, 0))
-		s = me.slot = slot_claim();
+		s = me.slot = rd_slot_claim();
 	*sp = s;
 	c = &s->nest[__atomic_load_n(&hot.phase, __ATOMIC_RELAXED) & 1];
 	if (__builtin_expect(s == &shared_rd, 0)) {
+		/* R1 and R2 in one: a full barrier itself. */
 		__atomic_add_fetch(c, 1, __ATOMIC_SEQ_CST);
 		return c;
 	}
+	/* R1: a plain increment (see pk_fault_wait_readers()). */
 	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1,
 			 __ATOMIC_RELAXED);
-	/* Barrier A: pairs with barrier B in wait_readers(). */
+	/* R2, barrier A: pairs with W2, barrier B. */
 	if (__builtin_expect(hot.rd_fence, 0))
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	else
@@ -363,7 +244,8 @@ static PK_NOPROBE_INLINE unsigned long *rd_lock(struct rslot **sp)
 	return c;
 }
 
-static PK_NOPROBE_INLINE void rd_unlock(struct rslot *s, unsigned long *c)
+/* R4: release, pairs with W3/W5's acquire loads in wait_zero(). */
+static PK_NOPROBE_INLINE void rd_unlock(struct rd_slot *s, unsigned long *c)
 {
 	if (__builtin_expect(s == &shared_rd, 0))
 		__atomic_sub_fetch(c, 1, __ATOMIC_RELEASE);
@@ -373,7 +255,7 @@ static PK_NOPROBE_INLINE void rd_unlock(struct rslot *s, unsigned long *c)
 }
 
 /* One more on counter @c of the calling thread's slot @s. */
-static PK_NOPROBE_INLINE void count(struct rslot *s, unsigned long *c)
+static PK_NOPROBE_INLINE void count(struct rd_slot *s, unsigned long *c)
 {
 	if (__builtin_expect(s == &shared_rd, 0))
 		__atomic_add_fetch(c, 1, __ATOMIC_RELAXED);
@@ -382,344 +264,15 @@ static PK_NOPROBE_INLINE void count(struct rslot *s, unsigned long *c)
 				 __ATOMIC_RELAXED);
 }
 
-/*
- * A TRAP_PERF SIGTRAP: ours when its data carries WATCH_MAGIC (then claimed
- * even if the slot went away meanwhile: the event was ours).
- * si_perf_data follows si_addr in the kernel's siginfo (glibc 2.36 does
- * not name it).
- */
-PK_NOPROBE static int watch_hit(siginfo_t *si, ucontext_t *uc)
+/* fault.h: a client's read side, the same as dispatch()'s. */
+PK_NOPROBE void pk_fault_read_enter(struct pk_fault_reader *r)
 {
-	unsigned long data = *(unsigned long *)((char *)&si->si_addr +
-						sizeof(void *));
-	struct pk_watch *w;
-	struct pk_watch_hit h;
-	struct rslot *rs;
-	unsigned long *rc;
-
-	if ((data >> 8) != WATCH_MAGIC || (data & 0xff) >= WATCH_SLOTS)
-		return 0;
-	w = &watches[data & 0xff];
-	rc = rd_lock(&rs);
-	if (__atomic_load_n(&w->active, __ATOMIC_SEQ_CST)) {
-		h.addr = (void *)w->addr;
-		h.len = w->len;
-		h.new_value = watch_read(w->addr, w->len);
-		h.old_value = __atomic_exchange_n(&w->shadow, h.new_value,
-						  __ATOMIC_RELAXED);
-		h.access = h.new_value != h.old_value ? PK_ACCESS_WRITE : 0;
-		h.ucontext = uc;
-		w->fn(&h, w->ctx);
-		__atomic_add_fetch(&stats.watch_hits, 1, __ATOMIC_RELAXED);
-	}
-	rd_unlock(rs, rc);
-	return 1;
+	r->nest = rd_lock(&r->slot);
 }
 
-/*
- * Alias stepping (the sound path)
- * -------------------------------
- *
- * A watched page is turned into a MAP_SHARED memfd page, and the same memfd
- * is mapped writable at pg->alias, in the middle of 4 GiB of address space
- * reserved (PROT_NONE) at pg->resv. The page itself stays protected for
- * every thread all the time; the stepping thread's one access is moved to
- * the alias instead (pk_arch_access()):
- *   - base or index register: that register + delta for the one
- *     instruction (nothing else in it uses the register), undone at the
- *     step;
- *   - RIP-relative: the same bytes run at rip + delta, in a page mapped
- *     inside the reservation for the step (RW, filled, then R+X: never
- *     writable and executable at once), so their operand lands on the
- *     alias; the thread goes on at rip + len.
- * So no access by another thread ever goes unseen. Instructions that
- * cannot be moved (a second memory operand, a branch, the register used
- * twice, FS/GS, RSP, a code page that cannot be made executable) fall back
- * to opening the page for the step (the window documented in probekit.h).
- *
- * Known gap: a moved instruction that traps for another reason before its
- * step completes (div by zero through a watched operand, SIGSEGV elsewhere)
- * leaves the stepper's claim on the page in place; the program gets its
- * signal with the shifted register in the context.
- */
-#define RESV_HALF ((size_t)2 << 30)
-
-/*
- * Decode the access at the faulting instruction into @a: 0, or -ENOTSUP.
- * It is decoded from at most the bytes left on the instruction's page.
- */
-PK_NOPROBE static int wpage_decode(ucontext_t *uc, struct pk_access *a)
+PK_NOPROBE void pk_fault_read_leave(struct pk_fault_reader *r)
 {
-	greg_t *g = uc->uc_mcontext.gregs;
-	uintptr_t psz = (uintptr_t)page_size, rip = (uintptr_t)g[REG_RIP];
-	size_t avail = psz - (rip & (psz - 1));
-
-	if (avail > 15)
-		avail = 15;
-	return pk_arch_access((void *)rip, avail, g, a);
-}
-
-/*
- * Move the stepping thread's access @a (from wpage_decode()) to the alias;
- * 0 if it cannot be.
- */
-PK_NOPROBE static int wpage_move(struct wpage *pg, ucontext_t *uc,
-				 struct pk_access a)
-{
-	greg_t *g = uc->uc_mcontext.gregs;
-	uintptr_t psz = (uintptr_t)page_size, rip = (uintptr_t)g[REG_RIP];
-	uintptr_t delta = (uintptr_t)pg->alias - pg->page, cp;
-
-	if (a.addr < pg->page || a.addr + a.size > pg->page + psz)
-		return 0;
-	if (a.how == PK_ACCESS_MOVE_REG) {
-		g[a.reg] += (greg_t)delta;
-		wstep.reg = a.reg;
-		wstep.how = a.how;
-		return 1;
-	}
-	if (a.how != PK_ACCESS_MOVE_RIP)
-		return 0;
-	cp = (rip + delta) & ~(psz - 1);
-	if (cp < (uintptr_t)pg->resv ||
-	    cp + psz > (uintptr_t)pg->resv + 2 * RESV_HALF ||
-	    cp == (uintptr_t)pg->alias)
-		return 0;
-	if (mmap((void *)cp, psz, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
-		return 0;
-	memcpy((void *)(rip + delta), (void *)rip, a.len);
-	if (mprotect((void *)cp, psz, PROT_READ | PROT_EXEC)) {
-		mmap((void *)cp, psz, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
-		     MAP_FIXED | MAP_NORESERVE, -1, 0);
-		return 0;	/* W^X policy (MDWE): open the page instead */
-	}
-	g[REG_RIP] = (greg_t)(rip + delta);
-	wstep.rip_next = rip + a.len;
-	wstep.xol = cp;
-	wstep.how = a.how;
-	return 1;
-}
-
-/* Undo wpage_move() after the step. */
-PK_NOPROBE static void wpage_unmove(struct wpage *pg, ucontext_t *uc)
-{
-	greg_t *g = uc->uc_mcontext.gregs;
-
-	if (wstep.how == PK_ACCESS_MOVE_REG) {
-		g[wstep.reg] -= (greg_t)((uintptr_t)pg->alias - pg->page);
-	} else if (wstep.how == PK_ACCESS_MOVE_RIP) {
-		g[REG_RIP] = (greg_t)wstep.rip_next;
-		mmap((void *)wstep.xol, (size_t)page_size, PROT_NONE,
-		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
-		     -1, 0);
-	}
-	wstep.how = 0;
-}
-
-/* Where a watch's bytes can be read during a step (the page may be PROT_NONE). */
-PK_NOPROBE static uintptr_t wview(const struct wpage *pg, uintptr_t addr)
-{
-	return pg->alias ? (uintptr_t)pg->alias + (addr - pg->page) : addr;
-}
-
-/* Page mechanism, part 1: a fault on a watched page (a fault-chain range). */
-PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
-{
-	struct wpage *pg = ctx;
-	ucontext_t *uc = f->ucontext;
-	long psz = page_size;
-	struct pk_access a;
-	int decoded;
-
-	if (wstep.pg) {
-		/*
-		 * This thread is in a step already: a watch handler of it
-		 * wrote a watched page (this one after the step protected it
-		 * again, or another), or the stepped instruction touched a
-		 * second watched page. Open the page until the step ends
-		 * (wpage_step() protects it again); writes other threads make
-		 * meanwhile go unseen (probekit.h).
-		 */
-		wstep.reopened |= 1u << (pg - wpages);
-		mprotect((void *)pg->page, (size_t)psz, pg->orig_prot);
-		return PK_FAULT_HANDLED;
-	}
-	/*
-	 * Counted before looking at busy, and the converter sets busy before
-	 * waiting for the count to drop (both seq_cst): either it waits for
-	 * us or we see busy and wait for it (watch_page_add/remove, fork).
-	 */
-	__atomic_add_fetch(&pg->steps, 1, __ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&pg->busy, __ATOMIC_SEQ_CST)) {
-		__atomic_sub_fetch(&pg->steps, 1, __ATOMIC_SEQ_CST);
-		while (__atomic_load_n(&pg->busy, __ATOMIC_ACQUIRE))
-			sched_yield();
-		return PK_FAULT_HANDLED;	/* retry on the new mapping */
-	}
-	if (!__atomic_load_n(&pg->nw, __ATOMIC_ACQUIRE)) {
-		__atomic_sub_fetch(&pg->steps, 1, __ATOMIC_SEQ_CST);
-		return PK_FAULT_UNHANDLED;
-	}
-	/*
-	 * One thread steps over a page at a time. A thread that faults while
-	 * another steps waits until that one has protected the page again,
-	 * then retries its access (and faults again, and steps, unless a
-	 * third thread opened the page meanwhile). So no two steps overlap:
-	 * a change of a watched value is reported by exactly one step.
-	 * The wait is bounded: the stepper is one instruction away from its
-	 * trap. Released in wpage_step().
-	 */
-	if (!__atomic_compare_exchange_n(&pg->stepper, &(uintptr_t){ 0 },
-					 (uintptr_t)&wstep, 0, __ATOMIC_ACQUIRE,
-					 __ATOMIC_RELAXED)) {
-		__atomic_sub_fetch(&pg->steps, 1, __ATOMIC_SEQ_CST);
-		while (__atomic_load_n(&pg->stepper, __ATOMIC_ACQUIRE))
-			sched_yield();
-		return PK_FAULT_HANDLED;
-	}
-	wstep.pg = pg;
-	wstep.addr = (uintptr_t)f->addr;
-	wstep.end = wstep.addr + 1;
-	wstep.access = f->access;
-	wstep.how = 0;
-	/*
-	 * The range the instruction accesses: an access that starts before
-	 * a watched value (si_addr) but covers it touches it too.
-	 */
-	decoded = !wpage_decode(uc, &a);
-	if (decoded && a.addr <= wstep.addr && a.addr + a.size > wstep.addr) {
-		wstep.addr = (uintptr_t)a.addr;
-		wstep.end = (uintptr_t)a.addr + a.size;
-	}
-	/*
-	 * A step where SIGTRAP is blocked would end in a forced SIGTRAP,
-	 * which the kernel turns into SIG_DFL. probekit's own handler is
-	 * SA_NODEFER (sig.c), so a watch handler does not block it; the
-	 * program can (pthread_sigmask(), or a handler of its own with
-	 * SIGTRAP in its sa_mask): let SIGTRAP through for the one
-	 * instruction; wpage_step() blocks it again in the context it
-	 * returns to.
-	 */
-	wstep.trap_blocked = sigismember(&uc->uc_sigmask, SIGTRAP) == 1;
-	if (wstep.trap_blocked)
-		sigdelset(&uc->uc_sigmask, SIGTRAP);
-	if (!pg->alias || !decoded || !wpage_move(pg, uc, a)) {
-		__atomic_add_fetch(&stats.watch_open_steps, 1, __ATOMIC_RELAXED);
-		mprotect((void *)pg->page, (size_t)psz, pg->orig_prot);
-	}
-	/*
-	 * The values before the step: through the alias, or else from the
-	 * page just opened (a read watch's page is unreadable until then).
-	 * Nothing has run the instruction yet.
-	 */
-	for (unsigned int i = 0; i < WATCH_SLOTS; i++)
-		if (watches[i].pg == pg &&
-		    __atomic_load_n(&watches[i].active, __ATOMIC_ACQUIRE))
-			wstep.old[i] = watch_read(wview(pg, watches[i].addr),
-						  watches[i].len);
-	uc->uc_mcontext.gregs[REG_EFL] |= X86_EFLAGS_TF;
-	return PK_FAULT_HANDLED;
-}
-
-/* Page mechanism, part 2: the single-step trap after the access. */
-PK_NOPROBE static int wpage_step(ucontext_t *uc)
-{
-	struct wpage *pg = wstep.pg;
-	long psz = page_size;
-	int prot = __atomic_load_n(&pg->prot, __ATOMIC_ACQUIRE);
-	struct pk_watch_hit h[WATCH_SLOTS];
-	struct pk_watch *hw[WATCH_SLOTS];
-	unsigned int n = 0;
-
-	int moved = wstep.how != 0;
-	struct rslot *rs;
-	unsigned long *rc;
-
-	uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)X86_EFLAGS_TF;
-	rc = rd_lock(&rs);
-	/*
-	 * Opened page: protect it again before reading the values, not
-	 * after: a write that another thread made while the page was open is
-	 * then in what we read (and reported here), and any later write
-	 * faults. Read watches (PROT_NONE) read through PROT_READ first.
-	 * Moved access: the page was never opened.
-	 */
-	if (moved)
-		wpage_unmove(pg, uc);
-	else
-		mprotect((void *)pg->page, (size_t)psz, prot | PROT_READ);
-	for (unsigned int i = 0; i < WATCH_SLOTS; i++) {
-		struct pk_watch *w = &watches[i];
-		int touched;
-
-		if (w->pg != pg || !__atomic_load_n(&w->active, __ATOMIC_SEQ_CST))
-			continue;
-		h[n].new_value = watch_read(wview(pg, w->addr), w->len);
-		h[n].old_value = wstep.old[i];
-		touched = wstep.addr < w->addr + w->len && wstep.end > w->addr;
-		if (h[n].new_value == h[n].old_value && !touched)
-			continue;	/* an unwatched byte of the page */
-		if (wstep.access == PK_ACCESS_READ && !(w->access & PK_WATCH_READ))
-			continue;
-		h[n].addr = (void *)w->addr;
-		h[n].len = w->len;
-		h[n].access = h[n].new_value != h[n].old_value ? PK_ACCESS_WRITE
-							       : 0;
-		h[n].ucontext = uc;
-		hw[n++] = w;
-	}
-	/* A handler that writes the page opens it again: see wpage_fault(). */
-	for (unsigned int i = 0; i < n; i++) {
-		hw[i]->fn(&h[i], hw[i]->ctx);
-		__atomic_add_fetch(&stats.watch_hits, 1, __ATOMIC_RELAXED);
-	}
-	if (!moved && !(prot & PROT_READ))
-		mprotect((void *)pg->page, (size_t)psz, prot);
-	for (unsigned int i = 0; i < WATCH_SLOTS; i++)
-		if (wstep.reopened & (1u << i))
-			mprotect((void *)wpages[i].page, (size_t)psz,
-				 __atomic_load_n(&wpages[i].prot,
-						 __ATOMIC_ACQUIRE));
-	wstep.reopened = 0;
-	if (wstep.trap_blocked)
-		sigaddset(&uc->uc_sigmask, SIGTRAP);
-	/* Pairs with the compare-exchange in wpage_fault(). */
-	__atomic_store_n(&pg->stepper, 0, __ATOMIC_RELEASE);
-	rd_unlock(rs, rc);
-	wstep.pg = NULL;
-	__atomic_sub_fetch(&pg->steps, 1, __ATOMIC_SEQ_CST);
-	return 1;
-}
-
-/*
- * A thread can fault on a watched page and reach the fault chain only after
- * the last watchpoint on it went away and its range was removed: the access
- * would succeed now. Pages whose protection probekit gave back recently are
- * remembered in a small ring; a protection fault there is retried once per
- * thread (a second fault at the same address in a row is a real one).
- */
-#define RETIRED_N 8
-static uintptr_t retired[RETIRED_N];	/* atomic; written under fault_lock */
-PK_SIGNAL_DATA(retired);
-static unsigned int retired_pos;
-static __thread uintptr_t retry_addr __attribute__((tls_model("initial-exec")));
-
-PK_NOPROBE __attribute__((cold)) static int wpage_retired(uintptr_t addr)
-{
-	uintptr_t page = addr & ~(uintptr_t)(page_size - 1);
-
-	for (unsigned int i = 0; i < RETIRED_N; i++) {
-		if (__atomic_load_n(&retired[i], __ATOMIC_ACQUIRE) != page)
-			continue;
-		if (retry_addr == addr) {
-			retry_addr = 0;
-			return 0;
-		}
-		retry_addr = addr;
-		return 1;
-	}
-	return 0;
+	rd_unlock(r->slot, r->nest);
 }
 
 /* ------------------------------------------------------------ signal path */
@@ -747,29 +300,18 @@ static PK_NOPROBE_INLINE const struct ent *tab_find(const struct tab *t,
 	return &t->e[lo - 1];
 }
 
-/* x86 page-fault error code: bit 1 write, bit 4 instruction fetch. */
-static PK_NOPROBE_INLINE unsigned int access_kind(const ucontext_t *uc)
-{
-	unsigned long err = (unsigned long)uc->uc_mcontext.gregs[REG_ERR];
-
-	if (uc->uc_mcontext.gregs[REG_TRAPNO] != 14)
-		return 0;	/* not a page fault: unknown */
-	if (err & 0x10)
-		return PK_ACCESS_EXEC;
-	return err & 0x2 ? PK_ACCESS_WRITE : PK_ACCESS_READ;
-}
-
 /*
  * Look @addr up in *@tabp and call its handler inside a read side; *@sp is
- * set to the calling thread's slot.
+ * set to the calling thread's reader slot.
  */
 static PK_NOPROBE_INLINE int dispatch(struct tab **tabp, uintptr_t addr,
-				      struct pk_fault *f, struct rslot **sp)
+				      struct pk_fault *f, struct rd_slot **sp)
 {
 	unsigned long *rc = rd_lock(sp);
 	const struct ent *e;
 	int ret = PK_FAULT_UNHANDLED;
 
+	/* R3: acquire, pairs with W1 in tab_replace(): the entries too. */
 	e = tab_find(__atomic_load_n(tabp, __ATOMIC_ACQUIRE), addr);
 	if (e) {
 		f->start = (void *)e->start;
@@ -780,17 +322,17 @@ static PK_NOPROBE_INLINE int dispatch(struct tab **tabp, uintptr_t addr,
 }
 
 /*
- * The kernel's entry for SIGSEGV and SIGBUS (pk_sig_set_entry(), sig.h). The hot path, a
- * fault that a range claims (a GC barrier, a watchpoint), is straight-line
- * code that touches few cache lines (see hot and me); everything else goes
- * to pk_sig_handler(), which calls fault_hook() in its turn. errno is kept
- * here as sig.c keeps it there.
+ * The kernel's entry for SIGSEGV and SIGBUS (pk_sig_set_entry(), sig.h).
+ * The hot path, a fault that a range claims (a GC barrier, a watched
+ * page), is straight-line code that touches few cache lines (see hot and
+ * me); everything else goes to pk_sig_handler(), which calls fault_hook()
+ * in its turn. errno is kept here as sig.c keeps it there.
  */
 PK_NOPROBE static void fault_entry(int sig, siginfo_t *si, void *ctx)
 {
 	ucontext_t *uc = ctx;
 	struct pk_fault f;
-	struct rslot *rs;
+	struct rd_slot *rs;
 	int *ep, saved_errno, ret;
 	unsigned long mask;	/* the kernel's 64 signals */
 	stack_t ss;
@@ -807,7 +349,7 @@ PK_NOPROBE static void fault_entry(int sig, siginfo_t *si, void *ctx)
 	__asm__ volatile("" ::: "memory");
 	f.addr = si->si_addr;
 	f.start = NULL;
-	f.access = access_kind(uc);
+	f.access = pk_arch_fault_access(uc);
 	f.signo = sig;
 	f.code = si->si_code;
 	f.siginfo = si;
@@ -837,15 +379,25 @@ other:
 	pk_sig_handler(sig, si, ctx);
 }
 
+/* The client's hook (fault.h), if a client has joined. */
+static PK_NOPROBE_INLINE int client_hook(int sig, siginfo_t *si,
+					 ucontext_t *uc)
+{
+	/* Acquire: pairs with pk_fault_client_join()'s release store. */
+	const struct pk_fault_client *c = __atomic_load_n(&client,
+							  __ATOMIC_ACQUIRE);
+
+	return c && c->hook(sig, si, uc);
+}
+
 /*
  * Everything but a fault a range claims: fault_entry() has already asked
  * the ranges about every SIGSEGV/SIGBUS with si_code > 0.
  */
 PK_NOPROBE static int fault_hook(int sig, siginfo_t *si, ucontext_t *uc)
 {
-	greg_t *g = uc->uc_mcontext.gregs;
 	struct pk_fault f;
-	struct rslot *rs;
+	struct rd_slot *rs;
 	int ret = 0, r;
 
 	me.depth++;
@@ -859,32 +411,30 @@ PK_NOPROBE static int fault_hook(int sig, siginfo_t *si, ucontext_t *uc)
 	case SIGSEGV:
 	case SIGBUS:
 		f.addr = si->si_addr;
-		f.access = access_kind(uc);
+		f.access = pk_arch_fault_access(uc);
+		/* No range's: maybe a page the client just gave back. */
 		if (sig == SIGSEGV && si->si_code == SEGV_ACCERR &&
-		    wpage_retired((uintptr_t)si->si_addr)) {
-			ret = 1;	/* a watchpoint's page, open again: retry */
+		    client_hook(sig, si, uc)) {
+			ret = 1;
 			goto out;
 		}
 		break;
 	case SIGTRAP:
-		/* Only the single-step trap ends a step (TRAP_TRACE). */
-		if (wstep.pg && si->si_code == TRAP_TRACE) {
-			ret = wpage_step(uc);
-			goto out;
-		}
-		if (si->si_code == TRAP_PERF && watch_hit(si, uc)) {
+		/* A hardware breakpoint's or a single step's: the client's. */
+		if ((si->si_code == TRAP_PERF || si->si_code == TRAP_TRACE) &&
+		    client_hook(sig, si, uc)) {
 			ret = 1;
 			goto out;
 		}
-		if (si->si_code != SI_KERNEL)	/* not an int3 */
+		if (!pk_arch_trap_hit(si))	/* not a trap instruction */
 			break;
-		f.addr = (void *)(g[REG_RIP] - PK_ARCH_TRAP_LEN);
+		f.addr = (void *)pk_arch_trap_addr(uc);
 		f.access = PK_ACCESS_EXEC;
 		goto trap;
 	case SIGILL:
 		if (si->si_code <= 0)
 			break;
-		f.addr = (void *)g[REG_RIP];
+		f.addr = (void *)pk_arch_pc(uc);
 		f.access = PK_ACCESS_EXEC;
 	trap:
 		if (dispatch(&traps, (uintptr_t)f.addr, &f, &rs)) {
@@ -904,7 +454,7 @@ PK_NOPROBE static int fault_hook(int sig, siginfo_t *si, ucontext_t *uc)
 		goto out;
 	r = pk_chain_call(&die_chain, (unsigned long)sig, &f, NULL);
 	if (r == PK_STOP) {
-		__atomic_add_fetch(&stats.die_claimed, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&die_claimed, 1, __ATOMIC_RELAXED);
 		ret = 1;
 	}
 out:
@@ -915,14 +465,17 @@ out:
 
 /* ------------------------------------------------------------- writers */
 
-/* Wait until every thread's count of read sides of phase @idx was 0. */
+/*
+ * W3/W5: wait until every thread's count of read sides of phase @idx was
+ * 0. Acquire: pairs with R4 in rd_unlock().
+ */
 static void wait_zero(unsigned int idx)
 {
 	struct timespec ts = { 0, 20000 };
 	int spins = 0;
 
 	for (unsigned int i = 0; i <= RD_SLOTS; i++) {
-		struct rslot *s = i < RD_SLOTS ? &slots[i] : &shared_rd;
+		struct rd_slot *s = i < RD_SLOTS ? &rd_slots[i] : &shared_rd;
 
 		while (__atomic_load_n(&s->nest[idx], __ATOMIC_ACQUIRE)) {
 			if (++spins < 100)
@@ -934,26 +487,63 @@ static void wait_zero(unsigned int idx)
 }
 
 /*
- * Wait until no signal handler can still hold a table replaced (or a
- * watchpoint switched off) before the call.
+ * pk_fault_wait_readers() - one grace period: every read side that was open
+ * when it was called has closed when it returns, so nothing unpublished
+ * before the call (a table tab_replace() swapped out, a watchpoint
+ * switched off) is still in use.
+ *
+ * Protocol. A reader (rd_lock(), what it reads, rd_unlock()):
+ *   R1. idx = phase & 1 (relaxed); my->nest[idx]++: a plain store, as only
+ *       this thread writes its slot and a nested signal handler restores
+ *       what it changed (the shared counts: a locked add, which is R2 too);
+ *   R2. barrier A: a compiler barrier; a full fence instead where barrier
+ *       B cannot be had (hot.rd_fence);
+ *   R3. load what is published (a table in dispatch(), acquire; a watch's
+ *       active flag in watch.c), use it, call the handler;
+ *   R4. my->nest[idx]-- (release).
+ * The writer, pk_fault_lock held:
+ *   W1. unpublish, before the call: tab_replace()'s exchange, or watch.c's
+ *       active = 0 (seq_cst);
+ *   W2. barrier B: membarrier(PRIVATE_EXPEDITED), which runs a full
+ *       barrier on every core that is running one of our threads; with
+ *       fencing readers, a full fence here;
+ *   W3. wait until every slot's nest[idle] == 0 (acquire), idle being the
+ *       side R1 does not pick now: only readers that loaded the phase
+ *       before the previous flip can count there, a bounded number;
+ *   W4. flip the phase (seq_cst): readers from now on count on the side
+ *       W3 emptied, so W5 ends even while threads keep faulting;
+ *   W5. wait until every slot's nest[old] == 0 (acquire): only readers that
+ *       loaded the phase before W4 can still add to it, a bounded number.
+ * Then the caller frees what it unpublished.
+ *
+ * Why: A and B are an asymmetric pair. A reader whose R1 came before the
+ * point where B's barrier hit its thread has its count seen by W3/W5
+ * (which run after B) and is waited for; a reader whose R1 came after it
+ * does R3 after it as well, and sees W1, not the old thing. W3/W5's
+ * acquire loads pair with R4's release: the reader's last use of the old
+ * thing happens before the caller frees it. W4 is for liveness only.
  */
-static void wait_readers(void)
+void pk_fault_wait_readers(void)
 {
 	unsigned int p = __atomic_load_n(&hot.phase, __ATOMIC_RELAXED);
 
-	pk_assert_held(&fault_lock);
+	pk_assert_held(&pk_fault_lock);
 	/*
-	 * Barrier B: pairs with barrier A in rd_lock(). Registered, it does
-	 * not fail; if it did, readers fence from now on, and this thread's
-	 * fence is all that is left to give (ret.c fences there too).
+	 * W2, barrier B: pairs with R2, barrier A, in rd_lock(). Registered,
+	 * membarrier does not fail; if it did, readers fence from now on, and
+	 * this thread's fence is all that is left to give (ret.c fences there
+	 * too). Fencing readers pair with this thread's fence: C11 orders a
+	 * fence against a fence, not against W1's seq_cst store alone.
 	 */
-	if (!hot.rd_fence && pk_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)) {
+	if (hot.rd_fence) {
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	} else if (pk_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)) {
 		__atomic_store_n(&hot.rd_fence, 1, __ATOMIC_RELAXED);
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	}
-	wait_zero((p + 1) & 1);
-	__atomic_store_n(&hot.phase, p + 1, __ATOMIC_SEQ_CST);
-	wait_zero(p & 1);
+	wait_zero((p + 1) & 1);					/* W3 */
+	__atomic_store_n(&hot.phase, p + 1, __ATOMIC_SEQ_CST);	/* W4 */
+	wait_zero(p & 1);					/* W5 */
 }
 
 /*
@@ -995,13 +585,13 @@ static struct tab *tab_alloc(struct tab **tabp, size_t n)
 /*
  * Whether [@lo, @hi) overlaps a table in pages of its own, which the signal
  * path reads (by address: the name tab_alloc() gives them needs a kernel
- * with anonymous VMA names). fault_lock held.
+ * with anonymous VMA names). pk_fault_lock held.
  */
 static int tab_pages_overlap(uintptr_t lo, uintptr_t hi)
 {
 	const struct tab *ts[] = { hot.ranges, traps };
 
-	pk_assert_held(&fault_lock);
+	pk_assert_held(&pk_fault_lock);
 	for (size_t i = 0; i < PK_ARRAY_SIZE(ts); i++)
 		if (ts[i] && ts[i]->maplen && (uintptr_t)ts[i] < hi &&
 		    (uintptr_t)ts[i] + ts[i]->maplen > lo)
@@ -1020,14 +610,17 @@ static void tab_replace(struct tab **tabp, struct tab *t)
 {
 	struct tab *old;
 
-	pk_assert_held(&fault_lock);
+	pk_assert_held(&pk_fault_lock);
 	if (t && t->n == 0) {
 		tab_free(t);
 		t = NULL;
 	}
-	/* W1: pairs with R1 in dispatch(). */
+	/*
+	 * W1 (pk_fault_wait_readers()): its release half pairs with R3's
+	 * acquire load in dispatch(), which then sees @t's entries.
+	 */
 	old = __atomic_exchange_n(tabp, t, __ATOMIC_SEQ_CST);
-	wait_readers();
+	pk_fault_wait_readers();
 	tab_free(old);
 }
 
@@ -1035,15 +628,15 @@ static void tab_replace(struct tab **tabp, struct tab *t)
 static int update_hooks(void)
 {
 	/*
-	 * Once a watchpoint has existed, SIGTRAP and SIGSEGV stay hooked: a
-	 * breakpoint's SIGTRAP or a fault on a page that was just unwatched
-	 * may still be on its way to a thread after pk_watch_remove().
+	 * Once a client has joined, all four stay hooked: a signal of its
+	 * (a breakpoint's SIGTRAP, a fault on a page just unwatched) may
+	 * still be on its way to a thread after its last user left.
 	 */
-	int need_fault = (hot.ranges && hot.ranges->n) || n_die || watch_used;
-	int need_trap = (traps && traps->n) || n_die || watch_used;
+	int need_fault = (hot.ranges && hot.ranges->n) || n_die || client;
+	int need_trap = (traps && traps->n) || n_die || client;
 	int err = 0, e;
 
-	pk_assert_held(&fault_lock);
+	pk_assert_held(&pk_fault_lock);
 	e = pk_sig_hook(SIGSEGV, PK_SIG_FAULT, need_fault ? fault_hook : NULL);
 	err = err ? err : e;
 	e = pk_sig_hook(SIGBUS, PK_SIG_FAULT, need_fault ? fault_hook : NULL);
@@ -1100,11 +693,11 @@ static int tab_remove(struct tab **tabp, uintptr_t start)
 }
 
 /*
- * Barriers A and B (see "Tables and their readers"), chosen before the
- * first read side can run: every read side follows a registration; and
- * whether handled faults may resume without rt_sigreturn. Tests force the
+ * Barriers A and B (R2 and W2, pk_fault_wait_readers()), chosen before
+ * the first read side can run: every read side follows a registration;
+ * and whether handled faults may resume without rt_sigreturn. Tests force the
  * fallbacks: PROBEKIT_FAULT_FENCE=1 as if the kernel had no membarrier,
- * PROBEKIT_FAULT_SLOTS=N as if only N slots existed,
+ * PROBEKIT_FAULT_SLOTS=N as if only N reader slots existed,
  * PROBEKIT_FAULT_SIGRETURN=1 as if resuming needed rt_sigreturn.
  */
 static void rd_setup(void)
@@ -1118,115 +711,79 @@ static void rd_setup(void)
 	/* Before any hook: only the fault layer hooks these two. */
 	pk_sig_set_entry(SIGSEGV, fault_entry);
 	pk_sig_set_entry(SIGBUS, fault_entry);
-	pk_dbg("fault: read sides %s, %u slots, resume %s",
+	pk_dbg("fault: read sides %s, %u reader slots, resume %s",
 	       hot.rd_fence ? "fence" : "barrier-free (membarrier)", rd_nslots,
 	       hot.resume ? "in user space" : "by rt_sigreturn");
 }
 
 /* A locked section for writers; -EDEADLK from inside one of our handlers. */
-static int writer_lock(void)
+int pk_fault_write_lock(void)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 	if (me.depth)
 		return -EDEADLK;
 	pthread_once(&once, rd_setup);
-	pthread_mutex_lock(&fault_lock);
+	pthread_mutex_lock(&pk_fault_lock);
 	return 0;
 }
 
-static int own_data(uintptr_t lo, uintptr_t hi);
-
-static void wpage_quiesce(struct wpage *pg);
-static void page_copy(void *dst, const void *src, size_t len);
-
-static void snap_free(struct wpage *pg)
-{
-	if (pg->snap)
-		munmap(pg->snap, (size_t)page_size);
-	pg->snap = NULL;
-}
-
-static int wpage_remap(struct wpage *pg, int prot, const void *src);
-
 /*
- * fork(): util.c's atfork triple calls these in lock order (the probe layer
- * registers trap entries with its own lock held, so fault_lock comes after
- * it). In a child only the forking thread exists: no other readers.
- *
- * Prepare stops every step over every watched page (the bytes cannot
- * change then: all writes fault and wait), so that no page is open and no
- * step claimed in the child, whose other threads are gone.
- *
- * Aliased watch pages: the memfd is MAP_SHARED, so a child would share the
- * page with the parent. Prepare also copies each such page to a private
- * snapshot, because glibc runs the parent's and the child's handlers
- * concurrently: the parent's writers go on (busy cleared) while the child
- * still builds its page. The child maps a memfd of its own holding the
- * snapshot at the same two places. A fork from inside a watch handler (a
- * step of this thread in flight) cannot wait for itself: that page is left
- * shared, and keeps this thread's step state.
+ * fork(): util.c's atfork triple calls the entries in lock order (the
+ * probe layer registers trap entries with its own lock held, so
+ * pk_fault_lock comes after it). The core's entry and each client's hold
+ * pk_fault_lock across fork through pk_fault_fork_hold() and
+ * pk_fault_fork_release() (fault.h), in whichever order they run.
+ * In a child only the forking thread exists: no other readers.
  */
-static void fault_fork_child(void)
-{
-	/* Only this thread is left: its slot (new tid), no other reader. */
-	for (unsigned int i = 0; i < RD_SLOTS; i++)
-		if (&slots[i] != me.slot) {
-			slots[i].nest[0] = slots[i].nest[1] = 0;
-			slots[i].owner = 0;
-		}
-	if (me.slot && me.slot != &shared_rd)
-		me.slot->owner = pk_gettid();
-	shared_rd.nest[0] = shared_rd.nest[1] = 0;
-	pthread_mutex_init(&fault_lock, NULL);
-	for (unsigned int i = 0; i < WATCH_SLOTS; i++) {
-		struct wpage *pg = &wpages[i];
+static pid_t fork_holder;	/* atomic: the forking thread, while it holds
+				   pk_fault_lock */
+static unsigned int fork_holds;	/* pk_fault_lock: entries between hold and
+				   release */
 
-		if (pg->nw && pg != wstep.pg) {
-			if (pg->alias)
-				wpage_remap(pg, pg->prot, pg->snap);
-			pg->steps = 0;
-			pg->stepper = 0;
-		}
-		snap_free(pg);
-		pg->busy = 0;
+void pk_fault_fork_hold(void)
+{
+	pid_t tid = pk_gettid();
+
+	/* Only this thread writes its own tid here, with the lock held. */
+	if (__atomic_load_n(&fork_holder, __ATOMIC_RELAXED) != tid) {
+		pthread_mutex_lock(&pk_fault_lock);
+		__atomic_store_n(&fork_holder, tid, __ATOMIC_RELAXED);
 	}
+	fork_holds++;
 }
 
-static void fault_fork_prepare(void)
+void pk_fault_fork_release(int child)
 {
-	size_t psz = (size_t)page_size;
-
-	pthread_mutex_lock(&fault_lock);
-	for (unsigned int i = 0; i < WATCH_SLOTS; i++) {
-		struct wpage *pg = &wpages[i];
-		void *p;
-
-		if (!pg->nw || pg == wstep.pg)
-			continue;
-		wpage_quiesce(pg);
-		if (!pg->alias)
-			continue;
-		/* Without a snapshot the child copies the shared page. */
-		p = mmap(NULL, psz, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (p == MAP_FAILED)
-			continue;
-		page_copy(p, pg->alias, psz);
-		pg->snap = p;
-	}
+	if (--fork_holds)
+		return;
+	__atomic_store_n(&fork_holder, 0, __ATOMIC_RELAXED);
+	if (child)
+		pthread_mutex_init(&pk_fault_lock, NULL);
+	else
+		pthread_mutex_unlock(&pk_fault_lock);
 }
 
 static void fault_fork_parent(void)
 {
-	for (unsigned int i = 0; i < WATCH_SLOTS; i++) {
-		snap_free(&wpages[i]);
-		__atomic_store_n(&wpages[i].busy, 0, __ATOMIC_RELEASE);
-	}
-	pthread_mutex_unlock(&fault_lock);
+	pk_fault_fork_release(0);
 }
 
-PK_ATFORK(fault, PK_RANK_FAULT, fault_fork_prepare, fault_fork_parent,
+static void fault_fork_child(void)
+{
+	/* Only this thread is left: its slot (new tid), no other reader. */
+	for (unsigned int i = 0; i < RD_SLOTS; i++)
+		if (&rd_slots[i] != me.slot) {
+			rd_slots[i].nest[0] = rd_slots[i].nest[1] = 0;
+			rd_slots[i].owner = 0;
+		}
+	if (me.slot && me.slot != &shared_rd)
+		me.slot->owner = pk_gettid();
+	shared_rd.nest[0] = shared_rd.nest[1] = 0;
+	pk_fault_fork_release(1);
+}
+
+PK_ATFORK(fault, PK_RANK_FAULT, pk_fault_fork_hold, fault_fork_parent,
 	  fault_fork_child);
 
 __attribute__((constructor)) static void fault_init(void)
@@ -1234,10 +791,50 @@ __attribute__((constructor)) static void fault_init(void)
 	page_size = sysconf(_SC_PAGESIZE);
 }
 
+int pk_fault_range_add(uintptr_t start, uintptr_t end, pk_fault_fn fn,
+		       void *ctx)
+{
+	struct ent e = { start, end, fn, ctx };
+	int err;
+
+	pk_assert_held(&pk_fault_lock);
+	if (tab_pages_overlap(start, end))
+		return -EBUSY;
+	err = tab_insert(&hot.ranges, &e);
+	if (!err) {
+		err = update_hooks();
+		if (err) {
+			tab_remove(&hot.ranges, start);
+			update_hooks();
+		}
+	}
+	return err;
+}
+
+int pk_fault_range_remove(uintptr_t start)
+{
+	int err;
+
+	pk_assert_held(&pk_fault_lock);
+	err = tab_remove(&hot.ranges, start);
+	if (!err)
+		update_hooks();
+	return err;
+}
+
+int pk_fault_client_join(const struct pk_fault_client *c)
+{
+	pk_assert_held(&pk_fault_lock);
+	if (client && client != c)
+		return -EBUSY;
+	/* Release: pairs with client_hook()'s acquire load. */
+	__atomic_store_n(&client, c, __ATOMIC_RELEASE);
+	return update_hooks();
+}
+
 int pk_fault_register(void *addr, size_t len, pk_fault_fn fn, void *ctx)
 {
 	uintptr_t a = (uintptr_t)addr, page = (uintptr_t)page_size;
-	struct ent e = { a, a + len, fn, ctx };
 	int err;
 
 	if (!addr || !fn || !len || a + len < a || (a & (page - 1)) ||
@@ -1246,50 +843,40 @@ int pk_fault_register(void *addr, size_t len, pk_fault_fn fn, void *ctx)
 	/* msync fails with ENOMEM where any page of the range is unmapped. */
 	if (msync(addr, len, MS_ASYNC))
 		return -EINVAL;
-	if (own_data(a, a + len))
+	if (pk_fault_own_data(a, a + len))
 		return -EBUSY;	/* probekit's signal path reads it */
-	err = writer_lock();
+	err = pk_fault_write_lock();
 	if (err)
 		return err;
-	err = tab_pages_overlap(a, a + len) ? -EBUSY :
-	      tab_insert(&hot.ranges, &e);
-	if (!err) {
-		err = update_hooks();
-		if (err) {
-			tab_remove(&hot.ranges, a);
-			update_hooks();
-		}
-	}
-	pthread_mutex_unlock(&fault_lock);
+	err = pk_fault_range_add(a, a + len, fn, ctx);
+	pk_fault_write_unlock();
 	if (err && err != -EEXIST)
 		pk_err("fault: cannot register [%p, +%zu): %s", addr, len,
 		       strerror(-err));
 	return err;
 }
 
-/* The range at @start serves a page watchpoint (not the caller's). */
-static int range_is_watch(uintptr_t start)
+/* The range at @start is the client's (a watched page), not the caller's. */
+static int range_is_client(uintptr_t start)
 {
 	const struct tab *t = hot.ranges;
 
-	pk_assert_held(&fault_lock);
+	pk_assert_held(&pk_fault_lock);
 	for (size_t i = 0; t && i < t->n; i++)
 		if (t->e[i].start == start)
-			return t->e[i].fn == wpage_fault;
+			return client && t->e[i].fn == client->range_fn;
 	return 0;
 }
 
 int pk_fault_unregister(void *addr)
 {
-	int err = writer_lock();
+	int err = pk_fault_write_lock();
 
 	if (err)
 		return err;
-	err = range_is_watch((uintptr_t)addr) ? -EBUSY :
-	      tab_remove(&hot.ranges, (uintptr_t)addr);
-	if (!err)
-		update_hooks();
-	pthread_mutex_unlock(&fault_lock);
+	err = range_is_client((uintptr_t)addr) ? -EBUSY :
+	      pk_fault_range_remove((uintptr_t)addr);
+	pk_fault_write_unlock();
 	return err;
 }
 
@@ -1300,7 +887,7 @@ int pk_trap_register(void *addr, pk_fault_fn fn, void *ctx)
 
 	if (!addr || !fn)
 		return -EINVAL;
-	err = writer_lock();
+	err = pk_fault_write_lock();
 	if (err)
 		return err;
 	err = tab_insert(&traps, &e);
@@ -1311,26 +898,26 @@ int pk_trap_register(void *addr, pk_fault_fn fn, void *ctx)
 			update_hooks();
 		}
 	}
-	pthread_mutex_unlock(&fault_lock);
+	pk_fault_write_unlock();
 	return err;
 }
 
 int pk_trap_unregister(void *addr)
 {
-	int err = writer_lock();
+	int err = pk_fault_write_lock();
 
 	if (err)
 		return err;
 	err = tab_remove(&traps, (uintptr_t)addr);
 	if (!err)
 		update_hooks();
-	pthread_mutex_unlock(&fault_lock);
+	pk_fault_write_unlock();
 	return err;
 }
 
 int pk_die_register(struct pk_notifier *nb)
 {
-	int err = writer_lock();
+	int err = pk_fault_write_lock();
 
 	if (err)
 		return err;
@@ -1344,13 +931,13 @@ int pk_die_register(struct pk_notifier *nb)
 			update_hooks();
 		}
 	}
-	pthread_mutex_unlock(&fault_lock);
+	pk_fault_write_unlock();
 	return err;
 }
 
 int pk_die_unregister(struct pk_notifier *nb)
 {
-	int err = writer_lock();
+	int err = pk_fault_write_lock();
 
 	if (err)
 		return err;
@@ -1359,542 +946,34 @@ int pk_die_unregister(struct pk_notifier *nb)
 		__atomic_store_n(&n_die, n_die - 1, __ATOMIC_RELAXED);
 		update_hooks();
 	}
-	pthread_mutex_unlock(&fault_lock);
+	pk_fault_write_unlock();
 	return err;
 }
 
-static int watch_open(struct pk_watch *w, unsigned int slot, pid_t tid)
+/* The PK_FAULT_TLS() getters of the core and its clients. */
+extern struct pk_span (*const __start_pk_fault_tls[])(void)
+	__attribute__((weak, visibility("hidden")));
+extern struct pk_span (*const __stop_pk_fault_tls[])(void)
+	__attribute__((weak, visibility("hidden")));
+
+int pk_fault_own_data(uintptr_t lo, uintptr_t hi)
 {
-	struct perf_event_attr a;
-	int fd;
+	/* errno: fault_entry() and sig.c save and restore it. */
+	struct pk_span err = { &errno, sizeof(errno) };
 
-	memset(&a, 0, sizeof(a));
-	a.type = PERF_TYPE_BREAKPOINT;
-	a.size = sizeof(a);
-	a.bp_type = w->access & PK_WATCH_READ ? HW_BREAKPOINT_RW
-					       : HW_BREAKPOINT_W;
-	a.bp_addr = w->addr;
-	a.bp_len = w->len;
-	a.sample_period = 1;
-	a.sigtrap = 1;
-	a.remove_on_exec = 1;
-	a.inherit = 1;
-	a.inherit_thread = 1;
-	a.exclude_kernel = 1;
-	a.exclude_hv = 1;
-	a.sig_data = (WATCH_MAGIC << 8) | slot;
-	fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1,
-			  PERF_FLAG_FD_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (w->nfds == w->capfds) {
-		size_t cap = w->capfds ? 2 * w->capfds : 16;
-		int *f = realloc(w->fds, cap * sizeof(*f));
-		pid_t *t = f ? realloc(w->tids, cap * sizeof(*t)) : NULL;
+	for (struct pk_span (*const *g)(void) = __start_pk_fault_tls;
+	     g < __stop_pk_fault_tls; g++) {
+		struct pk_span s = (*g)();
 
-		if (f)
-			w->fds = f;
-		if (!t) {
-			close(fd);
-			return -ENOMEM;
-		}
-		w->tids = t;
-		w->capfds = cap;
-	}
-	w->fds[w->nfds] = fd;
-	w->tids[w->nfds++] = tid;
-	return 0;
-}
-
-static int watch_has(const struct pk_watch *w, pid_t tid)
-{
-	for (size_t i = 0; i < w->nfds; i++)
-		if (w->tids[i] == tid)
+		if (pk_overlaps(lo, hi, &s, 1))
 			return 1;
-	return 0;
-}
-
-/* Open an event on every thread; list again until nothing is new. */
-static int watch_open_all(struct pk_watch *w, unsigned int slot)
-{
-	int err = watch_open(w, slot, pk_gettid()), added;
-
-	while (!err) {
-		DIR *d = opendir("/proc/self/task");
-		struct dirent *de;
-
-		if (!d)
-			return -errno;
-		added = 0;
-		while (!err && (de = readdir(d))) {
-			pid_t tid = (pid_t)atoi(de->d_name);
-
-			if (tid <= 0 || watch_has(w, tid))
-				continue;
-			err = watch_open(w, slot, tid);
-			if (err == -ESRCH)	/* exited meanwhile */
-				err = 0;
-			else
-				added++;
-		}
-		closedir(d);
-		if (!added)
-			break;
 	}
-	return err;
-}
-
-static void watch_close_all(struct pk_watch *w)
-{
-	for (size_t i = 0; i < w->nfds; i++)
-		close(w->fds[i]);
-	free(w->fds);
-	free(w->tids);
-	w->fds = NULL;
-	w->tids = NULL;
-	w->nfds = w->capfds = 0;
-}
-
-static int watch_errno(int err)
-{
-	switch (err) {
-	case -ENOSPC:
-		return -EBUSY;		/* no debug register left */
-	case -EACCES:
-	case -EPERM:
-		return -EPERM;		/* perf_event_paranoid, seccomp */
-	case -ENOMEM:
-	case -EBUSY:
-		return err;
-	default:
-		return -ENOTSUP;	/* no breakpoint PMU, no sigtrap */
-	}
-}
-
-/* What /proc/self/maps says about the mapping that holds one page. */
-struct mapinfo {
-	uintptr_t lo, hi;
-	int prot;
-	int shared;		/* 's': MAP_SHARED */
-	char name[32];		/* "[stack]", "[vdso]", a path's start, or "" */
-};
-
-/* The mapping that holds @page: 0, or -EINVAL if unmapped. */
-static int page_map(uintptr_t page, struct mapinfo *mi)
-{
-	FILE *f = fopen("/proc/self/maps", "re");
-	unsigned long lo, hi;
-	char perm[8];
-	int err = -EINVAL;
-
-	if (!f)
-		return -errno;
-	while (fscanf(f, "%lx-%lx %7s %*s %*s %*s", &lo, &hi, perm) == 3) {
-		int c = fgetc(f);
-
-		while (c == ' ')
-			c = fgetc(f);
-		mi->name[0] = 0;
-		for (size_t i = 0; c != '\n' && c != EOF; c = fgetc(f))
-			if (i < sizeof(mi->name) - 1) {
-				mi->name[i++] = (char)c;
-				mi->name[i] = 0;
-			}
-		if (page < lo || page >= hi)
-			continue;
-		mi->lo = lo;
-		mi->hi = hi;
-		mi->prot = (perm[0] == 'r' ? PROT_READ : 0) |
-			   (perm[1] == 'w' ? PROT_WRITE : 0) |
-			   (perm[2] == 'x' ? PROT_EXEC : 0);
-		mi->shared = perm[3] == 's';
-		err = 0;
-		break;
-	}
-	fclose(f);
-	return err;
-}
-
-/*
- * Whether [@lo, @hi) holds memory that the signal path of probekit writes
- * or reads (then it must never fault): every PK_SIGNAL_DATA object, and
- * the calling thread's TLS of the fault layer. Other threads' TLS cannot
- * be found from here (see the rule in probekit.h).
- */
-static int own_data(uintptr_t lo, uintptr_t hi)
-{
-	const struct pk_span objs[] = {	/* thread-local: no PK_SIGNAL_DATA */
-		{ &me, sizeof(me) },
-		{ &wstep, sizeof(wstep) }, { &retry_addr, sizeof(retry_addr) },
-		{ &errno, sizeof(errno) },
-	};
-
-	return pk_overlaps(lo, hi, objs, PK_ARRAY_SIZE(objs)) ||
-	       pk_signal_data_overlaps(lo, hi);
-}
-
-/*
- * The rule of pk_watch_add() for the page mechanism (probekit.h): the page
- * must be private, writable, not executable data that no signal handler of
- * the calling thread needs. Return: 0, or the -errno to refuse it with.
- */
-static int watch_page_allowed(uintptr_t page, size_t psz, struct mapinfo *mi)
-{
-	volatile char here = 0;
-	uintptr_t sp = (uintptr_t)&here;
-	stack_t ss;
-	struct mapinfo stack;
-	int err = page_map(page, mi);
-
-	if (err)
-		return err;			/* unmapped */
-	if (!(mi->prot & PROT_WRITE))
-		return -EINVAL;			/* nothing to watch */
-	if (mi->shared || (mi->prot & PROT_EXEC))
-		return -ENOTSUP;		/* other views; code */
-	if (mi->name[0] == '[' && strcmp(mi->name, "[heap]") &&
-	    strncmp(mi->name, "[anon", 5))
-		return -EBUSY;			/* [stack], [vvar], ... */
-	if (tab_pages_overlap(page, page + psz))
-		return -EBUSY;			/* our tables: tab_alloc() */
-	if (!page_map(sp, &stack) && page >= stack.lo && page < stack.hi)
-		return -EBUSY;			/* the caller's stack */
-	if (!sigaltstack(NULL, &ss) && !(ss.ss_flags & SS_DISABLE) &&
-	    pk_overlaps(page, page + psz,
-		&(struct pk_span){ ss.ss_sp, ss.ss_size }, 1))
-		return -EBUSY;			/* its signal stack */
-	return 0;
-}
-
-/* The protection a watched page gets: reads fault too if one watch wants. */
-static int wpage_prot(const struct wpage *pg)
-{
-	int prot = pg->orig_prot & ~PROT_WRITE;
-
-	for (unsigned int i = 0; i < WATCH_SLOTS; i++)
-		if (watches[i].fn && watches[i].pg == pg &&
-		    (watches[i].access & PK_WATCH_READ))
-			prot = PROT_NONE;
-	return prot;
-}
-
-/*
- * Copy a whole page, whatever the program keeps in it: under ASan a page of
- * globals holds redzones that memcpy() would report (rep movsb is not
- * intercepted).
- */
-static void page_copy(void *dst, const void *src, size_t len)
-{
-	__asm__ volatile("rep movsb"
-			 : "+D"(dst), "+S"(src), "+c"(len) : : "memory");
-}
-
-/* Wait until no thread is between a fault on @pg and its step. */
-static void wpage_quiesce(struct wpage *pg)
-{
-	/* Pairs with the increment and busy check in wpage_fault(). */
-	__atomic_store_n(&pg->busy, 1, __ATOMIC_SEQ_CST);
-	while (__atomic_load_n(&pg->steps, __ATOMIC_SEQ_CST))
-		sched_yield();
-}
-
-/* Map a new memfd holding @pg's bytes at the alias and at the page. */
-static int wpage_remap(struct wpage *pg, int prot, const void *src)
-{
-	size_t psz = (size_t)page_size;
-	int fd = memfd_create("probekit-watch", MFD_CLOEXEC), err = 0;
-	void *tmp;
-
-	if (fd < 0)
-		return -errno;
-	if (ftruncate(fd, (off_t)psz)) {
-		err = -errno;
-		goto out;
-	}
-	tmp = mmap(NULL, psz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (tmp == MAP_FAILED) {
-		err = -errno;
-		goto out;
-	}
-	/*
-	 * @src: a copy that cannot change (fork), or the page itself while
-	 * writers fault and wait (busy).
-	 */
-	page_copy(tmp, src ? src : pg->alias ? pg->alias : (char *)pg->page,
-		  psz);
-	munmap(tmp, psz);
-	if (mmap(pg->resv + RESV_HALF, psz, PROT_READ | PROT_WRITE,
-		 MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED ||
-	    mmap((void *)pg->page, psz, prot, MAP_SHARED | MAP_FIXED, fd,
-		 0) == MAP_FAILED)
-		err = -errno;	/* only after the reservation was checked */
-out:
-	close(fd);
-	return err;
-}
-
-/*
- * Turn @pg into a memfd page with an alias (see "Alias stepping"); on
- * failure the page stays as it was and steps open it instead.
- */
-static void wpage_alias(struct wpage *pg)
-{
-	size_t psz = (size_t)page_size;
-	char *resv;
-	int err;
-
-	pk_assert_held(&fault_lock);
-	resv = mmap(NULL, 2 * RESV_HALF, PROT_NONE,
-		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (resv == MAP_FAILED)
-		return;
-	wpage_quiesce(pg);
-	pg->resv = resv;
-	/* Freeze writers (they fault and wait) while the bytes move. */
-	mprotect((void *)pg->page, psz, PROT_READ);
-	/*
-	 * Mapped back with the page's own protection: no watch counts on it
-	 * yet (nw is 0), so a fault now would reach the default action; the
-	 * caller protects it once the watch is published.
-	 */
-	err = wpage_remap(pg, pg->orig_prot, NULL);
-	if (err) {
-		pk_dbg("watch: page %#lx: no alias (%s); steps open the page",
-		       (unsigned long)pg->page, strerror(-err));
-		mprotect((void *)pg->page, psz, pg->orig_prot);
-		munmap(resv, 2 * RESV_HALF);
-		pg->resv = NULL;
-	} else {
-		pg->alias = resv + RESV_HALF;
-	}
-	__atomic_store_n(&pg->busy, 0, __ATOMIC_RELEASE);
-}
-
-/* The last watch went: a private page with the bytes and protection back. */
-static void wpage_unalias(struct wpage *pg)
-{
-	size_t psz = (size_t)page_size;
-	void *tmp;
-
-	pk_assert_held(&fault_lock);
-	wpage_quiesce(pg);
-	tmp = mmap(NULL, psz, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (tmp != MAP_FAILED) {
-		page_copy(tmp, pg->alias, psz);
-		mprotect(tmp, psz, pg->orig_prot);
-		if (mremap(tmp, psz, psz, MREMAP_MAYMOVE | MREMAP_FIXED,
-			   (void *)pg->page) == MAP_FAILED) {
-			munmap(tmp, psz);
-			tmp = MAP_FAILED;
-		}
-	}
-	if (tmp == MAP_FAILED) {
-		/* Keep the shared page, unprotected: the bytes stay right. */
-		pk_warn("watch: page %#lx stays a shared mapping",
-			(unsigned long)pg->page);
-		mprotect((void *)pg->page, psz, pg->orig_prot);
-	}
-	munmap(pg->resv, 2 * RESV_HALF);
-	pg->resv = pg->alias = NULL;
-	__atomic_store_n(&pg->busy, 0, __ATOMIC_RELEASE);
-}
-
-/* Page mechanism: protect @w's page and join the fault chain. */
-static int watch_page_add(struct pk_watch *w)
-{
-	uintptr_t psz = (uintptr_t)page_size;
-	uintptr_t page = w->addr & ~(psz - 1);
-	struct wpage *pg = NULL;
-	int err, prot;
-
-	pk_assert_held(&fault_lock);
-	if (((w->addr + w->len - 1) & ~(psz - 1)) != page)
-		return -EINVAL;
-	for (unsigned int i = 0; i < WATCH_SLOTS; i++)
-		if (wpages[i].nw && wpages[i].page == page)
-			pg = &wpages[i];
-	if (!pg) {
-		struct mapinfo mi;
-
-		for (unsigned int i = 0; i < WATCH_SLOTS && !pg; i++)
-			if (!wpages[i].nw)
-				pg = &wpages[i];
-		err = watch_page_allowed(page, psz, &mi);
-		if (err)
-			return err;
-		prot = mi.prot;
-		struct ent e = { page, page + psz, wpage_fault, pg };
-
-		err = tab_insert(&hot.ranges, &e);
-		if (err)
-			return err;
-		pg->page = page;
-		pg->orig_prot = prot;
-		if (!pk_env_flag("WATCH_NOALIAS"))
-			wpage_alias(pg);
-	}
-	w->pg = pg;
-	__atomic_store_n(&pg->nw, pg->nw + 1, __ATOMIC_RELEASE);
-	__atomic_store_n(&w->active, 1, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&pg->prot, wpage_prot(pg), __ATOMIC_RELEASE);
-	if (mprotect((void *)page, psz, pg->prot)) {
-		err = -errno;
-		return err;	/* the caller undoes */
-	}
-	return 0;
-}
-
-/* Page mechanism: stop reporting, wait for steps, unprotect if last. */
-static void watch_page_remove(struct pk_watch *w)
-{
-	uintptr_t psz = (uintptr_t)page_size;
-	struct wpage *pg = w->pg;
-	int last = pg->nw == 1;
-
-	pk_assert_held(&fault_lock);
-	__atomic_store_n(&w->active, 0, __ATOMIC_SEQ_CST);
-	w->pg = NULL;
-	/*
-	 * The new protection first (the page's own after the last watch), so
-	 * threads stop faulting on it and a step in flight re-protects with
-	 * it; remembered as retired before the range goes (wpage_retired()).
-	 */
-	__atomic_store_n(&pg->prot, last ? pg->orig_prot : wpage_prot(pg),
-			 __ATOMIC_RELEASE);
-	if (last)
-		__atomic_store_n(&retired[retired_pos++ % RETIRED_N], pg->page,
-				 __ATOMIC_RELEASE);
-	if (last && pg->alias)
-		wpage_unalias(pg);
-	else
-		mprotect((void *)pg->page, psz, pg->prot);
-	wait_readers();		/* no handler runs w->fn after this */
-	w->fn = NULL;
-	if (!last) {
-		__atomic_store_n(&pg->nw, pg->nw - 1, __ATOMIC_RELEASE);
-		return;
-	}
-	/*
-	 * The slot may serve another page next: wait for threads still
-	 * stepping over this one (a bounded wait: the page faults no more).
-	 * Pairs with the increment in wpage_fault().
-	 */
-	while (__atomic_load_n(&pg->steps, __ATOMIC_SEQ_CST))
-		sched_yield();
-	__atomic_store_n(&pg->nw, 0, __ATOMIC_RELEASE);
-	tab_remove(&hot.ranges, pg->page);
-}
-
-int pk_watch_add(void *addr, size_t len, unsigned int access, pk_watch_fn fn,
-		 void *ctx, struct pk_watch **out)
-{
-	const char *mech = getenv("PROBEKIT_WATCH");
-	int force_page = mech && !strcmp(mech, "page");
-	uintptr_t a = (uintptr_t)addr;
-	struct pk_watch *w = NULL;
-	struct mapinfo mi;
-	unsigned int slot;
-	int err;
-
-	if (!out || !addr || !fn || (len != 1 && len != 2 && len != 4 &&
-				     len != 8) || (a & (len - 1)) ||
-	    !(access & (PK_WATCH_READ | PK_WATCH_WRITE)) ||
-	    (access & ~(PK_WATCH_READ | PK_WATCH_WRITE)))
-		return -EINVAL;
-	if (own_data(a, a + len))
-		return -EBUSY;	/* its handler would trap on itself */
-	/* The shadow copy reads it: mapped and readable, or refused. */
-	err = page_map(a, &mi);
-	if (err || !(mi.prot & PROT_READ))
-		return -EINVAL;
-	err = writer_lock();
-	if (err)
-		return err;
-	for (slot = 0; slot < WATCH_SLOTS; slot++)
-		if (!watches[slot].fn) {
-			w = &watches[slot];
-			break;
-		}
-	if (!w) {
-		err = -EBUSY;
-		goto out;
-	}
-	w->addr = a;
-	w->len = len;
-	w->access = access;
-	w->fn = fn;
-	w->ctx = ctx;
-	w->shadow = watch_read(a, len);
-	watch_used = 1;
-	err = update_hooks();
-	if (!err && !force_page) {
-		/* Published before the first event can fire. */
-		__atomic_store_n(&w->active, 1, __ATOMIC_SEQ_CST);
-		err = watch_open_all(w, slot);
-		if (err) {
-			__atomic_store_n(&w->active, 0, __ATOMIC_SEQ_CST);
-			watch_close_all(w);
-			wait_readers();
-			pk_dbg("watch: %p+%zu: perf breakpoint: %s; page "
-			       "protection instead", addr, len, strerror(-err));
-			err = watch_errno(err);
-			if (err == -ENOMEM)
-				goto fail;
-			err = 1;	/* fall back */
-		}
-	}
-	if (err == 1 || (!err && force_page)) {
-		err = watch_page_add(w);
-		if (err) {
-			if (w->pg)
-				watch_page_remove(w);
-			goto fail;
-		}
-	}
-	if (err) {
-fail:
-		w->fn = NULL;
-		w->pg = NULL;
-		update_hooks();
-		goto out;
-	}
-	*out = w;
-out:
-	pthread_mutex_unlock(&fault_lock);
-	return err;
-}
-
-int pk_watch_remove(struct pk_watch *w)
-{
-	int err;
-
-	if (!w || w < watches || w >= watches + WATCH_SLOTS ||
-	    ((uintptr_t)w - (uintptr_t)watches) % sizeof(*w))
-		return -EINVAL;
-	err = writer_lock();
-	if (err)
-		return err;
-	if (!w->fn) {
-		err = -ENOENT;
-		goto out;
-	}
-	if (w->pg) {
-		watch_page_remove(w);
-	} else {
-		__atomic_store_n(&w->active, 0, __ATOMIC_SEQ_CST);
-		watch_close_all(w);
-		wait_readers();
-		w->fn = NULL;
-	}
-	update_hooks();
-out:
-	pthread_mutex_unlock(&fault_lock);
-	return err;
+	return pk_overlaps(lo, hi, &err, 1) || pk_signal_data_overlaps(lo, hi);
 }
 
 int pk_fault_stats(struct pk_fault_stats *st)
 {
+	const struct pk_fault_client *c;
 	struct pk_fault_stats cur;
 
 	if (!st || st->sz < sizeof(size_t))
@@ -1905,15 +984,15 @@ int pk_fault_stats(struct pk_fault_stats *st)
 	cur.resumed = __atomic_load_n(&shared_rd.resumed, __ATOMIC_RELAXED);
 	cur.traps = __atomic_load_n(&shared_rd.traps, __ATOMIC_RELAXED);
 	for (unsigned int i = 0; i < rd_nslots; i++) {
-		cur.faults += __atomic_load_n(&slots[i].faults, __ATOMIC_RELAXED);
-		cur.resumed += __atomic_load_n(&slots[i].resumed,
+		cur.faults += __atomic_load_n(&rd_slots[i].faults, __ATOMIC_RELAXED);
+		cur.resumed += __atomic_load_n(&rd_slots[i].resumed,
 					       __ATOMIC_RELAXED);
-		cur.traps += __atomic_load_n(&slots[i].traps, __ATOMIC_RELAXED);
+		cur.traps += __atomic_load_n(&rd_slots[i].traps, __ATOMIC_RELAXED);
 	}
-	cur.die_claimed = __atomic_load_n(&stats.die_claimed, __ATOMIC_RELAXED);
-	cur.watch_hits = __atomic_load_n(&stats.watch_hits, __ATOMIC_RELAXED);
-	cur.watch_open_steps = __atomic_load_n(&stats.watch_open_steps,
-					       __ATOMIC_RELAXED);
+	cur.die_claimed = __atomic_load_n(&die_claimed, __ATOMIC_RELAXED);
+	c = __atomic_load_n(&client, __ATOMIC_ACQUIRE);
+	if (c)
+		c->stats(&cur);
 	memcpy(st, &cur, cur.sz);
 	return 0;
 }
