@@ -3,22 +3,16 @@
 
 /*
  * A probe point P (a function's first instruction, after any endbr64, or
- * any instruction boundary inside it) has a trampoline slot (64 bytes in a
- * chunk of trampolines within +-2 GiB of P):
- *
- *   +0   pointer to the struct tramp (read by the dispatcher)
- *   +8   lea rsp, [rsp-128]          step over the red zone
- *   +13  call stub                   the chunk's shared register save
- *   +18  lea rsp, [rsp+128]
- *   +26  je divert (slots whose first call is STUB_FAST: return probes,
- *        ret.c, ZF from the stub) or a 6-byte NOP
- *   +32  the displaced instructions, relocated; with post-handlers, after
- *        the first of them: lea rsp,[rsp-128]; call STUB_FULL;
- *        lea rsp,[rsp+128]
- *        jmp P+len                   (none after a call: see below)
+ * any instruction boundary inside it) has a trampoline slot in a chunk of
+ * trampolines within +-2 GiB of P (the layout: src/arch/x86_64/tramp.h):
+ * its first word points to the struct tramp, the code at
+ * PK_TRAMP_SLOT_ENTRY calls a stub of the chunk, which calls the
+ * dispatcher, then the displaced instructions run, relocated, at
+ * PK_TRAMP_SLOT_COPY (with post-handlers, a second stub call after the
+ * first of them), and a jmp leads back to P + len.
  *
  * A jump probe displaces the whole instructions in [P, P+len), len >= 5.
- * Armed, those bytes are NOPs then "jmp slot+8". Only where that is safe:
+ * Armed, those bytes are NOPs then "jmp slot entry". Only where that is safe:
  * the bytes lie inside the function, no branch of the function lands
  * inside them after P, no indirect jmp could, and they relocate.
  *
@@ -32,18 +26,17 @@
  * there is copied as "push the return address; jmp callee"
  * (pk_arch_relocate_one()), so nothing ever returns into a slot.
  *
- * The stubs (two per chunk) save flags, all GPRs and xmm0-7 into a struct
- * pk_regs, align the stack, call pk_probe_dispatch() (STUB_FAST) or
- * pk_probe_dispatch_full() (STUB_FULL) through a pointer at CHUNK_DISPATCH
- * or CHUNK_DISPATCH_FULL, restore everything (so handlers may change
- * registers) and return into the slot: call and ret pair up, so the return
- * stack buffer predicts them. The dispatcher finds the tramp from the
+ * The stubs (two per chunk) save every register a handler may see into a
+ * struct pk_regs, call pk_probe_dispatch() (the fast stub) or
+ * pk_probe_dispatch_full() (the full stub), restore them (so handlers may
+ * change registers) and return into the slot: call and ret pair up, so the
+ * return stack buffer predicts them. The dispatcher finds the tramp from the
  * return address, and from its offset in the slot whether pre- or
- * post-handlers are due.
- * STUB_FAST skips the saved flags instead of popf (which costs more than
- * the rest of the stub): at a function's entry no flag is live (SysV ABI;
- * DF is clear there and after the handler). STUB_FULL ends in popf: probes
- * inside a function and post-handlers, where any flag may be live.
+ * post-handlers are due. The fast stub does not restore the flags (popf
+ * costs more than the rest of the stub): at a function's entry no flag is
+ * live (SysV ABI; DF is clear there and after the handler). The full one
+ * does: probes inside a function and post-handlers, where any flag may be
+ * live.
  *
  * Which thread may be where, and how we know (the kernel waits for this with
  * synchronize_rcu_tasks; user space has no such thing, so we ask each thread
@@ -94,7 +87,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-#include <sys/ucontext.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -103,29 +95,12 @@
 #include "probe/probe.h"
 #include "text/text.h"
 
-#define SLOT_SIZE 64
-#define SLOT_ENTRY 8
-#define SLOT_RET 18		/* SLOT_ENTRY + lea (5) + call (5) */
-#define SLOT_DIVERT 26		/* je to the chunk's divert code (ret.c) */
-#define SLOT_COPY 32
-#define CALL_SEQ 18	/* lea rsp,[rsp-128]; call stub; lea rsp,[rsp+128] */
-_Static_assert(SLOT_ENTRY + CALL_SEQ == SLOT_DIVERT, "call_seq, then the je");
-_Static_assert(SLOT_DIVERT + 6 == SLOT_COPY, "je rel32, then the copy");
-_Static_assert(SLOT_COPY - SLOT_RET == PK_PROBE_RET_TO_COPY, "ret.c's cont");
-#define SLOT_COPY_MAX (SLOT_SIZE - SLOT_COPY - PK_ARCH_JMP_LEN)
-#define CHUNK_SIZE (64 * 1024)
-#define STUB_FAST 0		/* flags not restored: function entries */
-#define CHUNK_DIVERT 192	/* return probes' divert code (ret.c) */
-#define STUB_FULL 256		/* ends in popf */
-#define CHUNK_DISPATCH 496	/* pk_probe_dispatch's address, for STUB_FAST */
-#define CHUNK_DISPATCH_FULL 504	/* pk_probe_dispatch_full's, for STUB_FULL */
-#define CHUNK_SLOTS0 512	/* first slot */
-#define CHUNK_NSLOTS ((CHUNK_SIZE - CHUNK_SLOTS0) / SLOT_SIZE)
+#define CHUNK_NSLOTS ((PK_TRAMP_CHUNK_SIZE - PK_TRAMP_HEAD) / PK_TRAMP_SLOT_SIZE)
+_Static_assert(PK_TRAMP_SLOT_COPY - PK_TRAMP_SLOT_RET == PK_PROBE_RET_TO_COPY,
+	       "ret.c's cont");
 /* Every slot of a chunk must reach the probe point and back with a rel32. */
-#define REACH ((int64_t)0x7fffffff - 2 * CHUNK_SIZE)
+#define REACH ((int64_t)INT32_MAX - 2 * PK_TRAMP_CHUNK_SIZE)
 #define SWEEP_TIMEOUT_NS 10000000000LL
-/* Flags a handler may change: CF PF AF ZF SF DF OF. */
-#define USER_FLAGS 0xcd5ull
 
 struct chunk {
 	uintptr_t base;
@@ -149,7 +124,7 @@ struct tramp {
 	uint8_t map_src[TRAMP_MAP], map_dst[TRAMP_MAP];
 	uint8_t kind;			/* enum pk_probe_kind */
 	uint8_t post;			/* the slot calls post-handlers */
-	uint8_t full;			/* pre-handlers through STUB_FULL */
+	uint8_t full;			/* pre-handlers through the full stub */
 	uint8_t first_len;		/* the probed instruction's length */
 };
 
@@ -260,27 +235,27 @@ dispatch(struct pk_regs *r, const struct tramp *t, int post)
 
 static inline const struct tramp *tramp_of(uintptr_t ret)
 {
-	return *(struct tramp *const *)(ret & ~(uintptr_t)(SLOT_SIZE - 1));
+	return *(struct tramp *const *)(ret & ~(uintptr_t)(PK_TRAMP_SLOT_SIZE - 1));
 }
 
-/* STUB_FAST's: pre-handlers at a function's entry; flags are not restored. */
+/* The fast stub's: pre-handlers at a function's entry; flags are not restored. */
 PK_NOPROBE void pk_probe_dispatch(struct pk_regs *r)
 {
 	dispatch(r, tramp_of(r->pk_private_ret), 0);
 }
 
 /*
- * STUB_FULL's: pre-handlers inside a function, or post-handlers (called
- * from further into the slot than SLOT_RET); the flags are restored, of
- * which handlers may change USER_FLAGS only.
+ * The full stub's: pre-handlers inside a function, or post-handlers (called
+ * from further into the slot than PK_TRAMP_SLOT_RET); the flags are
+ * restored, of which handlers may change PK_ARCH_USER_FLAGS only.
  */
 PK_NOPROBE void pk_probe_dispatch_full(struct pk_regs *r)
 {
 	uintptr_t ret = r->pk_private_ret;
 	uint64_t flags = r->flags;
 
-	dispatch(r, tramp_of(ret), (ret & (SLOT_SIZE - 1)) != SLOT_RET);
-	r->flags = (r->flags & USER_FLAGS) | (flags & ~USER_FLAGS);
+	dispatch(r, tramp_of(ret), (ret & (PK_TRAMP_SLOT_SIZE - 1)) != PK_TRAMP_SLOT_RET);
+	r->flags = (r->flags & PK_ARCH_USER_FLAGS) | (flags & ~PK_ARCH_USER_FLAGS);
 }
 
 /*
@@ -290,9 +265,8 @@ PK_NOPROBE void pk_probe_dispatch_full(struct pk_regs *r)
 PK_NOPROBE static int probe_trap(const struct pk_fault *f, void *ctx)
 {
 	const struct tramp *t = ctx;
-	ucontext_t *uc = f->ucontext;
 
-	uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(t->slot + SLOT_ENTRY);
+	pk_arch_uc_set_ip(f->ucontext, t->slot + PK_TRAMP_SLOT_ENTRY);
 	return PK_FAULT_HANDLED;
 }
 
@@ -354,7 +328,7 @@ PK_NOPROBE static int in_retired(const struct sweep *sw, uintptr_t ip)
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (sw->retired[mid] + SLOT_SIZE <= ip)
+		if (sw->retired[mid] + PK_TRAMP_SLOT_SIZE <= ip)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -381,16 +355,16 @@ PK_NOPROBE static int busy_at(const struct sweep *sw, uintptr_t ip)
 		return 1;
 	for (c = __atomic_load_n(&chunks, __ATOMIC_ACQUIRE); c;
 	     c = __atomic_load_n(&c->next, __ATOMIC_ACQUIRE))
-		if (c->base <= ip && ip < c->base + CHUNK_SLOTS0)
+		if (c->base <= ip && ip < c->base + PK_TRAMP_HEAD)
 			return 1;	/* in a stub */
 	if (pk_ret_busy_at(ip))
 		return 1;	/* on its way from a stub into a slot */
 	return in_retired(sw, ip);
 }
 
-PK_NOPROBE static void fix_ip(const struct sweep *sw, greg_t *g)
+PK_NOPROBE static void fix_ip(const struct sweep *sw, ucontext_t *uc)
 {
-	uintptr_t ip = (uintptr_t)g[REG_RIP];
+	uintptr_t ip = pk_arch_uc_ip(uc);
 	size_t lo = 0, hi = sw->nfix;
 
 	while (lo < hi) {
@@ -411,13 +385,13 @@ PK_NOPROBE static void fix_ip(const struct sweep *sw, greg_t *g)
 		if (f->kind == FIX_DISARM) {
 			/* Between the NOPs and the jmp: where the jmp goes. */
 			if (off == (size_t)t->len - PK_ARCH_JMP_LEN)
-				g[REG_RIP] = (greg_t)(t->slot + SLOT_ENTRY);
+				pk_arch_uc_set_ip(uc, t->slot + PK_TRAMP_SLOT_ENTRY);
 			return;
 		}
 		for (unsigned int i = 1; i < t->nmap; i++)
 			if (t->map_src[i] == off) {
-				g[REG_RIP] = (greg_t)(t->slot + SLOT_COPY +
-						      t->map_dst[i]);
+				pk_arch_uc_set_ip(uc, t->slot + PK_TRAMP_SLOT_COPY +
+							  t->map_dst[i]);
 				return;
 			}
 	}
@@ -451,11 +425,9 @@ PK_NOPROBE static void sweep_handler(int sig, siginfo_t *si, void *ctx)
 	if (lo == sw->ntids || sw->tids[lo] != tid)
 		goto out;
 	if (sw->nfix)
-		fix_ip(sw, uc->uc_mcontext.gregs);
-	sw->ip[lo] = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
-	__atomic_store_n(&sw->state[lo],
-			 busy_at(sw, (uintptr_t)uc->uc_mcontext.gregs[REG_RIP])
-				 ? 2 : 1,
+		fix_ip(sw, uc);
+	sw->ip[lo] = pk_arch_uc_ip(uc);
+	__atomic_store_n(&sw->state[lo], busy_at(sw, sw->ip[lo]) ? 2 : 1,
 			 __ATOMIC_RELEASE);
 out:
 	__atomic_sub_fetch(&sweep_readers, 1, __ATOMIC_SEQ_CST);
@@ -694,80 +666,7 @@ static int addr_cmp(const void *a, const void *b)
 
 /* -------------------------------------------------------------- memory */
 
-/* The register save around the dispatcher, at @off in its chunk. */
-static size_t build_stub(uint8_t *b, size_t off, int full)
-{
-	static const uint8_t save[] = {
-		0x9c, 0x50, 0x51, 0x52, 0x53,		/* pushf; rax rcx rdx rbx */
-		0x48, 0x8d, 0x84, 0x24, 0xb0, 0, 0, 0,	/* lea rax,[rsp+176] */
-		0x50, 0x55, 0x56, 0x57,			/* rsp rbp rsi rdi */
-		0x41, 0x50, 0x41, 0x51, 0x41, 0x52, 0x41, 0x53, /* r8-r11 */
-		0x41, 0x54, 0x41, 0x55, 0x41, 0x56, 0x41, 0x57, /* r12-r15 */
-		0x48, 0x83, 0xec, 0x08,			/* sub rsp,8 (ip) */
-		0x48, 0x89, 0xe7,			/* mov rdi,rsp */
-		0x48, 0x89, 0xe3,			/* mov rbx,rsp */
-		0x48, 0x83, 0xe4, 0xf0,			/* and rsp,-16 */
-		0x48, 0x81, 0xec, 0x80, 0, 0, 0,	/* sub rsp,128 */
-		0x0f, 0x29, 0x04, 0x24,			/* movaps [rsp],xmm0 */
-		0x0f, 0x29, 0x4c, 0x24, 0x10, 0x0f, 0x29, 0x54, 0x24, 0x20,
-		0x0f, 0x29, 0x5c, 0x24, 0x30, 0x0f, 0x29, 0x64, 0x24, 0x40,
-		0x0f, 0x29, 0x6c, 0x24, 0x50, 0x0f, 0x29, 0x74, 0x24, 0x60,
-		0x0f, 0x29, 0x7c, 0x24, 0x70,		/* xmm1-7 */
-		0xfc,					/* cld */
-	};
-	static const uint8_t restore[] = {
-		0x0f, 0x28, 0x04, 0x24,			/* movaps xmm0,[rsp] */
-		0x0f, 0x28, 0x4c, 0x24, 0x10, 0x0f, 0x28, 0x54, 0x24, 0x20,
-		0x0f, 0x28, 0x5c, 0x24, 0x30, 0x0f, 0x28, 0x64, 0x24, 0x40,
-		0x0f, 0x28, 0x6c, 0x24, 0x50, 0x0f, 0x28, 0x74, 0x24, 0x60,
-		0x0f, 0x28, 0x7c, 0x24, 0x70,		/* xmm1-7 */
-		0x48, 0x89, 0xdc,			/* mov rsp,rbx */
-		0x48, 0x83, 0xc4, 0x08,			/* add rsp,8 (ip) */
-		0x41, 0x5f, 0x41, 0x5e, 0x41, 0x5d, 0x41, 0x5c, /* r15-r12 */
-		0x41, 0x5b, 0x41, 0x5a, 0x41, 0x59, 0x41, 0x58, /* r11-r8 */
-		0x5f, 0x5e, 0x5d,			/* rdi rsi rbp */
-		0x48, 0x83, 0xc4, 0x08,			/* skip rsp */
-		0x5b, 0x5a, 0x59, 0x58,			/* rbx rdx rcx rax */
-	};
-	/* STUB_FAST skips the saved flags; STUB_FULL restores them. */
-	static const uint8_t skip_flags[] = {
-		0x48, 0x8d, 0x64, 0x24, 0x08,		/* lea rsp,[rsp+8] */
-	};
-	static const uint8_t pop_flags[] = {
-		0x9d,					/* popf */
-		0xc3,					/* ret into the slot */
-	};
-	size_t n = 0;
-	int32_t rel;
-
-	memcpy(b, save, sizeof(save));
-	n = sizeof(save);
-	b[n++] = 0xff;		/* call [rip+rel32] */
-	b[n++] = 0x15;
-	rel = (int32_t)((full ? CHUNK_DISPATCH_FULL : CHUNK_DISPATCH) -
-			(off + n + 4));
-	memcpy(b + n, &rel, 4);
-	n += 4;
-	memcpy(b + n, restore, sizeof(restore));
-	n += sizeof(restore);
-	if (full) {
-		memcpy(b + n, pop_flags, sizeof(pop_flags));
-		n += sizeof(pop_flags);
-	} else {
-		memcpy(b + n, skip_flags, sizeof(skip_flags));
-		n += sizeof(skip_flags);
-		/*
-		 * ret into the slot, with ZF set for a return probe's divert
-		 * (ret.c). Not in STUB_FULL: its popf must come last, and its
-		 * slots hold a NOP where the je would be.
-		 */
-		pk_ret_stub_tail(b + n);
-		n += PK_RET_STUB_TAIL_LEN;
-	}
-	return n;
-}
-
-/* A free gap of CHUNK_SIZE within REACH of @near, from /proc/self/maps. */
+/* A free gap of PK_TRAMP_CHUNK_SIZE within REACH of @near, from /proc/self/maps. */
 static uintptr_t find_gap(uintptr_t near)
 {
 	FILE *f = fopen("/proc/self/maps", "re");
@@ -786,10 +685,10 @@ static uintptr_t find_gap(uintptr_t near)
 		if (!more)
 			s = 0x7ffffffff000ul;
 		/* Gap [prev_end, s): the candidate nearest to @near. */
-		if (s > prev_end && s - prev_end >= CHUNK_SIZE) {
-			uintptr_t lo = (prev_end + CHUNK_SIZE - 1) & ~(uintptr_t)(CHUNK_SIZE - 1);
-			uintptr_t hi = (s - CHUNK_SIZE) & ~(uintptr_t)(CHUNK_SIZE - 1);
-			uintptr_t c = near < lo ? lo : near > hi ? hi : near & ~(uintptr_t)(CHUNK_SIZE - 1);
+		if (s > prev_end && s - prev_end >= PK_TRAMP_CHUNK_SIZE) {
+			uintptr_t lo = (prev_end + PK_TRAMP_CHUNK_SIZE - 1) & ~(uintptr_t)(PK_TRAMP_CHUNK_SIZE - 1);
+			uintptr_t hi = (s - PK_TRAMP_CHUNK_SIZE) & ~(uintptr_t)(PK_TRAMP_CHUNK_SIZE - 1);
+			uintptr_t c = near < lo ? lo : near > hi ? hi : near & ~(uintptr_t)(PK_TRAMP_CHUNK_SIZE - 1);
 
 			if (lo <= hi && c >= lo && c <= hi) {
 				uint64_t d = c > near ? c - near : near - c;
@@ -811,9 +710,11 @@ static uintptr_t find_gap(uintptr_t near)
 
 static struct chunk *chunk_new(uintptr_t near)
 {
-	uint8_t stub[CHUNK_SLOTS0];
-	uintptr_t disp = (uintptr_t)pk_probe_dispatch,
-		  disp_full = (uintptr_t)pk_probe_dispatch_full;
+	uint8_t head[PK_TRAMP_HEAD];
+	struct pk_tramp_env env = {
+		.dispatch = (uintptr_t)pk_probe_dispatch,
+		.dispatch_full = (uintptr_t)pk_probe_dispatch_full,
+	};
 	struct chunk *c;
 	void *p = MAP_FAILED;
 
@@ -823,10 +724,10 @@ static struct chunk *chunk_new(uintptr_t near)
 		if (!at)
 			break;
 		/* Read+execute only, from birth; filled via /proc/self/mem. */
-		p = mmap((void *)at, CHUNK_SIZE, PROT_READ | PROT_EXEC,
+		p = mmap((void *)at, PK_TRAMP_CHUNK_SIZE, PROT_READ | PROT_EXEC,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 		if (p != MAP_FAILED && (uintptr_t)p != at) {
-			munmap(p, CHUNK_SIZE);	/* old kernel: hint only */
+			munmap(p, PK_TRAMP_CHUNK_SIZE);	/* old kernel: hint only */
 			p = MAP_FAILED;
 		}
 	}
@@ -837,20 +738,15 @@ static struct chunk *chunk_new(uintptr_t near)
 	}
 	c = calloc(1, sizeof(*c));
 	if (!c) {
-		munmap(p, CHUNK_SIZE);
+		munmap(p, PK_TRAMP_CHUNK_SIZE);
 		return NULL;
 	}
 	c->base = (uintptr_t)p;
-	memset(stub, PK_ARCH_TRAP_BYTE, sizeof(stub));
-	if (build_stub(stub + STUB_FAST, STUB_FAST, 0) > CHUNK_DIVERT - STUB_FAST ||
-	    build_stub(stub + STUB_FULL, STUB_FULL, 1) > CHUNK_DISPATCH - STUB_FULL ||
-	    PK_RET_DIVERT_LEN > STUB_FULL - CHUNK_DIVERT)
-		abort();	/* the layout above is wrong */
-	pk_ret_divert_code(stub + CHUNK_DIVERT);
-	memcpy(stub + CHUNK_DISPATCH, &disp, sizeof(disp));
-	memcpy(stub + CHUNK_DISPATCH_FULL, &disp_full, sizeof(disp_full));
-	if (pk_text_fill((void *)c->base, stub, sizeof(stub))) {
-		munmap(p, CHUNK_SIZE);
+	pk_ret_divert_env(&env);
+	if (pk_arch_tramp_head(head, &env))
+		abort();	/* arch's layout is wrong */
+	if (pk_text_fill((void *)c->base, head, sizeof(head))) {
+		munmap(p, PK_TRAMP_CHUNK_SIZE);
 		free(c);
 		return NULL;
 	}
@@ -887,19 +783,19 @@ static int slot_alloc(uintptr_t near, struct chunk **cp, uintptr_t *slot)
 	if (!c)
 		return -ERANGE;
 	*cp = c;
-	*slot = c->base + CHUNK_SLOTS0 + (uintptr_t)c->free[--c->nfree] * SLOT_SIZE;
+	*slot = c->base + PK_TRAMP_HEAD + (uintptr_t)c->free[--c->nfree] * PK_TRAMP_SLOT_SIZE;
 	return 0;
 }
 
 static void slot_free(struct chunk *c, uintptr_t slot)
 {
-	c->free[c->nfree++] = (uint16_t)((slot - c->base - CHUNK_SLOTS0) / SLOT_SIZE);
+	c->free[c->nfree++] = (uint16_t)((slot - c->base - PK_TRAMP_HEAD) / PK_TRAMP_SLOT_SIZE);
 }
 
 static int in_chunks(uintptr_t a)
 {
 	for (struct chunk *c = chunks; c; c = c->next)
-		if (c->base <= a && a < c->base + CHUNK_SIZE)
+		if (c->base <= a && a < c->base + PK_TRAMP_CHUNK_SIZE)
 			return 1;
 	return 0;
 }
@@ -954,7 +850,7 @@ static int plan_jump(struct pk_probe *p, const struct pk_func *fn,
 		     const uint8_t *code, const char *what)
 {
 	uintptr_t end = fn->start + fn->size;
-	size_t off, cap = SLOT_COPY_MAX - (p->post ? CALL_SEQ : 0);
+	size_t off, cap = PK_TRAMP_COPY_MAX - (p->post ? PK_TRAMP_CALL_LEN : 0);
 	uint8_t copy[64];
 	int err;
 
@@ -1030,7 +926,7 @@ static int plan_jump(struct pk_probe *p, const struct pk_func *fn,
 static int plan_int3(struct pk_probe *p, const struct pk_func *fn,
 		     const uint8_t *code, const char *what)
 {
-	size_t cap = SLOT_COPY_MAX - (p->post ? CALL_SEQ : 0);
+	size_t cap = PK_TRAMP_COPY_MAX - (p->post ? PK_TRAMP_CALL_LEN : 0);
 	uint8_t copy[64];
 	int ft, n;
 
@@ -1077,9 +973,7 @@ static int plan(struct pk_probe *p, const char *what, size_t offset,
 	pthread_mutex_lock(&probe_lock);
 	orig_code(fn.start, fn.size, code);
 	pthread_mutex_unlock(&probe_lock);
-	entry = fn.start;
-	if (fn.size >= 4 && !memcmp(code, "\xf3\x0f\x1e\xfa", 4))
-		entry += 4;	/* endbr64 stays first (IBT) */
+	entry = fn.start + pk_arch_entry_skip(code, fn.size);
 	p->addr = entry;
 	if (offset) {
 		/* On an instruction boundary: decode from the function's start. */
@@ -1204,25 +1098,6 @@ static void tramp_unhash(struct tramp *t)
 	*tp = t->next;
 }
 
-/* Armed form of @t's site: NOPs, then jmp slot+8 ending where the site ends. */
-static void armed_bytes(const struct tramp *t, uint8_t *b)
-{
-	static const uint8_t nops[][4] = {
-		{ 0 }, { 0x90 }, { 0x66, 0x90 }, { 0x0f, 0x1f, 0x00 },
-		{ 0x0f, 0x1f, 0x40, 0x00 },
-	};
-	size_t k = t->len - PK_ARCH_JMP_LEN, o = 0;
-
-	while (k) {
-		size_t m = k > 4 ? 4 : k;
-
-		memcpy(b + o, nops[m], m);
-		o += m;
-		k -= m;
-	}
-	pk_arch_encode_jmp(b + o, t->addr + o, t->slot + SLOT_ENTRY);
-}
-
 /* What the site holds armed: the jmp, or int3 on the instruction. */
 static void site_bytes(const struct tramp *t, uint8_t *b)
 {
@@ -1230,19 +1105,10 @@ static void site_bytes(const struct tramp *t, uint8_t *b)
 		memcpy(b, t->old, t->len);
 		b[0] = PK_ARCH_TRAP_BYTE;
 	} else {
-		armed_bytes(t, b);
+		/* A thread between the NOPs and the jmp runs on into the jmp. */
+		pk_arch_encode_jmp_site(b, t->len, t->addr,
+					t->slot + PK_TRAMP_SLOT_ENTRY);
 	}
-}
-
-/* lea rsp,[rsp-128]; call @stub; lea rsp,[rsp+128] at @b, which runs at @at. */
-static void call_seq(uint8_t *b, uintptr_t at, uintptr_t stub)
-{
-	int32_t rel = (int32_t)(stub - (at + 10));
-
-	memcpy(b, "\x48\x8d\x64\x24\x80", 5);
-	b[5] = 0xe8;
-	memcpy(b + 6, &rel, 4);
-	memcpy(b + 10, "\x48\x8d\xa4\x24\x80\x00\x00\x00", 8);
 }
 
 /*
@@ -1253,60 +1119,25 @@ static void call_seq(uint8_t *b, uintptr_t at, uintptr_t stub)
  */
 static uintptr_t slot_orig(const struct tramp *t)
 {
-	return t->slot + (t->post ? SLOT_ENTRY : SLOT_COPY);
+	return t->slot + (t->post ? PK_TRAMP_SLOT_ENTRY : PK_TRAMP_SLOT_COPY);
 }
 
 /* Fill @t's slot (see the top of this file) in @slot. */
 static int slot_code(struct tramp *t, uint8_t *slot)
 {
-	const size_t cap = SLOT_SIZE - PK_ARCH_JMP_LEN;
-	uintptr_t full = t->chunk->base + STUB_FULL;
-	struct pk_reloc_map map = { 0 }, rest;
-	size_t at = SLOT_COPY, first;
-	int n, ft = 1;
+	struct pk_tramp_slot s = {
+		.at = t->slot, .head = t->chunk->base, .owner = t,
+		.addr = t->addr, .code = t->old, .len = t->len,
+		.first_len = t->first_len, .int3 = t->kind == PK_PROBE_INT3,
+		.post = t->post, .full = t->full,
+	};
+	struct pk_reloc_map map;
+	int err = pk_arch_tramp_slot(slot, &s, &map);
 
-	memset(slot, PK_ARCH_TRAP_BYTE, SLOT_SIZE);
-	memcpy(slot, &t, sizeof(t));
-	call_seq(slot + SLOT_ENTRY, t->slot + SLOT_ENTRY,
-		 t->full ? full : t->chunk->base + STUB_FAST);
-	if (t->full)	/* nopw 0(%rax,%rax): no divert after popf */
-		memcpy(slot + SLOT_DIVERT, "\x66\x0f\x1f\x44\x00\x00", 6);
-	else
-		pk_ret_slot_divert(slot + SLOT_DIVERT, t->slot + SLOT_DIVERT,
-				   t->chunk->base + CHUNK_DIVERT);
-	first = t->kind == PK_PROBE_INT3 || t->post ? t->first_len : t->len;
-	if (t->kind == PK_PROBE_INT3)
-		n = pk_arch_relocate_one(t->old, t->len, t->addr, slot + at,
-					 cap - at, t->slot + at, &ft);
-	else
-		n = pk_arch_relocate(t->old, first, t->addr, slot + at, cap - at,
-				     t->slot + at, &map);
-	if (n < 0)
-		return n;
-	at += (size_t)n;
-	if (t->post) {
-		if (!ft || at + CALL_SEQ > cap)
-			return -E2BIG;
-		call_seq(slot + at, t->slot + at, full);
-		at += CALL_SEQ;
-	}
-	if (first < t->len) {
-		/* A jump probe's other displaced instructions, after post. */
-		n = pk_arch_relocate(t->old + first, t->len - first, t->addr + first,
-				     slot + at, cap - at, t->slot + at, &rest);
-		if (n < 0)
-			return n;
-		for (unsigned int i = 0; i < rest.n && map.n < PK_RELOC_MAX; i++) {
-			map.src[map.n] = (uint8_t)(rest.src[i] + first);
-			map.dst[map.n] = (uint8_t)(rest.dst[i] + at - SLOT_COPY);
-			map.n++;
-		}
-		at += (size_t)n;
-	}
+	if (err)
+		return err;
 	if (map.n > TRAMP_MAP)
 		return -E2BIG;
-	if (ft && pk_arch_encode_jmp(slot + at, t->slot + at, t->addr + t->len))
-		return -ERANGE;
 	t->nmap = (uint8_t)map.n;
 	memcpy(t->map_src, map.src, map.n);
 	memcpy(t->map_dst, map.dst, map.n);
@@ -1316,7 +1147,7 @@ static int slot_code(struct tramp *t, uint8_t *slot)
 /* A new trampoline for @p's address, where the original code still is. */
 static int tramp_build(struct pk_probe *p, struct tramp **out)
 {
-	uint8_t slot[SLOT_SIZE];
+	uint8_t slot[PK_TRAMP_SLOT_SIZE];
 	struct tramp *t = calloc(1, sizeof(*t));
 	int err;
 
@@ -1491,7 +1322,7 @@ int pk_probe_register(struct pk_probe *const *probes, size_t n)
 			err = pk_batch_add_via(b, (void *)t->addr, ab, t->len,
 					       t->old, PK_TEXT_F_MERGE,
 					       t->kind == PK_PROBE_INT3 ?
-					       t->slot + SLOT_ENTRY : 0,
+					       t->slot + PK_TRAMP_SLOT_ENTRY : 0,
 					       slot_orig(t));
 		}
 		/* An int3 replaces no boundary: no thread to move. */
@@ -1601,7 +1432,7 @@ int pk_probe_unregister(struct pk_probe *const *probes, size_t n)
 					       ab, PK_TEXT_F_MERGE,
 					       slot_orig(t),
 					       t->kind == PK_PROBE_INT3 ?
-					       t->slot + SLOT_ENTRY : 0);
+					       t->slot + PK_TRAMP_SLOT_ENTRY : 0);
 		}
 		if (err)
 			goto out;
@@ -1689,8 +1520,8 @@ int pk_probe_get_info(const struct pk_probe *p, struct pk_probe_info *info)
 	cur.kind = cur.armed ? p->armed_kind : p->kind;
 	cur.missed = __atomic_load_n(&p->missed, __ATOMIC_RELAXED);
 	/* A slot, its tramp, the probe, and a share of its chunk's stub. */
-	cur.bytes = SLOT_SIZE + sizeof(struct tramp) + sizeof(struct pk_probe) +
-		    (CHUNK_SLOTS0 + sizeof(struct chunk) + CHUNK_NSLOTS - 1) /
+	cur.bytes = PK_TRAMP_SLOT_SIZE + sizeof(struct tramp) + sizeof(struct pk_probe) +
+		    (PK_TRAMP_HEAD + sizeof(struct chunk) + CHUNK_NSLOTS - 1) /
 			    CHUNK_NSLOTS;
 	cur.sz = info->sz < sizeof(cur) ? info->sz : sizeof(cur);
 	memcpy(info, &cur, cur.sz);

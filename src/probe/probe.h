@@ -28,13 +28,8 @@ PK_HIDDEN int pk_sym_func_at(uintptr_t addr, struct pk_func *out);
  * Return probes (ret.c) hook the entry probes' trampolines, so that a
  * return-probed function can be called from ret.c's code (its ret is then
  * predicted) instead of having its return address replaced:
- *   pk_ret_stub_tail()   STUB_FAST's last instructions at @b
- *			  (PK_RET_STUB_TAIL_LEN bytes): ret into the slot,
- *			  with ZF set when this call is to be diverted.
- *   pk_ret_divert_code() the chunk's divert code (PK_RET_DIVERT_LEN bytes
- *			  at @b), which the slot's je reaches with the
- *			  function's stack.
- *   pk_ret_slot_divert() the slot's je (6 bytes at @b, running at @at).
+ *   pk_ret_divert_env()  the divert request's thread-local words, which
+ *			  the chunks' code reads (src/arch/x86_64/tramp.h).
  *   pk_ret_busy_at()	  @ip is on the way from the divert code into a
  *			  slot (the sweep must wait). Async-signal-safe.
  * The slot layout both files rely on: the stub returns to the slot
@@ -44,11 +39,8 @@ PK_HIDDEN int pk_sym_func_at(uintptr_t addr, struct pk_func *out);
  */
 #define PK_PROBE_RET_TO_COPY 14
 #define PK_PROBE_REDZONE 128
-#define PK_RET_STUB_TAIL_LEN 10
-#define PK_RET_DIVERT_LEN 37
-PK_HIDDEN void pk_ret_stub_tail(uint8_t *b);
-PK_HIDDEN void pk_ret_divert_code(uint8_t *b);
-PK_HIDDEN void pk_ret_slot_divert(uint8_t *b, uintptr_t at, uintptr_t divert);
+struct pk_tramp_env;
+PK_HIDDEN void pk_ret_divert_env(struct pk_tramp_env *env);
 PK_HIDDEN int pk_ret_busy_at(uintptr_t ip);
 
 #endif /* PK_PROBE_PROBE_H */

@@ -6,7 +6,7 @@
  * pushes a record { real return address, stack slot, probe, data } on this
  * thread's return-address stack and makes the function return to the
  * record's landing in a code region of ours (two ways, see "divert" and
- * "hijack"); from there pk_ret_common and pk_ret_dispatch() call the return
+ * "hijack"); from there pk_arch_ret_common and pk_ret_dispatch() call the return
  * handler and go on to the real return address.
  *
  * Records are per thread, so a hit writes nothing shared: the region holds
@@ -17,10 +17,9 @@
  * the probe went away returns through them.
  *
  *   code region (read+execute, never writable; filled via /proc/self/mem)
- *	+0   address of pk_ret_common          +8  int3 (the FDE starts here:
- *	+16  entry 0:   call *-8(%rsp)              unwinders look up pc - 1)
- *	+20  landing 0: jmp *[rip-26]      (to pk_ret_common)
- *	+32  entry 1 ...                   (16 bytes each)
+ *	one entry per record, PK_RET_ENT_SIZE bytes each from PK_RET_ENT0
+ *	(the layout: src/arch/x86_64/tramp.h): "call *-8(%rsp)", then the
+ *	record's landing, which jumps to pk_arch_ret_common
  *   record region (read+write, mapped with the code)
  *	struct rec [nblk * PK_RETPROBE_DEPTH]
  *
@@ -31,12 +30,12 @@
  *	     mispredicted ret (about 14 ns here, more than all the rest). So
  *	     ret_entry() leaves the stack alone and posts a request (ret_dsp:
  *	     the stub's stack pointer, ret_dto: the entry, ret_dcont: the
- *	     slot's copy of the displaced instructions). The stub ends with
- *	     cmp %rsp, %fs:ret_dsp; ret (pk_ret_stub_tail()), so its ret into
- *	     the slot stays paired with the slot's call, and the slot's je
- *	     (pk_ret_slot_divert()) takes the request to the chunk's divert
- *	     code (pk_ret_divert_code()): with the function's stack pointer,
- *	     it writes the copy's address over the return address (saved in
+ *	     slot's copy of the displaced instructions). The fast stub ends
+ *	     with cmp %rsp, %fs:ret_dsp; ret, so its ret into the slot stays
+ *	     paired with the slot's call, and the slot's je takes the request
+ *	     to the chunk's divert code (tramp.h's "divert"): with the
+ *	     function's stack pointer, it writes the copy's address over the
+ *	     return address (saved in
  *	     the record), marks the request taken (| 1) and jumps through r11
  *	     (free at a function's entry: PLT stubs clobber it) to the entry,
  *	     whose call *-8(%rsp) runs the copy, and so the function, with the
@@ -71,7 +70,7 @@
  *	caller's rsp = rsp;  return address = recs[(*(rsp - 8) - landing 0) / 16].ret
  *
  * (the slot rsp - 8 still holds the landing's address while the unwinder
- * looks: it runs below it; build_eh() has the details). No unwinder needs
+ * looks: it runs below it; src/arch/x86_64/eh.c has the details). No unwinder needs
  * a special case if it uses libgcc's registered frames (glibc's and
  * libstdc++'s do), and there is no hook on __cxa_throw or
  * _Unwind_RaiseException, which would see neither pthread_cancel nor a
@@ -79,7 +78,8 @@
  * teaching its own unwinders about kretprobe_trampoline; we cannot edit the
  * process's unwinder, but we can describe ourselves to it.
  *
- * pk_ret_common (below, in probekit's text with ordinary CFI) saves what
+ * pk_arch_ret_common (src/arch/x86_64/tramp.c, in probekit's text with
+ * ordinary CFI) saves what
  * is live after a return (rax, rdx, xmm0, xmm1, the callee-saved registers)
  * as a struct pk_regs whose last word is the stack slot itself, calls
  * pk_ret_dispatch(), restores rax and rdx (the handler may change them)
@@ -120,15 +120,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "arch/arch.h"
 #include "internal.h"
 #include "probe/probe.h"
 #include "text/text.h"
 
-#define ENT_SIZE 16
-#define ENT_LAND 4		/* landing: after the entry's call */
-#define CODE_ENT0 16		/* first entry */
-#define CODE_FDE 8		/* where the FDE starts: pc - 1 of landing 0 is
-				   inside entry 0; one byte before it too */
+#define ENT_SIZE PK_RET_ENT_SIZE
+#define ENT_LAND PK_RET_ENT_LAND	/* landing: after the entry's call */
 #define RET_THREADS 128		/* blocks, unless PROBEKIT_RETPROBE_THREADS */
 
 enum mode { M_HIJACK, M_DIVERT, M_PIGGY };
@@ -190,144 +188,13 @@ static __thread uintptr_t ret_dsp __attribute__((tls_model("initial-exec")));
 static __thread uintptr_t ret_dto __attribute__((tls_model("initial-exec")));
 static __thread uintptr_t ret_dcont __attribute__((tls_model("initial-exec")));
 
-PK_HIDDEN uint64_t pk_ret_dispatch(struct pk_regs *r);
-PK_HIDDEN void pk_ret_common(void);
+/* ------------------------------------------------ the trampolines' part */
 
-/*
- * The shared part of the return path. Entered by jmp from a landing with
- * rsp = slot + 8 and [slot] = the landing. The struct pk_regs it builds ends
- * at the slot (pk_private_ret is the slot), so writing regs->pk_private_ret
- * restores the stack; the dispatcher leaves the mode in regs->flags. CFI: a
- * frame whose return address is at CFA - 8, the slot; while it still holds
- * the landing the unwinder goes on through the entries' FDE, afterwards
- * straight to the caller.
- */
-__asm__(".pushsection pk_noprobe_text,\"ax\",@progbits\n"
-	".globl pk_ret_common\n"
-	".hidden pk_ret_common\n"
-	".type pk_ret_common,@function\n"
-	"pk_ret_common:\n"
-	"	.cfi_startproc\n"
-	"	.cfi_def_cfa_offset 0\n"
-	/* The slot, then flags' place (not saved: no flag is live here). */
-	"	lea -16(%rsp), %rsp\n"
-	"	.cfi_def_cfa_offset 16\n"
-	"	push %rax\n"
-	"	.cfi_def_cfa_offset 24\n"
-	/* rcx, and below rsi, rdi, r8-r11: dead after a return, not saved. */
-	"	lea -8(%rsp), %rsp\n"
-	"	.cfi_def_cfa_offset 32\n"
-	"	push %rdx\n"
-	"	.cfi_def_cfa_offset 40\n"
-	"	push %rbx\n"
-	"	.cfi_def_cfa_offset 48\n"
-	"	.cfi_offset %rbx, -48\n"
-	"	lea 48(%rsp), %rax\n"		/* rsp after the return */
-	"	push %rax\n"
-	"	.cfi_def_cfa_offset 56\n"
-	"	push %rbp\n"
-	"	.cfi_def_cfa_offset 64\n"
-	"	.cfi_offset %rbp, -64\n"
-	"	lea -48(%rsp), %rsp\n"
-	"	.cfi_def_cfa_offset 112\n"
-	"	push %r12\n"
-	"	push %r13\n"
-	"	push %r14\n"
-	"	push %r15\n"
-	"	.cfi_def_cfa_offset 144\n"
-	"	.cfi_offset %r12, -120\n"
-	"	.cfi_offset %r13, -128\n"
-	"	.cfi_offset %r14, -136\n"
-	"	.cfi_offset %r15, -144\n"
-	"	lea -8(%rsp), %rsp\n"		/* ip */
-	"	.cfi_def_cfa_offset 152\n"
-	"	mov %rsp, %rdi\n"
-	"	mov %rsp, %rbx\n"
-	"	.cfi_def_cfa_register %rbx\n"
-	"	and $-16, %rsp\n"
-	"	sub $32, %rsp\n"
-	"	movaps %xmm0, (%rsp)\n"		/* floating-point return values */
-	"	movaps %xmm1, 16(%rsp)\n"
-	"	call pk_ret_dispatch\n"
-	"	movaps (%rsp), %xmm0\n"
-	"	movaps 16(%rsp), %xmm1\n"
-	"	mov %rbx, %rsp\n"
-	"	.cfi_def_cfa_register %rsp\n"
-	/*
-	 * The return value (the handler may have changed it) and rbx; the
-	 * other callee-saved registers the dispatcher kept.
-	 */
-	"	mov 128(%rsp), %rax\n"
-	"	mov 112(%rsp), %rdx\n"
-	"	mov 104(%rsp), %rbx\n"
-	"	.cfi_restore %rbx\n"
-	"	cmpq $0, 136(%rsp)\n"		/* the mode: divert? */
-	"	lea 144(%rsp), %rsp\n"
-	"	.cfi_def_cfa_offset 8\n"
-	"	jne 1f\n"
-	"	lea 8(%rsp), %rsp\n"
-	"	.cfi_def_cfa_offset 0\n"
-	"	jmp *-8(%rsp)\n"
-	"1:\n"
-	"	.cfi_def_cfa_offset 8\n"
-	"	ret\n"
-	"	.cfi_endproc\n"
-	".size pk_ret_common, .-pk_ret_common\n"
-	".popsection\n");
-
-/* ------------------------------------------------------- the stub's tail */
-
-static int32_t tp_off(const void *tls)
+void pk_ret_divert_env(struct pk_tramp_env *env)
 {
-	uintptr_t tp;
-
-	__asm__("mov %%fs:0, %0" : "=r"(tp));
-	return (int32_t)(intptr_t)((uintptr_t)tls - tp);
-}
-
-void pk_ret_stub_tail(uint8_t *b)
-{
-	int32_t dsp = tp_off(&ret_dsp);
-
-	/* cmp %rsp, %fs:ret_dsp; ret (into the slot, which tests ZF) */
-	memcpy(b, "\x64\x48\x39\x24\x25", 5);
-	memcpy(b + 5, &dsp, 4);
-	b[9] = 0xc3;
-}
-
-void pk_ret_divert_code(uint8_t *b)
-{
-	int32_t dsp = tp_off(&ret_dsp), dto = tp_off(&ret_dto),
-		dcont = tp_off(&ret_dcont);
-	size_t n = 0;
-
-	/* The function's stack: rsp = its slot, [slot] = its return address. */
-	/* mov %fs:ret_dto, %r11 (the entry) */
-	memcpy(b + n, "\x64\x4c\x8b\x1c\x25", 5);
-	memcpy(b + n + 5, &dto, 4);
-	n += 9;
-	/* push %fs:ret_dcont; popq (%rsp): over the return address (saved) */
-	memcpy(b + n, "\x64\xff\x34\x25", 4);
-	memcpy(b + n + 4, &dcont, 4);
-	n += 8;
-	memcpy(b + n, "\x8f\x04\x24", 3);
-	n += 3;
-	/* orb $1, %fs:ret_dsp: taken */
-	memcpy(b + n, "\x64\x80\x0c\x25", 4);
-	memcpy(b + n + 4, &dsp, 4);
-	b[n + 8] = 1;
-	n += 9;
-	/* lea 8(%rsp), %rsp; jmp *%r11 */
-	memcpy(b + n, "\x48\x8d\x64\x24\x08\x41\xff\xe3", 8);
-}
-
-void pk_ret_slot_divert(uint8_t *b, uintptr_t at, uintptr_t divert)
-{
-	int32_t rel = (int32_t)(divert - (at + 6));
-
-	b[0] = 0x0f;	/* je rel32 */
-	b[1] = 0x84;
-	memcpy(b + 2, &rel, 4);
+	env->divert_sp = &ret_dsp;
+	env->divert_to = &ret_dto;
+	env->divert_cont = &ret_dcont;
 }
 
 PK_NOPROBE int pk_ret_busy_at(uintptr_t ip)
@@ -556,7 +423,7 @@ call_ret(struct blk *b, struct rec *rec, struct pk_regs *r)
 	__atomic_store_n(&b->cur, NULL, __ATOMIC_RELEASE);
 }
 
-/* Called by pk_ret_common with the registers after a landing. */
+/* Called by pk_arch_ret_common with the registers after a landing. */
 PK_NOPROBE uint64_t pk_ret_dispatch(struct pk_regs *r)
 {
 	uintptr_t land = r->pk_private_ret, s = r->rsp - 8;
@@ -589,7 +456,7 @@ PK_NOPROBE uint64_t pk_ret_dispatch(struct pk_regs *r)
 		ret_top = i;
 	}
 	call_ret(b, rec, r);
-	r->flags = m == M_DIVERT;	/* how pk_ret_common leaves */
+	r->flags = m == M_DIVERT;	/* how pk_arch_ret_common leaves */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	ret_busy = 0;
 	return rec->ret;
@@ -598,90 +465,6 @@ PK_NOPROBE uint64_t pk_ret_dispatch(struct pk_regs *r)
 /* -------------------------------------------------------------- region */
 
 extern void __register_frame(void *begin);
-
-static void put32(uint8_t *b, uint32_t v)
-{
-	memcpy(b, &v, 4);
-}
-
-static void put64(uint8_t *b, uint64_t v)
-{
-	memcpy(b, &v, 8);
-}
-
-/*
- * An .eh_frame with one CIE and one FDE for [pc, pc + range): the caller's
- * rsp is rsp (the slot + 8), its return address recs[(*slot - land0) /
- * 16].ret at recs + (*slot - land0) * 6 (see the top). Ends with the zero
- * terminator __register_frame() wants. Returns its length.
- *
- * The CFA is rsp + 8, not rsp: libgcc tells frames apart by the CFA of
- * their callee (uw_identify_context()), and with CFA = rsp this frame and
- * the probed function's (whose CFA is the slot + 8 too) would look alike,
- * so phase 2 of an exception resumed below us (_Unwind_Resume after a
- * cleanup in the probed function) would take us for the handler's frame
- * and abort. The caller's rsp is then given explicitly (DW_CFA_val_offset).
- */
-static size_t build_eh(uint8_t *b, uintptr_t pc, size_t range, uintptr_t land0,
-		       uintptr_t recs)
-{
-	size_t n = 0, cie = 0, fde, e0;
-
-	/* CIE: version 1, "zR", code align 1, data align -8, RA column 16. */
-	n = 4;
-	put32(b + n, 0);
-	n += 4;
-	b[n++] = 1;
-	memcpy(b + n, "zR", 3);
-	n += 3;
-	b[n++] = 1;		/* code alignment */
-	b[n++] = 0x78;		/* data alignment -8 (sleb) */
-	b[n++] = 16;		/* return address column */
-	b[n++] = 1;		/* augmentation data length */
-	b[n++] = 0x00;		/* FDE pointers: DW_EH_PE_absptr */
-	b[n++] = 0x0c;		/* DW_CFA_def_cfa rsp, 8 */
-	b[n++] = 7;
-	b[n++] = 8;
-	while ((n - cie) % 8)
-		b[n++] = 0;	/* DW_CFA_nop */
-	put32(b + cie, (uint32_t)(n - cie - 4));
-
-	fde = n;
-	n += 4;
-	put32(b + n, (uint32_t)(n - cie));	/* back to the CIE */
-	n += 4;
-	put64(b + n, pc);
-	n += 8;
-	put64(b + n, range);
-	n += 8;
-	b[n++] = 0;		/* augmentation data length */
-	b[n++] = 0x14;		/* DW_CFA_val_offset: the caller's rsp is */
-	b[n++] = 7;
-	b[n++] = 1;		/* CFA - 8 */
-	b[n++] = 0x10;		/* DW_CFA_expression: where r16 (RA) is */
-	b[n++] = 16;
-	e0 = n++;		/* expression length */
-	/* The CFA is pushed first. */
-	b[n++] = 0x40;		/* DW_OP_lit16 */
-	b[n++] = 0x1c;		/* DW_OP_minus: the slot */
-	b[n++] = 0x06;		/* DW_OP_deref: the landing's address */
-	b[n++] = 0x0e;		/* DW_OP_const8u landing 0 */
-	put64(b + n, land0);
-	n += 8;
-	b[n++] = 0x1c;		/* DW_OP_minus: k * 16 */
-	b[n++] = 0x36;		/* DW_OP_lit6 */
-	b[n++] = 0x1e;		/* DW_OP_mul: k * 96 */
-	b[n++] = 0x0e;		/* DW_OP_const8u recs */
-	put64(b + n, recs);
-	n += 8;
-	b[n++] = 0x22;		/* DW_OP_plus: &recs[k].ret */
-	b[e0] = (uint8_t)(n - e0 - 1);
-	while ((n - fde) % 8)
-		b[n++] = 0;
-	put32(b + fde, (uint32_t)(n - fde - 4));
-	put32(b + n, 0);	/* terminator */
-	return n + 4;
-}
 
 /* fork(): ret_lock first of all (internal.h's lock order). */
 static void ret_fork_prepare(void)
@@ -714,7 +497,7 @@ static int region_init(void)
 	size_t nblk = RET_THREADS, nent, code_len, rec_len;
 	uint8_t *code = NULL, *eh = NULL;
 	struct blk *blks = NULL;
-	uintptr_t common = (uintptr_t)pk_ret_common, recs;
+	uintptr_t recs;
 	void *c = MAP_FAILED;
 	int err = -ENOMEM;
 
@@ -727,10 +510,10 @@ static int region_init(void)
 	if (nblk > 4096)
 		nblk = 4096;	/* the records stay within a rel32 of the code */
 	nent = nblk * PK_RETPROBE_DEPTH;
-	code_len = (CODE_ENT0 + nent * ENT_SIZE + 4095) & ~(size_t)4095;
+	code_len = (PK_RET_ENT0 + nent * ENT_SIZE + 4095) & ~(size_t)4095;
 	rec_len = (nent * sizeof(struct rec) + 4095) & ~(size_t)4095;
 	code = malloc(code_len);
-	eh = malloc(128);
+	eh = malloc(PK_ARCH_RET_EH_MAX);
 	blks = aligned_alloc(64, nblk * sizeof(*blks));
 	/* One mapping, so entries reach their records; code never writable. */
 	c = mmap(NULL, code_len + rec_len, PROT_READ | PROT_EXEC,
@@ -743,19 +526,9 @@ static int region_init(void)
 		goto fail;
 	}
 	memset(blks, 0, nblk * sizeof(*blks));
-	memset(code, 0xcc, code_len);
-	memcpy(code, &common, 8);
-	for (size_t k = 0; k < nent; k++) {
-		size_t at = CODE_ENT0 + k * ENT_SIZE;
-		uint8_t *e = code + at;
-		int32_t rel;
-
-		memcpy(e, "\xff\x54\x24\xf8", 4);	/* call *-8(%rsp) */
-		rel = -(int32_t)(at + ENT_LAND + 6);
-		e[4] = 0xff;	/* landing: jmp *[rip+rel]: the pointer at +0 */
-		e[5] = 0x25;
-		memcpy(e + 6, &rel, 4);
-	}
+	pk_arch_ret_code(code, code_len, nent);
+	if (!pk_arch_ret_eh(eh, (uintptr_t)c, nent, recs, sizeof(struct rec)))
+		abort();	/* struct rec does not suit the unwind info */
 	err = pk_text_fill(c, code, code_len);
 	if (err)
 		goto fail;
@@ -764,15 +537,13 @@ static int region_init(void)
 		err = -err;
 		goto fail;
 	}
-	build_eh(eh, (uintptr_t)c + CODE_FDE, CODE_ENT0 - CODE_FDE + nent * ENT_SIZE,
-		 (uintptr_t)c + CODE_ENT0 + ENT_LAND, recs);
 	__register_frame(eh);	/* kept registered: the region lives on */
 	ret_asym = pk_membarrier_expedited();
 	free(code);
 	ret_nblk = nblk;
 	ret_blks = blks;
 	ret_recs = (struct rec *)recs;
-	ret_ents = (uintptr_t)c + CODE_ENT0;
+	ret_ents = (uintptr_t)c + PK_RET_ENT0;
 	ret_code_len = code_len;
 	/* Last: the probes that read all this are armed after (text commit). */
 	__atomic_store_n(&ret_code, (uintptr_t)c, __ATOMIC_RELEASE);
