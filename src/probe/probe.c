@@ -96,8 +96,6 @@
 #include "text/text.h"
 
 #define CHUNK_NSLOTS ((PK_TRAMP_CHUNK_SIZE - PK_TRAMP_HEAD) / PK_TRAMP_SLOT_SIZE)
-_Static_assert(PK_TRAMP_SLOT_COPY - PK_TRAMP_SLOT_RET == PK_PROBE_RET_TO_COPY,
-	       "ret.c's cont");
 /* Every slot of a chunk must reach the probe point and back with a rel32. */
 #define REACH ((int64_t)INT32_MAX - 2 * PK_TRAMP_CHUNK_SIZE)
 #define SWEEP_TIMEOUT_NS 10000000000LL
@@ -149,6 +147,17 @@ static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
 #define THASH 4096
 static struct tramp *thash[THASH];	/* by address; guarded by probe_lock */
 static struct chunk *chunks;		/* append-only, release-published */
+
+/* Code divert requests lead to (pk_probe_divert_region()). */
+struct divert_region {
+	uintptr_t lo, hi;
+	const struct divert_region *next;
+};
+/* Prepended under probe_lock, release-published; never removed. */
+static const struct divert_region *divert_regions;
+
+__thread struct pk_probe_divert pk_probe_divert_req
+	__attribute__((tls_model("initial-exec")));
 static int sweep_sig;			/* 0 until installed */
 
 /* Handler depth of this thread: > 0 while it runs pk_probe_dispatch(). */
@@ -338,6 +347,7 @@ PK_NOPROBE static int in_retired(const struct sweep *sw, uintptr_t ip)
 
 PK_NOPROBE static int busy_at(const struct sweep *sw, uintptr_t ip)
 {
+	const struct divert_region *r;
 	const struct chunk *c;
 
 	if (probe_depth) {
@@ -357,8 +367,10 @@ PK_NOPROBE static int busy_at(const struct sweep *sw, uintptr_t ip)
 	     c = __atomic_load_n(&c->next, __ATOMIC_ACQUIRE))
 		if (c->base <= ip && ip < c->base + PK_TRAMP_HEAD)
 			return 1;	/* in a stub */
-	if (pk_ret_busy_at(ip))
-		return 1;	/* on its way from a stub into a slot */
+	for (r = __atomic_load_n(&divert_regions, __ATOMIC_ACQUIRE); r;
+	     r = r->next)
+		if (r->lo <= ip && ip < r->hi)
+			return 1;	/* on its way from a stub into a slot */
 	return in_retired(sw, ip);
 }
 
@@ -714,6 +726,9 @@ static struct chunk *chunk_new(uintptr_t near)
 	struct pk_tramp_env env = {
 		.dispatch = (uintptr_t)pk_probe_dispatch,
 		.dispatch_full = (uintptr_t)pk_probe_dispatch_full,
+		.divert_sp = &pk_probe_divert_req.sp,
+		.divert_to = &pk_probe_divert_req.to,
+		.divert_cont = &pk_probe_divert_req.cont,
 	};
 	struct chunk *c;
 	void *p = MAP_FAILED;
@@ -742,7 +757,6 @@ static struct chunk *chunk_new(uintptr_t near)
 		return NULL;
 	}
 	c->base = (uintptr_t)p;
-	pk_ret_divert_env(&env);
 	if (pk_arch_tramp_head(head, &env))
 		abort();	/* arch's layout is wrong */
 	if (pk_text_fill((void *)c->base, head, sizeof(head))) {
@@ -797,6 +811,22 @@ static int in_chunks(uintptr_t a)
 	for (struct chunk *c = chunks; c; c = c->next)
 		if (c->base <= a && a < c->base + PK_TRAMP_CHUNK_SIZE)
 			return 1;
+	return 0;
+}
+
+int pk_probe_divert_region(uintptr_t lo, size_t len)
+{
+	struct divert_region *r = malloc(sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	r->lo = lo;
+	r->hi = lo + len;
+	pthread_mutex_lock(&probe_lock);
+	r->next = divert_regions;
+	/* Pairs with the acquire load in busy_at(). */
+	__atomic_store_n(&divert_regions, r, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&probe_lock);
 	return 0;
 }
 

@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <stdint.h>
 
+#include "arch/arch.h"
 #include "internal.h"
 
 /* The function that holds an address, and its object's key-site table. */
@@ -25,22 +26,76 @@ struct pk_func {
 PK_HIDDEN int pk_sym_func_at(uintptr_t addr, struct pk_func *out);
 
 /*
- * Return probes (ret.c) hook the entry probes' trampolines, so that a
- * return-probed function can be called from ret.c's code (its ret is then
- * predicted) instead of having its return address replaced:
- *   pk_ret_divert_env()  the divert request's thread-local words, which
- *			  the chunks' code reads (src/arch/x86_64/tramp.h).
- *   pk_ret_busy_at()	  @ip is on the way from the divert code into a
- *			  slot (the sweep must wait). Async-signal-safe.
- * The slot layout both files rely on: the stub returns to the slot
- * PK_PROBE_RET_TO_COPY bytes before the copy of the displaced
- * instructions, and the slot stepped PK_PROBE_REDZONE bytes below the
- * function's stack pointer before calling the stub.
+ * Diverting a call (return probes, ret.c, are built on it).
+ *
+ * A pre-handler of a probe at a function's entry may post its thread's
+ * divert request with pk_probe_divert(): when the handlers are done, the
+ * thread leaves the trampoline by a jump to @to, with the function's
+ * return address popped and, in its place (the word just below the stack
+ * pointer), where the function continues (the slot's copy of the
+ * displaced instructions, pk_probe_divert_cont()). Code at @to that calls
+ * it has the function return there, by a ret the return stack buffer
+ * predicts. @to must lie in code declared with pk_probe_divert_region():
+ * the sweep waits for threads there, on their way into a slot.
+ *
+ * One request per thread. It names its hit by the stub's return-address
+ * word, so only that hit's stub takes it (tramp.h's "divert"); until then
+ * it is pending, also for a signal handler's probe hits that interrupt the
+ * thread in between. Taken, it stays as it is until the next post. Only
+ * this thread reads and writes it (the generated code through the thread
+ * pointer): signal fences order it.
  */
-#define PK_PROBE_RET_TO_COPY 14
-#define PK_PROBE_REDZONE 128
-struct pk_tramp_env;
-PK_HIDDEN void pk_ret_divert_env(struct pk_tramp_env *env);
-PK_HIDDEN int pk_ret_busy_at(uintptr_t ip);
+struct pk_probe_divert {
+	uintptr_t sp;	/* the hit's stub return-address word, | 1 once
+			   taken; 0: never posted */
+	uintptr_t to;
+	uintptr_t cont;
+};
+PK_HIDDEN extern __thread struct pk_probe_divert pk_probe_divert_req
+	__attribute__((tls_model("initial-exec")));
+
+/*
+ * Where the function probed by @r's hit continues: what the code at a
+ * divert's @to calls. Only in a pre-handler at a function's entry.
+ */
+static inline uintptr_t pk_probe_divert_cont(const struct pk_regs *r)
+{
+	return r->pk_private_ret + PK_TRAMP_SLOT_COPY - PK_TRAMP_SLOT_RET;
+}
+
+/* pk_probe_divert() - post this thread's request for @r's hit, to @to. */
+static inline void pk_probe_divert(const struct pk_regs *r, uintptr_t to)
+{
+	pk_probe_divert_req.cont = pk_probe_divert_cont(r);
+	pk_probe_divert_req.to = to;
+	/* The stub reads them on this thread: order against signals. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	pk_probe_divert_req.sp = (uintptr_t)&r->pk_private_ret;
+}
+
+/*
+ * The stack pointer at the probe point of the hit whose request is
+ * pending on this thread (see pk_arch_regs_sp()), or 0: none pending.
+ */
+static inline uintptr_t pk_probe_divert_pending(void)
+{
+	uintptr_t sp = pk_probe_divert_req.sp;
+
+	return sp && !(sp & 7) ? sp + PK_TRAMP_STUB_SP : 0;
+}
+
+/* The @to of the pending request. */
+static inline uintptr_t pk_probe_divert_to(void)
+{
+	return pk_probe_divert_req.to;
+}
+
+/*
+ * pk_probe_divert_region() - declare [@lo, @lo + @len) as code that
+ * divert requests lead to, for good (it is never undeclared).
+ * Context: not from a signal handler; takes probe_lock.
+ * Return: 0, or -ENOMEM.
+ */
+PK_HIDDEN int pk_probe_divert_region(uintptr_t lo, size_t len);
 
 #endif /* PK_PROBE_PROBE_H */

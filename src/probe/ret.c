@@ -28,17 +28,11 @@
  *   divert  The function is called from the record's entry, so that its ret
  *	     is predicted. Replacing a return address on the stack costs a
  *	     mispredicted ret (about 14 ns here, more than all the rest). So
- *	     ret_entry() leaves the stack alone and posts a request (ret_dsp:
- *	     the stub's stack pointer, ret_dto: the entry, ret_dcont: the
- *	     slot's copy of the displaced instructions). The fast stub ends
- *	     with cmp %rsp, %fs:ret_dsp; ret, so its ret into the slot stays
- *	     paired with the slot's call, and the slot's je takes the request
- *	     to the chunk's divert code (tramp.h's "divert"): with the
- *	     function's stack pointer, it writes the copy's address over the
- *	     return address (saved in
- *	     the record), marks the request taken (| 1) and jumps through r11
- *	     (free at a function's entry: PLT stubs clobber it) to the entry,
- *	     whose call *-8(%rsp) runs the copy, and so the function, with the
+ *	     ret_entry() leaves the stack alone (the return address is saved
+ *	     in the record) and posts a divert request to the record's entry
+ *	     (probe.h's pk_probe_divert()): the trampoline's ret stays paired
+ *	     with its call, the function's return address is replaced by where
+ *	     it continues, and the entry's call *-8(%rsp) runs it with the
  *	     landing as its return address. The return stack buffer then holds
  *	     the landing above the caller's return address: the function's ret
  *	     and our final ret (after the handler) are both predicted. Only the
@@ -162,14 +156,12 @@ struct pk_retprobe {
 static pthread_mutex_t ret_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Set once under ret_lock before any return probe is armed; then read only. */
 static uintptr_t ret_code, ret_ents;	/* code region, entry 0 */
-static size_t ret_code_len, ret_nblk;
+static size_t ret_nblk;
 static struct rec *ret_recs;
 static struct blk *ret_blks;
 static pthread_key_t ret_key;
 static int ret_asym;			/* membarrier plays barrier B */
 static int ret_hijack_only;		/* PROBEKIT_RETPROBE_HIJACK=1 */
-/* The stub's return address in the slot -> the function's stack pointer. */
-#define RET_STUB_SKIP (8 + PK_PROBE_REDZONE)
 
 /* This thread's block (or NULL), its stack top, and "in the dispatcher". */
 static __thread struct blk *ret_self __attribute__((tls_model("initial-exec")));
@@ -178,32 +170,6 @@ static __thread unsigned int ret_busy __attribute__((tls_model("initial-exec")))
 /* ret_self's records and the index of its first. */
 static __thread struct rec *ret_myrecs __attribute__((tls_model("initial-exec")));
 static __thread size_t ret_mybase __attribute__((tls_model("initial-exec")));
-/*
- * A divert request: the stub's stack pointer when it may take it (0, or
- * | 1 once taken: never a stack pointer), the entry to jump to and what it
- * calls. Read by generated code through %fs: initial-exec, so the offsets
- * are fixed.
- */
-static __thread uintptr_t ret_dsp __attribute__((tls_model("initial-exec")));
-static __thread uintptr_t ret_dto __attribute__((tls_model("initial-exec")));
-static __thread uintptr_t ret_dcont __attribute__((tls_model("initial-exec")));
-
-/* ------------------------------------------------ the trampolines' part */
-
-void pk_ret_divert_env(struct pk_tramp_env *env)
-{
-	env->divert_sp = &ret_dsp;
-	env->divert_to = &ret_dto;
-	env->divert_cont = &ret_dcont;
-}
-
-PK_NOPROBE int pk_ret_busy_at(uintptr_t ip)
-{
-	uintptr_t c = __atomic_load_n(&ret_code, __ATOMIC_ACQUIRE);
-
-	return c && ip >= c && ip < c + ret_code_len;
-}
-
 /* ---------------------------------------------------------- hit paths */
 
 static inline uintptr_t land_addr(size_t k)
@@ -270,8 +236,8 @@ PK_NOPROBE static void miss(struct pk_retprobe *rp)
  * call; we may be a signal handler that interrupted that). Piggy records
  * live as long as the record whose call they ride.
  */
-static PK_NOPROBE_INLINE __attribute__((no_sanitize_address)) int rec_live(const struct rec *recs, size_t base, unsigned int j,
-		    uintptr_t dsp)
+static PK_NOPROBE_INLINE __attribute__((no_sanitize_address)) int
+rec_live(const struct rec *recs, size_t base, unsigned int j, uintptr_t psp)
 {
 	const struct rec *t = &recs[j];
 	uint64_t sp = t->sp & ~(uint64_t)7, v;
@@ -286,7 +252,7 @@ static PK_NOPROBE_INLINE __attribute__((no_sanitize_address)) int rec_live(const
 		if ((t->sp & ~(uint64_t)7) != sp || (t->sp & 7) == M_PIGGY)
 			return 0;
 	}
-	if (dsp && !(dsp & 7) && sp == dsp + RET_STUB_SKIP)
+	if (sp == psp)
 		return 1;	/* pending */
 	v = *(const volatile uint64_t *)(uintptr_t)sp;
 	return v == land_addr(base + j) ||
@@ -303,9 +269,8 @@ static void ret_entry(struct pk_probe *p, struct pk_regs *r, void *ctx)
 {
 	struct pk_retprobe *rp = ctx;
 	struct blk *b = ret_self;
-	uint64_t *slot = (uint64_t *)(uintptr_t)r->rsp;
-	uintptr_t a = (uintptr_t)&r->pk_private_ret, dsp = ret_dsp;
-	int pending = dsp && !(dsp & 7);
+	uint64_t *slot = (uint64_t *)pk_arch_regs_sp(r);
+	uintptr_t psp = pk_probe_divert_pending();
 	struct rec *recs, *rec;
 	unsigned int top;
 	uint64_t cont;
@@ -322,8 +287,8 @@ static void ret_entry(struct pk_probe *p, struct pk_regs *r, void *ctx)
 	 * interrupted, wherever it is: above us, or on the thread's stack
 	 * while we run on a sigaltstack (at any address). It is never
 	 * dropped here: its thread may be past the stub's cmp already, on its
-	 * way to the divert code, which reads ret_dto and ret_dcont and pushes
-	 * into the record it names; dropping it would let our hits post a
+	 * way to the divert code, which reads the request's @to and @cont
+	 * and pushes into the record it names; dropping it would let our hits post a
 	 * divert of their own over those, and reuse that record. So hits
 	 * while a request is pending hijack, and its record stays live. (A
 	 * request is dead only if a handler left probekit's trampoline by
@@ -333,7 +298,7 @@ static void ret_entry(struct pk_probe *p, struct pk_regs *r, void *ctx)
 	recs = ret_myrecs;
 	top = ret_top;
 	/* Drop top records whose call is gone (see "Stale records"). */
-	while (top && !rec_live(recs, base, top - 1, dsp))
+	while (top && !rec_live(recs, base, top - 1, psp))
 		top--;
 	if (top == PK_RETPROBE_DEPTH) {
 		ret_top = top;
@@ -348,22 +313,18 @@ static void ret_entry(struct pk_probe *p, struct pk_regs *r, void *ctx)
 	 * record by the landing in the slot, so two landings chained through
 	 * one slot would send them round in a circle.
 	 */
-	if (pending && dsp == a) {
+	if (psp == (uintptr_t)slot) {
 		m = M_PIGGY;	/* another return probe diverts this call */
-		cont = ret_dto + ENT_LAND;
+		cont = pk_probe_divert_to() + ENT_LAND;
 	} else if (top && (recs[top - 1].sp & ~(uint64_t)7) == (uintptr_t)slot) {
 		const struct rec *t = &recs[top - 1];
 
 		m = M_PIGGY;	/* live (above), so *slot is its landing */
 		cont = (t->sp & 7) == M_PIGGY ? t->cont : land_addr(base + top - 1);
-	} else if (!pending && !ret_hijack_only) {
-		/*
-		 * Only STUB_FAST calls us (a return probe's entry probe is at
-		 * a function's entry, without post-handler), and its slots
-		 * have the je: the function's stack is RET_STUB_SKIP above a.
-		 */
+	} else if (!psp && !ret_hijack_only) {
+		/* We run at a function's entry: a return probe's entry probe. */
 		m = M_DIVERT;
-		cont = r->pk_private_ret + PK_PROBE_RET_TO_COPY;
+		cont = pk_probe_divert_cont(r);
 	} else {
 		m = M_HIJACK;
 		cont = 0;
@@ -383,11 +344,7 @@ static void ret_entry(struct pk_probe *p, struct pk_regs *r, void *ctx)
 	ret_top = top + 1;
 	switch (m) {
 	case M_DIVERT:
-		ret_dcont = cont;
-		ret_dto = land_addr(base + top) - ENT_LAND;
-		/* The stub reads both on this thread: order against signals. */
-		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		ret_dsp = a;
+		pk_probe_divert(r, land_addr(base + top) - ENT_LAND);
 		break;
 	case M_PIGGY:
 		break;
@@ -537,6 +494,12 @@ static int region_init(void)
 		err = -err;
 		goto fail;
 	}
+	/* Threads at an entry are on their way into a slot. */
+	err = pk_probe_divert_region((uintptr_t)c, code_len);
+	if (err) {
+		pthread_key_delete(ret_key);
+		goto fail;
+	}
 	__register_frame(eh);	/* kept registered: the region lives on */
 	ret_asym = pk_membarrier_expedited();
 	free(code);
@@ -544,7 +507,6 @@ static int region_init(void)
 	ret_blks = blks;
 	ret_recs = (struct rec *)recs;
 	ret_ents = (uintptr_t)c + PK_RET_ENT0;
-	ret_code_len = code_len;
 	/* Last: the probes that read all this are armed after (text commit). */
 	__atomic_store_n(&ret_code, (uintptr_t)c, __ATOMIC_RELEASE);
 	pk_dbg("probe: return trampoline %p (%zu threads x %d records), "
