@@ -38,37 +38,21 @@
  * does: probes inside a function and post-handlers, where any flag may be
  * live.
  *
- * Which thread may be where, and how we know (the kernel waits for this with
- * synchronize_rcu_tasks; user space has no such thing, so we ask each thread
- * with a signal; see sweep()):
+ * Which thread may be where (the thread sweep, sweep.h):
  *
  *   arming    (jump probes; an int3 probe changes no instruction boundary)
  *             a thread preempted between two displaced instructions would
  *             resume inside the new jmp. pk_batch_set_hook() calls us after
  *             int3 is on every site's first byte (no new thread gets past
- *             it), and each other thread, in the sweep signal's handler,
- *             moves itself to the same instruction in the slot's copy.
+ *             it), and the sweep moves each other thread to the same
+ *             instruction in the slot's copy.
  *   disarming a thread between the NOPs and the jmp (len > 5) would resume
- *             inside the restored code; it is moved to slot+8, which is
- *             where the jmp would have taken it.
- *   freeing   a slot is reused, and a probe freed, only once every thread has
- *             been seen, after the disarming commit, with its ip outside the
- *             changed slots (going, or with probes unlinked), the stubs and
- *             probekit's PK_NOPROBE code, and not running the handlers of a
- *             changed trampoline (per-thread depth and current trampoline,
- *             so a thread busy in other probes' handlers does not hold an
- *             unregister up). That depth is a thread-local
- *             counter: no shared cache line is written on a hit, which a
- *             per-probe in-flight counter would do (the hit cost must not
- *             grow with threads), and unlike urcu-bp it never registers a
- *             thread under a mutex on its first hit (a hit may come from a
- *             signal handler).
- *
- * Locking: probe_lock guards the tramp list, the chunks' free slots, the
- * probes' armed state and everything in "sweep" but cur_sweep's readers. The
- * text lock (pk_batch_commit, pk_text_fill) and the fault layer's lock
- * (pk_trap_register/unregister for int3 probes) are taken inside it, never
- * the reverse; fork takes them in that order (src/internal.h).
+ *             inside the restored code; the sweep moves it to the slot's
+ *             entry, where the jmp would have taken it.
+ *   freeing   a slot is reused, and a probe freed, only once the sweep has
+ *             seen every thread, after the disarming commit, outside the
+ *             changed slots (going, or with probes unlinked) and their
+ *             handlers.
  *
  * An int3 probe's trap entry goes only after the retiring sweep: a thread
  * that hit the int3 before the disarming commit may still be in the signal
@@ -93,21 +77,20 @@
 #include "arch/arch.h"
 #include "internal.h"
 #include "probe/probe.h"
+#include "probe/sweep.h"
 #include "text/text.h"
 
 #define CHUNK_NSLOTS ((PK_TRAMP_CHUNK_SIZE - PK_TRAMP_HEAD) / PK_TRAMP_SLOT_SIZE)
 /* Every slot of a chunk must reach the probe point and back with a rel32. */
 #define REACH ((int64_t)INT32_MAX - 2 * PK_TRAMP_CHUNK_SIZE)
-#define SWEEP_TIMEOUT_NS 10000000000LL
 
 struct chunk {
 	uintptr_t base;
 	unsigned int nfree;
 	uint16_t free[CHUNK_NSLOTS];	/* guarded by probe_lock */
-	struct chunk *next;		/* append-only; read by the handler */
+	struct chunk *next;		/* append-only, release-published */
+	struct pk_sweep_code stubs;	/* the head: threads there are busy */
 };
-
-#define TRAMP_MAP 6	/* displaced instructions: 5 bytes need at most 5 */
 
 struct tramp {
 	uintptr_t addr;		/* probe point */
@@ -118,8 +101,7 @@ struct tramp {
 	uint8_t len;			/* displaced bytes (int3: the insn) */
 	uint8_t mark;			/* scratch of one (un)register call */
 	uint8_t old[PK_TEXT_MAX];
-	uint8_t nmap;			/* instruction starts: source, copy */
-	uint8_t map_src[TRAMP_MAP], map_dst[TRAMP_MAP];
+	struct pk_sweep_map map;	/* instruction starts: site, copy */
 	uint8_t kind;			/* enum pk_probe_kind */
 	uint8_t post;			/* the slot calls post-handlers */
 	uint8_t full;			/* pre-handlers through the full stub */
@@ -148,24 +130,16 @@ static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tramp *thash[THASH];	/* by address; guarded by probe_lock */
 static struct chunk *chunks;		/* append-only, release-published */
 
-/* Code divert requests lead to (pk_probe_divert_region()). */
-struct divert_region {
-	uintptr_t lo, hi;
-	const struct divert_region *next;
-};
-/* Prepended under probe_lock, release-published; never removed. */
-static const struct divert_region *divert_regions;
-
 __thread struct pk_probe_divert pk_probe_divert_req
 	__attribute__((tls_model("initial-exec")));
-static int sweep_sig;			/* 0 until installed */
 
-/* Handler depth of this thread: > 0 while it runs pk_probe_dispatch(). */
-static __thread unsigned long probe_depth
-	__attribute__((tls_model("initial-exec")));
-/* The trampoline whose handlers this thread runs (depth 1), or NULL. */
-static __thread const struct tramp *probe_cur
-	__attribute__((tls_model("initial-exec")));
+/*
+ * This thread's handler depth and the slot whose handlers it runs are in
+ * pk_sweep_self (sweep.h): thread-local, so no shared cache line is written
+ * on a hit, which a per-probe in-flight counter would do (the hit cost must
+ * not grow with threads), and unlike urcu-bp nothing registers a thread
+ * under a mutex on its first hit (a hit may come from a signal handler).
+ */
 /*
  * Pre- and post-handlers pair up: a slot with post-handlers runs the
  * post-handler only of the probes whose pre-handler pass it ran, though
@@ -196,15 +170,15 @@ PK_NOPROBE void pk_probe_dispatch_full(struct pk_regs *r);
 static inline __attribute__((always_inline)) void
 dispatch(struct pk_regs *r, const struct tramp *t, int post)
 {
-	unsigned long d = probe_depth, seen = 0, upto = ULONG_MAX;
+	unsigned long d = pk_sweep_self.depth, seen = 0, upto = ULONG_MAX;
 	int lost = 0;
 	struct pk_probe *p;
 
-	probe_depth = d + 1;
+	pk_sweep_self.depth = d + 1;
 	/* The sweep handler runs on this thread: order against it only. */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (!d) {
-		probe_cur = t;
+		pk_sweep_self.slot = &t->slot;
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	}
 	r->ip = post ? t->addr + t->first_len : t->addr;
@@ -236,10 +210,10 @@ dispatch(struct pk_regs *r, const struct tramp *t, int post)
 	}
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (!d) {
-		probe_cur = NULL;
+		pk_sweep_self.slot = NULL;
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	}
-	probe_depth = d;
+	pk_sweep_self.depth = d;
 }
 
 static inline const struct tramp *tramp_of(uintptr_t ret)
@@ -279,37 +253,11 @@ PK_NOPROBE static int probe_trap(const struct pk_fault *f, void *ctx)
 	return PK_FAULT_HANDLED;
 }
 
-/* ---------------------------------------------------------------- sweep */
-
-enum { FIX_ARM = 1, FIX_DISARM = 2 };
-
-struct fix {
-	uintptr_t addr;
-	const struct tramp *t;
-	int kind;
-};
-
-struct sweep {
-	const struct fix *fix;		/* sorted by addr */
-	size_t nfix;
-	const uintptr_t *retired;	/* slot addresses, sorted */
-	size_t nretired;
-	const pid_t *tids;		/* sorted */
-	uint8_t *state;			/* per tid: 0 asked, 1 clear, 2 busy */
-	uintptr_t *ip;			/* per tid: where it was last seen */
-	size_t ntids;
-};
-
-static struct sweep *cur_sweep;		/* atomic */
-static unsigned long sweep_readers;	/* atomic: handlers inside cur_sweep */
-
 /* ----------------------------------------------------------------- fork */
 
 /*
- * fork(): probe_lock first (it is held around text commits
- * and trap-chain registrations). No sweep runs while it is held, so a child
- * has no sweep in flight; a thread of the parent that was inside
- * sweep_handler() does not exist in the child, so its count goes.
+ * fork(): probe_lock first (it is held around text commits and trap-chain
+ * registrations, and sweeps).
  */
 static void probe_fork_prepare(void)
 {
@@ -321,336 +269,11 @@ static void probe_fork_parent(void)
 	pthread_mutex_unlock(&probe_lock);
 }
 
-static void probe_fork_child(void)
-{
-	__atomic_store_n(&sweep_readers, 0, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&probe_lock);
-}
-
 PK_ATFORK(probe, PK_RANK_PROBE, probe_fork_prepare, probe_fork_parent,
-	  probe_fork_child);
-
-PK_NOPROBE static int in_retired(const struct sweep *sw, uintptr_t ip)
-{
-	size_t lo = 0, hi = sw->nretired;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (sw->retired[mid] + PK_TRAMP_SLOT_SIZE <= ip)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < sw->nretired && sw->retired[lo] <= ip;
-}
-
-PK_NOPROBE static int busy_at(const struct sweep *sw, uintptr_t ip)
-{
-	const struct divert_region *r;
-	const struct chunk *c;
-
-	if (probe_depth) {
-		/*
-		 * In handlers: only those of a changed trampoline matter (its
-		 * probes were unlinked, or it goes). Not yet known which: busy.
-		 */
-		const struct tramp *cur = probe_cur;
-
-		if (!cur || in_retired(sw, cur->slot))
-			return 1;
-	}
-	if ((uintptr_t)__start_pk_noprobe_text <= ip &&
-	    ip < (uintptr_t)__stop_pk_noprobe_text)
-		return 1;
-	for (c = __atomic_load_n(&chunks, __ATOMIC_ACQUIRE); c;
-	     c = __atomic_load_n(&c->next, __ATOMIC_ACQUIRE))
-		if (c->base <= ip && ip < c->base + PK_TRAMP_HEAD)
-			return 1;	/* in a stub */
-	for (r = __atomic_load_n(&divert_regions, __ATOMIC_ACQUIRE); r;
-	     r = r->next)
-		if (r->lo <= ip && ip < r->hi)
-			return 1;	/* on its way from a stub into a slot */
-	return in_retired(sw, ip);
-}
-
-PK_NOPROBE static void fix_ip(const struct sweep *sw, ucontext_t *uc)
-{
-	uintptr_t ip = pk_arch_uc_ip(uc);
-	size_t lo = 0, hi = sw->nfix;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (sw->fix[mid].addr + sw->fix[mid].t->len <= ip)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == sw->nfix || sw->fix[lo].addr >= ip)
-		return;		/* not strictly inside a site */
-	{
-		const struct fix *f = &sw->fix[lo];
-		const struct tramp *t = f->t;
-		size_t off = ip - t->addr;
-
-		if (f->kind == FIX_DISARM) {
-			/* Between the NOPs and the jmp: where the jmp goes. */
-			if (off == (size_t)t->len - PK_ARCH_JMP_LEN)
-				pk_arch_uc_set_ip(uc, t->slot + PK_TRAMP_SLOT_ENTRY);
-			return;
-		}
-		for (unsigned int i = 1; i < t->nmap; i++)
-			if (t->map_src[i] == off) {
-				pk_arch_uc_set_ip(uc, t->slot + PK_TRAMP_SLOT_COPY +
-							  t->map_dst[i]);
-				return;
-			}
-	}
-}
-
-PK_NOPROBE static void sweep_handler(int sig, siginfo_t *si, void *ctx)
-{
-	ucontext_t *uc = ctx;
-	int saved = errno;
-	const struct sweep *sw;
-	pid_t tid;
-	size_t lo = 0, hi;
-
-	(void)sig;
-	(void)si;
-	/* Pairs with the exchange in sweep_unpublish(). */
-	__atomic_add_fetch(&sweep_readers, 1, __ATOMIC_SEQ_CST);
-	sw = __atomic_load_n(&cur_sweep, __ATOMIC_SEQ_CST);
-	if (!sw)
-		goto out;
-	tid = (pid_t)syscall(SYS_gettid);
-	hi = sw->ntids;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (sw->tids[mid] < tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == sw->ntids || sw->tids[lo] != tid)
-		goto out;
-	if (sw->nfix)
-		fix_ip(sw, uc);
-	sw->ip[lo] = pk_arch_uc_ip(uc);
-	__atomic_store_n(&sw->state[lo], busy_at(sw, sw->ip[lo]) ? 2 : 1,
-			 __ATOMIC_RELEASE);
-out:
-	__atomic_sub_fetch(&sweep_readers, 1, __ATOMIC_SEQ_CST);
-	errno = saved;
-}
-
-static int install_sweep(void)
-{
-	struct sigaction sa, old;
-	const char *v = getenv("PROBEKIT_PROBE_SIGNAL");
-	int sig = v ? atoi(v) : SIGRTMAX - 2;
-
-	if (sweep_sig)
-		return 0;
-	if (sig < SIGRTMIN || sig > SIGRTMAX) {
-		pk_err("probe: PROBEKIT_PROBE_SIGNAL=%s is not a real-time signal",
-		       v ? v : "");
-		return -EINVAL;
-	}
-	if (sigaction(sig, NULL, &old))
-		return -errno;
-	if ((old.sa_flags & SA_SIGINFO) ? old.sa_sigaction != NULL
-					: old.sa_handler != SIG_DFL) {
-		pk_err("probe: signal %d already has a handler; pick a free one "
-		       "with PROBEKIT_PROBE_SIGNAL", sig);
-		return -EBUSY;
-	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = sweep_handler;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(sig, &sa, NULL))
-		return -errno;
-	sweep_sig = sig;
-	return 0;
-}
-
-static int tid_cmp(const void *a, const void *b)
-{
-	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* Every thread of the process but this one, sorted. */
-static int list_tids(pid_t **out, size_t *n)
-{
-	DIR *d = opendir("/proc/self/task");
-	pid_t self = (pid_t)syscall(SYS_gettid), *v = NULL;
-	size_t cap = 0;
-	struct dirent *e;
-
-	*n = 0;
-	if (!d)
-		return -errno;
-	while ((e = readdir(d))) {
-		pid_t t = (pid_t)atoi(e->d_name);
-
-		if (t <= 0 || t == self)
-			continue;
-		if (*n == cap) {
-			pid_t *nv = realloc(v, (cap = cap ? cap * 2 : 64) * sizeof(*v));
-
-			if (!nv) {
-				free(v);
-				closedir(d);
-				return -ENOMEM;
-			}
-			v = nv;
-		}
-		v[(*n)++] = t;
-	}
-	closedir(d);
-	if (*n > 1)
-		qsort(v, *n, sizeof(*v), tid_cmp);
-	*out = v;
-	return 0;
-}
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int thread_gone(pid_t tid)
-{
-	char p[64];
-
-	snprintf(p, sizeof(p), "/proc/self/task/%d", (int)tid);
-	return access(p, F_OK) != 0;
-}
-
-static void sweep_unpublish(void)
-{
-	(void)__atomic_exchange_n(&cur_sweep, NULL, __ATOMIC_SEQ_CST);
-	/* Pairs with the increment in sweep_handler(). */
-	while (__atomic_load_n(&sweep_readers, __ATOMIC_SEQ_CST))
-		sched_yield();
-}
-
-/*
- * Signal every other thread and wait for each answer. With @until_clear,
- * ask again those found busy until each has been seen clear once (a thread
- * seen clear after the disarming commit can never enter the removed slots
- * again). Return 0, or -EBUSY on timeout.
- */
-static int sweep(const struct fix *fix, size_t nfix, const uintptr_t *retired,
-		 size_t nretired, int until_clear)
-{
-	struct sweep sw = { fix, nfix, retired, nretired, NULL, NULL, NULL, 0 };
-	int64_t deadline = now_ns() + SWEEP_TIMEOUT_NS;
-	pid_t *tids = NULL;
-	int err = list_tids(&tids, &sw.ntids);
-
-	if (err)
-		return err;
-	if (!sw.ntids) {
-		free(tids);
-		return 0;
-	}
-	sw.tids = tids;
-	sw.state = calloc(sw.ntids, 1);
-	sw.ip = calloc(sw.ntids, sizeof(*sw.ip));
-	if (!sw.state || !sw.ip) {
-		free(sw.state);
-		free(sw.ip);
-		free(tids);
-		return -ENOMEM;
-	}
-	/* Pairs with the seq_cst load in sweep_handler(). */
-	__atomic_store_n(&cur_sweep, &sw, __ATOMIC_SEQ_CST);
-	for (;;) {
-		pid_t pid = getpid();
-		size_t waiting, busy;
-
-		/* Ask every thread not yet seen clear (all, the first time). */
-		for (size_t i = 0; i < sw.ntids; i++)
-			if (sw.state[i] != 1) {
-				__atomic_store_n(&sw.state[i], 0, __ATOMIC_RELEASE);
-				if (syscall(SYS_tgkill, pid, sw.tids[i], sweep_sig))
-					sw.state[i] = 1;	/* gone */
-			}
-		/* Wait for every answer. */
-		for (int64_t gone_check = now_ns() + 10000000;;) {
-			waiting = busy = 0;
-			for (size_t i = 0; i < sw.ntids; i++) {
-				uint8_t st = __atomic_load_n(&sw.state[i],
-							     __ATOMIC_ACQUIRE);
-
-				waiting += st == 0;
-				busy += st == 2;
-			}
-			if (!waiting || now_ns() > deadline)
-				break;
-			if (now_ns() > gone_check) {
-				/*
-				 * Threads that exited never answer. Checked by
-				 * time, not by sched_yield() calls: with many
-				 * busy threads one yield can take a time slice
-				 * each of theirs.
-				 */
-				for (size_t i = 0; i < sw.ntids; i++)
-					if (!__atomic_load_n(&sw.state[i], __ATOMIC_ACQUIRE) &&
-					    thread_gone(sw.tids[i]))
-						sw.state[i] = 1;
-				gone_check = now_ns() + 10000000;
-			}
-			sched_yield();
-		}
-		if (waiting) {
-			err = -EBUSY;
-			break;
-		}
-		if (!until_clear || !busy)
-			break;
-		if (now_ns() > deadline) {
-			err = -EBUSY;
-			break;
-		}
-		{
-			struct timespec ts = { 0, 1000000 };
-
-			nanosleep(&ts, NULL);
-		}
-	}
-	sweep_unpublish();
-	if (err) {
-		size_t stuck = 0;
-
-		for (size_t i = 0; i < sw.ntids; i++)
-			if (sw.state[i] != 1) {
-				stuck++;
-				pk_dbg("probe: thread %d %s at %#" PRIxPTR,
-				       (int)sw.tids[i], sw.state[i] ? "busy" : "silent",
-				       sw.ip[i]);
-			}
-		pk_warn("probe: %zu thread(s) did not answer signal %d (or stayed "
-			"in a probe handler) for %lld ms", stuck, sweep_sig,
-			SWEEP_TIMEOUT_NS / 1000000);
-	}
-	free(sw.state);
-	free(sw.ip);
-	free(tids);
-	return err;
-}
+	  probe_fork_parent);
 
 struct arm_ctx {
-	struct fix *fix;
+	struct pk_sweep_site *fix;
 	size_t nfix;
 };
 
@@ -659,21 +282,7 @@ static int arm_hook(void *arg)
 {
 	struct arm_ctx *a = arg;
 
-	return sweep(a->fix, a->nfix, NULL, 0, 0);
-}
-
-static int fix_cmp(const void *a, const void *b)
-{
-	const struct fix *x = a, *y = b;
-
-	return (x->addr > y->addr) - (x->addr < y->addr);
-}
-
-static int addr_cmp(const void *a, const void *b)
-{
-	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
-
-	return (x > y) - (x < y);
+	return pk_sweep_move(a->fix, a->nfix);
 }
 
 /* -------------------------------------------------------------- memory */
@@ -757,6 +366,8 @@ static struct chunk *chunk_new(uintptr_t near)
 		return NULL;
 	}
 	c->base = (uintptr_t)p;
+	c->stubs.lo = c->base;
+	c->stubs.hi = c->base + PK_TRAMP_HEAD;
 	if (pk_arch_tramp_head(head, &env))
 		abort();	/* arch's layout is wrong */
 	if (pk_text_fill((void *)c->base, head, sizeof(head))) {
@@ -767,7 +378,8 @@ static struct chunk *chunk_new(uintptr_t near)
 	for (unsigned int i = 0; i < CHUNK_NSLOTS; i++)
 		c->free[i] = (uint16_t)(CHUNK_NSLOTS - 1 - i);
 	c->nfree = CHUNK_NSLOTS;
-	/* Publish last: the sweep handler walks this list. */
+	pk_sweep_busy_code(&c->stubs);
+	/* Publish last: plan() reads this list without the lock. */
 	{
 		struct chunk **pp = &chunks;
 
@@ -816,16 +428,14 @@ static int in_chunks(uintptr_t a)
 
 int pk_probe_divert_region(uintptr_t lo, size_t len)
 {
-	struct divert_region *r = malloc(sizeof(*r));
+	struct pk_sweep_code *c = malloc(sizeof(*c));
 
-	if (!r)
+	if (!c)
 		return -ENOMEM;
-	r->lo = lo;
-	r->hi = lo + len;
+	c->lo = lo;
+	c->hi = lo + len;
 	pthread_mutex_lock(&probe_lock);
-	r->next = divert_regions;
-	/* Pairs with the acquire load in busy_at(). */
-	__atomic_store_n(&divert_regions, r, __ATOMIC_RELEASE);
+	pk_sweep_busy_code(c);
 	pthread_mutex_unlock(&probe_lock);
 	return 0;
 }
@@ -1166,11 +776,11 @@ static int slot_code(struct tramp *t, uint8_t *slot)
 
 	if (err)
 		return err;
-	if (map.n > TRAMP_MAP)
+	if (map.n > PK_SWEEP_MAP)
 		return -E2BIG;
-	t->nmap = (uint8_t)map.n;
-	memcpy(t->map_src, map.src, map.n);
-	memcpy(t->map_dst, map.dst, map.n);
+	t->map.n = (uint8_t)map.n;
+	memcpy(t->map.src, map.src, map.n);
+	memcpy(t->map.dst, map.dst, map.n);
 	return 0;
 }
 
@@ -1272,9 +882,7 @@ static void retire(struct tramp **ts, size_t n, uintptr_t *changed,
 {
 	int err;
 
-	if (nchanged > 1)
-		qsort(changed, nchanged, sizeof(*changed), addr_cmp);
-	err = sweep(NULL, 0, changed, nchanged, 1);
+	err = pk_sweep_wait(changed, nchanged);
 	if (err) {
 		pk_warn("probe: %zu trampoline(s) kept forever: a thread may "
 			"still be inside", n);
@@ -1305,7 +913,7 @@ int pk_probe_register(struct pk_probe *const *probes, size_t n)
 	err = check_set(probes, n, 1);
 	checked = !err;
 	if (!err)
-		err = install_sweep();
+		err = pk_sweep_init();
 	if (!err)
 		err = pk_batch_create(&b);
 	for (size_t i = 0; i < n && !err; i++) {
@@ -1357,10 +965,10 @@ int pk_probe_register(struct pk_probe *const *probes, size_t n)
 		}
 		/* An int3 replaces no boundary: no thread to move. */
 		if (t->kind == PK_PROBE_JUMP)
-			ac.fix[ac.nfix++] = (struct fix){ t->addr, t, FIX_ARM };
+			ac.fix[ac.nfix++] = (struct pk_sweep_site){
+				t->addr, t->slot, &t->map, t->len, 1 };
 	}
 	if (!err && nfresh) {
-		qsort(ac.fix, ac.nfix, sizeof(*ac.fix), fix_cmp);
 		if (ac.nfix)
 			pk_batch_set_hook(b, arm_hook, &ac);
 		err = pk_batch_commit(b);
@@ -1467,10 +1075,10 @@ int pk_probe_unregister(struct pk_probe *const *probes, size_t n)
 		if (err)
 			goto out;
 		if (t->kind == PK_PROBE_JUMP)
-			ac.fix[ac.nfix++] = (struct fix){ t->addr, t, FIX_DISARM };
+			ac.fix[ac.nfix++] = (struct pk_sweep_site){
+				t->addr, t->slot, &t->map, t->len, 0 };
 	}
 	if (ndead) {
-		qsort(ac.fix, ac.nfix, sizeof(*ac.fix), fix_cmp);
 		if (ac.nfix)
 			pk_batch_set_hook(b, arm_hook, &ac);
 		err = pk_batch_commit(b);
