@@ -99,7 +99,7 @@ struct tramp {
 	struct pk_probe *probes;	/* published with release; see dispatch */
 	struct tramp *next;		/* hash chain; guarded by probe_lock */
 	uint8_t len;			/* displaced bytes (int3: the insn) */
-	uint8_t mark;			/* scratch of one (un)register call */
+	uint8_t trapped;		/* on the trap chain (int3 probes) */
 	uint8_t old[PK_TEXT_MAX];
 	struct pk_sweep_map map;	/* instruction starts: site, copy */
 	uint8_t kind;			/* enum pk_probe_kind */
@@ -118,7 +118,6 @@ struct pk_probe {
 	unsigned long seq;		/* when linked: link_seq's value */
 	uint8_t len;			/* displaced bytes as planned */
 	uint8_t armed;
-	uint8_t mark;			/* scratch of one (un)register call */
 	uint8_t kind;			/* as planned */
 	uint8_t full;			/* inside a function: flags live */
 	uint8_t first_len;
@@ -271,19 +270,6 @@ static void probe_fork_parent(void)
 
 PK_ATFORK(probe, PK_RANK_PROBE, probe_fork_prepare, probe_fork_parent,
 	  probe_fork_parent);
-
-struct arm_ctx {
-	struct pk_sweep_site *fix;
-	size_t nfix;
-};
-
-/* pk_batch_set_hook(): int3 is on every first byte; move stopped threads. */
-static int arm_hook(void *arg)
-{
-	struct arm_ctx *a = arg;
-
-	return pk_sweep_move(a->fix, a->nfix);
-}
 
 /* -------------------------------------------------------------- memory */
 
@@ -729,6 +715,12 @@ int pk_probe_create(const struct pk_probe_opts *opts, struct pk_probe **out)
 
 /* ------------------------------------------------------- register/remove */
 
+static void tramp_hash(struct tramp *t)
+{
+	t->next = thash[thash_of(t->addr)];
+	thash[thash_of(t->addr)] = t;
+}
+
 static void tramp_unhash(struct tramp *t)
 {
 	struct tramp **tp = &thash[thash_of(t->addr)];
@@ -810,16 +802,6 @@ static int tramp_build(struct pk_probe *p, struct tramp **out)
 		err = -ENOTSUP;
 	else if (pk_text_fill((void *)t->slot, slot, sizeof(slot)))
 		err = -EPERM;
-	if (!err && t->kind == PK_PROBE_INT3) {
-		/* Before the int3 exists: its SIGTRAP must find the entry. */
-		err = pk_trap_register((void *)t->addr, probe_trap, t);
-		if (err) {
-			pk_err("probe: %#" PRIxPTR ": cannot add the int3 probe to "
-			       "the trap chain (%d)", t->addr, err);
-			if (err == -EEXIST)
-				err = -EBUSY;
-		}
-	}
 	if (err) {
 		slot_free(t->chunk, t->slot);
 		free(t);
@@ -829,16 +811,33 @@ static int tramp_build(struct pk_probe *p, struct tramp **out)
 	return 0;
 }
 
+/* An int3 trampoline's entry on the trap chain, which its SIGTRAP finds. */
+static int tramp_trap(struct tramp *t)
+{
+	int err;
+
+	if (t->kind != PK_PROBE_INT3)
+		return 0;
+	err = pk_trap_register((void *)t->addr, probe_trap, t);
+	if (err) {
+		pk_err("probe: %#" PRIxPTR ": cannot add the int3 probe to "
+		       "the trap chain (%d)", t->addr, err);
+		return err == -EEXIST ? -EBUSY : err;
+	}
+	t->trapped = 1;
+	return 0;
+}
+
 /* Free a trampoline no thread can be in any more. */
 static void tramp_free(struct tramp *t)
 {
-	if (t->kind == PK_PROBE_INT3)
+	if (t->trapped)
 		pk_trap_unregister((void *)t->addr);
 	slot_free(t->chunk, t->slot);
 	free(t);
 }
 
-/* An armed trampoline overlapping [addr, addr+len) but not at @addr. */
+/* An indexed trampoline overlapping [addr, addr+len) but not at @addr. */
 static struct tramp *tramp_overlap(uintptr_t addr, size_t len)
 {
 	for (uintptr_t a = addr - PK_TEXT_MAX + 1; a < addr + len; a++) {
@@ -851,39 +850,14 @@ static struct tramp *tramp_overlap(uintptr_t addr, size_t len)
 }
 
 /*
- * Every probe of @probes non-NULL, armed (@arming: not armed), and listed
- * once; marks them. On -EINVAL no mark is left.
- */
-static int check_set(struct pk_probe *const *probes, size_t n, int arming)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		struct pk_probe *p = probes[i];
-
-		if (!p || p->mark || !p->armed != !!arming)
-			break;
-		p->mark = 1;
-	}
-	if (i == n)
-		return 0;
-	while (i--)
-		probes[i]->mark = 0;
-	return -EINVAL;
-}
-
-/*
- * Wait until no thread is in the slots of @changed (trampolines going, or
+ * Wait until no thread is in the slots at @slots (trampolines going, or
  * whose probe lists changed; sorted in place) or in their handlers, then
  * free the trampolines @ts.
  */
-static void retire(struct tramp **ts, size_t n, uintptr_t *changed,
-		   size_t nchanged)
+static void retire(struct tramp **ts, size_t n, uintptr_t *slots,
+		   size_t nslots)
 {
-	int err;
-
-	err = pk_sweep_wait(changed, nchanged);
-	if (err) {
+	if (pk_sweep_wait(slots, nslots)) {
 		pk_warn("probe: %zu trampoline(s) kept forever: a thread may "
 			"still be inside", n);
 		return;
@@ -892,32 +866,150 @@ static void retire(struct tramp **ts, size_t n, uintptr_t *changed,
 		tramp_free(ts[i]);
 }
 
-int pk_probe_register(struct pk_probe *const *probes, size_t n)
-{
-	struct tramp **fresh = NULL;
-	struct pk_batch *b = NULL;
-	struct arm_ctx ac = { 0 };
-	size_t nfresh = 0;
-	int err, checked;
+/*
+ * One pk_probe_register() or pk_probe_unregister() call, with probe_lock
+ * held from the plan to the end:
+ *
+ *   plan   check every probe and work out every change, changing nothing
+ *          another thread can see: the trampolines that come (built in
+ *          free slots and indexed, unreachable until the commit) or go,
+ *          their sites' bytes (one text batch), the jump sites whose
+ *          threads the commit moves, the slots to wait out afterwards.
+ *   apply  trap entries for new int3 probes, the one commit, then link or
+ *          unlink the probes and retire what goes. Nothing fails after
+ *          the commit.
+ *   undo   on any failure, in one place: what the plan built goes, after a
+ *          wait for threads if a commit (failed, rolled back) let them in.
+ *          An unregister has nothing to undo: its commit failed whole.
+ */
+struct change {
+	struct pk_probe *const *probes;
+	size_t n;
+	int arming;
+	struct pk_probe **sorted;	/* @probes, to check the set */
+	struct tramp **at;		/* arming: each probe's trampoline */
+	struct tramp **tramps;		/* built (arming) or going */
+	size_t ntramps;
+	struct pk_sweep_site *sites;	/* jump sites the commit changes */
+	size_t nsites;
+	uintptr_t *slots;		/* slots to wait out (arming: the new
+					   ones, if the commit fails) */
+	size_t nslots;
+	struct pk_batch *batch;
+	int committed;			/* the commit ran, and failed */
+};
 
-	if (!probes || !n)
-		return -EINVAL;
-	fresh = calloc(n, sizeof(*fresh));
-	ac.fix = calloc(n, sizeof(*ac.fix));
-	if (!fresh || !ac.fix) {
-		free(fresh);
-		free(ac.fix);
+static int change_init(struct change *c, struct pk_probe *const *probes,
+		       size_t n, int arming)
+{
+	memset(c, 0, sizeof(*c));
+	c->probes = probes;
+	c->n = n;
+	c->arming = arming;
+	c->sorted = calloc(n, sizeof(*c->sorted));
+	c->at = arming ? calloc(n, sizeof(*c->at)) : NULL;
+	c->tramps = calloc(n, sizeof(*c->tramps));
+	c->sites = calloc(n, sizeof(*c->sites));
+	c->slots = calloc(n, sizeof(*c->slots));
+	if (!c->sorted || (arming && !c->at) || !c->tramps || !c->sites ||
+	    !c->slots || pk_batch_create(&c->batch))
 		return -ENOMEM;
+	return 0;
+}
+
+static void change_fini(struct change *c)
+{
+	pk_batch_free(c->batch);
+	free(c->sorted);
+	free(c->at);
+	free(c->tramps);
+	free(c->sites);
+	free(c->slots);
+}
+
+static int addr_order(const void *a, const void *b)
+{
+	return ((uintptr_t)a > (uintptr_t)b) - ((uintptr_t)a < (uintptr_t)b);
+}
+
+static int by_addr_cmp(const void *a, const void *b)
+{
+	return addr_order(*(void *const *)a, *(void *const *)b);
+}
+
+/* By trampoline, then by address: a trampoline's probes are adjacent. */
+static int by_tramp_cmp(const void *a, const void *b)
+{
+	const struct pk_probe *x = *(struct pk_probe *const *)a,
+			      *y = *(struct pk_probe *const *)b;
+	int d = addr_order(x->t, y->t);
+
+	return d ? d : addr_order(x, y);
+}
+
+/*
+ * Every probe of the call there, not armed (arming) or armed, and listed
+ * once. Leaves them in c->sorted: by address, or (disarming) grouped by
+ * trampoline.
+ */
+static int check_set(struct change *c)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		struct pk_probe *p = c->probes[i];
+
+		if (!p || !p->armed != !!c->arming)
+			return -EINVAL;
+		c->sorted[i] = p;
 	}
-	pthread_mutex_lock(&probe_lock);
-	err = check_set(probes, n, 1);
-	checked = !err;
-	if (!err)
-		err = pk_sweep_init();
-	if (!err)
-		err = pk_batch_create(&b);
-	for (size_t i = 0; i < n && !err; i++) {
-		struct pk_probe *p = probes[i];
+	qsort(c->sorted, c->n, sizeof(*c->sorted),
+	      c->arming ? by_addr_cmp : by_tramp_cmp);
+	for (size_t i = 1; i < c->n; i++)
+		if (c->sorted[i] == c->sorted[i - 1])
+			return -EINVAL;
+	return 0;
+}
+
+/* Add @t's site to the batch, armed (@arming) or restored. */
+static int plan_site(struct change *c, struct tramp *t)
+{
+	uint8_t armed[PK_TEXT_MAX];
+	uintptr_t via_armed = t->kind == PK_PROBE_INT3 ?
+		t->slot + PK_TRAMP_SLOT_ENTRY : 0;
+	int err;
+
+	site_bytes(t, armed);
+	/*
+	 * A thread that traps on the site while the old bytes are back (a
+	 * failed arming rolled back, or disarming) runs the slot's copy (see
+	 * slot_orig()); an int3 (which need not decode) is run as when armed.
+	 */
+	if (c->arming)
+		err = pk_batch_add_via(c->batch, (void *)t->addr, armed, t->len,
+				       t->old, PK_TEXT_F_MERGE, via_armed,
+				       slot_orig(t));
+	else
+		err = pk_batch_add_via(c->batch, (void *)t->addr, t->old, t->len,
+				       armed, PK_TEXT_F_MERGE, slot_orig(t),
+				       via_armed);
+	if (err)
+		return err;
+	/* An int3 replaces no boundary: no thread to move. */
+	if (t->kind == PK_PROBE_JUMP)
+		c->sites[c->nsites++] = (struct pk_sweep_site){
+			t->addr, t->slot, &t->map, t->len, (uint8_t)c->arming };
+	return 0;
+}
+
+/*
+ * Arming: each probe joins the trampoline at its address (one this plan
+ * built, too) or gets a new one.
+ */
+static int plan_register(struct change *c)
+{
+	int err = pk_sweep_init();	/* once per process; never undone */
+
+	for (size_t i = 0; i < c->n && !err; i++) {
+		struct pk_probe *p = c->probes[i];
 		struct tramp *t = tramp_find(p->addr);
 
 		if (t) {
@@ -929,206 +1021,187 @@ int pk_probe_register(struct pk_probe *const *probes, size_t n)
 				       p->addr, p->post && !t->post ?
 				       "without post-handlers" : "a jump probe",
 				       p->post && !t->post ? "them" : "an int3");
-				err = -EBUSY;
-				break;
+				return -EBUSY;
 			}
-			p->t = t;
+			c->at[i] = t;
 			continue;
 		}
 		t = tramp_overlap(p->addr, p->len);
 		if (t) {
 			pk_err("probe: %#" PRIxPTR ": overlaps the probe at %#"
 			       PRIxPTR, p->addr, t->addr);
-			err = -EBUSY;
-			break;
+			return -EBUSY;
 		}
 		err = tramp_build(p, &t);
 		if (err)
-			break;
-		fresh[nfresh++] = t;
-		t->next = thash[thash_of(t->addr)];
-		thash[thash_of(t->addr)] = t;
-		p->t = t;
-		{
-			uint8_t ab[PK_TEXT_MAX];
-
-			site_bytes(t, ab);
-			/*
-			 * Rolled back, a trapping thread runs the slot's copy;
-			 * an int3 (which need not decode) is run as when armed.
-			 */
-			err = pk_batch_add_via(b, (void *)t->addr, ab, t->len,
-					       t->old, PK_TEXT_F_MERGE,
-					       t->kind == PK_PROBE_INT3 ?
-					       t->slot + PK_TRAMP_SLOT_ENTRY : 0,
-					       slot_orig(t));
-		}
-		/* An int3 replaces no boundary: no thread to move. */
-		if (t->kind == PK_PROBE_JUMP)
-			ac.fix[ac.nfix++] = (struct pk_sweep_site){
-				t->addr, t->slot, &t->map, t->len, 1 };
+			return err;
+		tramp_hash(t);
+		c->tramps[c->ntramps++] = t;
+		c->slots[c->nslots++] = t->slot;
+		c->at[i] = t;
+		err = plan_site(c, t);
 	}
-	if (!err && nfresh) {
-		if (ac.nfix)
-			pk_batch_set_hook(b, arm_hook, &ac);
-		err = pk_batch_commit(b);
-		if (err > 0)
-			err = 0;
-		if (err) {
-			/* A thread may have trapped into a new slot meanwhile. */
-			uintptr_t *slots = calloc(nfresh, sizeof(*slots));
-
-			for (size_t i = 0; i < nfresh; i++) {
-				tramp_unhash(fresh[i]);
-				if (slots)
-					slots[i] = fresh[i]->slot;
-			}
-			if (slots)
-				retire(fresh, nfresh, slots, nfresh);
-			else
-				pk_warn("probe: out of memory; %zu trampoline(s) "
-					"leak", nfresh);
-			free(slots);
-		}
-	} else if (err) {
-		/* Built but never reachable. */
-		for (size_t i = 0; i < nfresh; i++) {
-			tramp_unhash(fresh[i]);
-			tramp_free(fresh[i]);
-		}
-	}
-	if (!err) {
-		/* Link at the tail: handlers run in registration order. */
-		for (size_t i = 0; i < n; i++) {
-			struct pk_probe *p = probes[i], **pp = &p->t->probes;
-
-			while (*pp)
-				pp = &(*pp)->next;
-			p->next = NULL;
-			p->seq = ++link_seq;	/* after every probe linked before */
-			/* Pairs with the acquire loads in pk_probe_dispatch(). */
-			__atomic_store_n(pp, p, __ATOMIC_RELEASE);
-			p->armed_kind = p->t->kind;
-			p->armed_len = p->t->len;
-			/* Pairs with the acquire load in pk_probe_get_info(). */
-			__atomic_store_n(&p->armed, 1, __ATOMIC_RELEASE);
-		}
-	} else if (checked) {
-		for (size_t i = 0; i < n; i++)
-			probes[i]->t = NULL;
-	}
-	for (size_t i = 0; checked && i < n; i++)
-		probes[i]->mark = 0;
-	pthread_mutex_unlock(&probe_lock);
-	pk_batch_free(b);
-	free(fresh);
-	free(ac.fix);
 	return err;
+}
+
+/*
+ * Disarming: the trampolines whose probes all go, go (their sites are
+ * restored); every trampoline that loses a probe is waited out.
+ */
+static int plan_unregister(struct change *c)
+{
+	for (size_t i = 0, j; i < c->n; i = j) {
+		struct tramp *t = c->sorted[i]->t;
+		size_t left = 0;
+		int err;
+
+		for (j = i; j < c->n && c->sorted[j]->t == t; j++)
+			;
+		c->slots[c->nslots++] = t->slot;
+		for (const struct pk_probe *q = t->probes; q; q = q->next)
+			left++;
+		if (left > j - i)
+			continue;
+		c->tramps[c->ntramps++] = t;
+		err = plan_site(c, t);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* pk_batch_set_hook(): int3 is on every first byte; move stopped threads. */
+static int move_hook(void *arg)
+{
+	struct change *c = arg;
+
+	return pk_sweep_move(c->sites, c->nsites);
+}
+
+/* The one text batch: 0 or its error (then nothing changed). */
+static int commit(struct change *c)
+{
+	int err;
+
+	if (!c->ntramps)
+		return 0;	/* only probes joining or leaving trampolines */
+	if (c->nsites)
+		pk_batch_set_hook(c->batch, move_hook, c);
+	err = pk_batch_commit(c->batch);
+	c->committed = err < 0;
+	return err < 0 ? err : 0;
+}
+
+/* Link at the tail: handlers run in registration order. */
+static void link_probe(struct pk_probe *p, struct tramp *t)
+{
+	struct pk_probe **pp = &t->probes;
+
+	while (*pp)
+		pp = &(*pp)->next;
+	p->t = t;
+	p->next = NULL;
+	p->seq = ++link_seq;	/* after every probe linked before */
+	/* Pairs with the acquire loads in pk_probe_dispatch(). */
+	__atomic_store_n(pp, p, __ATOMIC_RELEASE);
+	p->armed_kind = t->kind;
+	p->armed_len = t->len;
+	/* Pairs with the acquire load in pk_probe_get_info(). */
+	__atomic_store_n(&p->armed, 1, __ATOMIC_RELEASE);
+}
+
+/* Readers may still walk past @p until the wait that follows. */
+static void unlink_probe(struct pk_probe *p)
+{
+	struct pk_probe **pp = &p->t->probes;
+
+	while (*pp != p)
+		pp = &(*pp)->next;
+	__atomic_store_n(pp, p->next, __ATOMIC_RELEASE);
+}
+
+static int apply_register(struct change *c)
+{
+	int err;
+
+	/* Before the int3 exists: its SIGTRAP must find the entry. */
+	for (size_t i = 0; i < c->ntramps; i++) {
+		err = tramp_trap(c->tramps[i]);
+		if (err)
+			return err;
+	}
+	err = commit(c);
+	if (err)
+		return err;
+	for (size_t i = 0; i < c->n; i++)
+		link_probe(c->probes[i], c->at[i]);
+	return 0;
+}
+
+static int apply_unregister(struct change *c)
+{
+	int err = commit(c);
+
+	if (err)
+		return err;	/* still armed, probes still linked */
+	for (size_t i = 0; i < c->n; i++)
+		unlink_probe(c->probes[i]);
+	for (size_t i = 0; i < c->ntramps; i++)
+		tramp_unhash(c->tramps[i]);
+	/* One wait for the whole set: no thread in a handler or a dead slot. */
+	retire(c->tramps, c->ntramps, c->slots, c->nslots);
+	for (size_t i = 0; i < c->n; i++) {
+		c->probes[i]->armed = 0;
+		c->probes[i]->t = NULL;
+		c->probes[i]->next = NULL;
+	}
+	return 0;
+}
+
+static void undo_register(struct change *c)
+{
+	for (size_t i = 0; i < c->ntramps; i++)
+		tramp_unhash(c->tramps[i]);
+	if (c->committed) {
+		/* A thread may have trapped into a new slot meanwhile. */
+		retire(c->tramps, c->ntramps, c->slots, c->nslots);
+		return;
+	}
+	for (size_t i = 0; i < c->ntramps; i++)
+		tramp_free(c->tramps[i]);	/* never reachable */
+}
+
+/* The shape both calls share: plan, apply, undo. */
+static int change_run(struct pk_probe *const *probes, size_t n, int arming)
+{
+	struct change c;
+	int err;
+
+	if (!probes || !n)
+		return -EINVAL;
+	err = change_init(&c, probes, n, arming);
+	pthread_mutex_lock(&probe_lock);
+	if (!err)
+		err = check_set(&c);
+	if (!err)
+		err = arming ? plan_register(&c) : plan_unregister(&c);
+	if (!err)
+		err = arming ? apply_register(&c) : apply_unregister(&c);
+	if (err && arming)
+		undo_register(&c);
+	pthread_mutex_unlock(&probe_lock);
+	change_fini(&c);
+	return err;
+}
+
+int pk_probe_register(struct pk_probe *const *probes, size_t n)
+{
+	return change_run(probes, n, 1);
 }
 
 int pk_probe_unregister(struct pk_probe *const *probes, size_t n)
 {
-	struct tramp **dead = NULL;
-	struct pk_batch *b = NULL;
-	struct arm_ctx ac = { 0 };
-	uintptr_t *changed = NULL;	/* slots of trampolines that change */
-	size_t ndead = 0;
-	int err = 0;
-
-	if (!probes || !n)
-		return -EINVAL;
-	pthread_mutex_lock(&probe_lock);
-	err = check_set(probes, n, 0);
-	if (err) {
-		pthread_mutex_unlock(&probe_lock);
-		return err;
-	}
-	dead = calloc(n, sizeof(*dead));
-	ac.fix = calloc(n, sizeof(*ac.fix));
-	changed = calloc(n, sizeof(*changed));
-	if (!dead || !ac.fix || !changed || pk_batch_create(&b)) {
-		err = -ENOMEM;
-		goto out;
-	}
-	/* Trampolines left without probes go; their sites are restored. */
-	for (size_t i = 0; i < n; i++) {
-		struct tramp *t = probes[i]->t;
-		size_t left = 0;
-
-		for (struct pk_probe *q = t->probes; q; q = q->next)
-			left += !q->mark;	/* marked: going */
-		if (left || t->mark)
-			continue;
-		t->mark = 1;
-		dead[ndead++] = t;
-		{
-			uint8_t ab[PK_TEXT_MAX];
-
-			site_bytes(t, ab);
-			/* A thread trapping meanwhile: see slot_orig(). */
-			err = pk_batch_add_via(b, (void *)t->addr, t->old, t->len,
-					       ab, PK_TEXT_F_MERGE,
-					       slot_orig(t),
-					       t->kind == PK_PROBE_INT3 ?
-					       t->slot + PK_TRAMP_SLOT_ENTRY : 0);
-		}
-		if (err)
-			goto out;
-		if (t->kind == PK_PROBE_JUMP)
-			ac.fix[ac.nfix++] = (struct pk_sweep_site){
-				t->addr, t->slot, &t->map, t->len, 0 };
-	}
-	if (ndead) {
-		if (ac.nfix)
-			pk_batch_set_hook(b, arm_hook, &ac);
-		err = pk_batch_commit(b);
-		if (err < 0)
-			goto out;	/* still armed, probes still linked */
-		err = 0;
-	}
-	/* Unlink; readers may still walk past them until the sweep below. */
-	for (size_t i = 0; i < n; i++) {
-		struct pk_probe *p = probes[i], **pp = &p->t->probes;
-
-		while (*pp != p)
-			pp = &(*pp)->next;
-		__atomic_store_n(pp, p->next, __ATOMIC_RELEASE);
-	}
-	for (size_t j = 0; j < ndead; j++)
-		tramp_unhash(dead[j]);
-	/* One wait for the whole set: no thread in a handler or a dead slot. */
-	{
-		size_t nchanged = 0;
-
-		for (size_t i = 0; i < n; i++) {
-			struct tramp *t = probes[i]->t;
-
-			if (!(t->mark & 2)) {
-				t->mark |= 2;
-				changed[nchanged++] = t->slot;
-			}
-		}
-		for (size_t i = 0; i < n; i++)
-			probes[i]->t->mark = 0;
-		retire(dead, ndead, changed, nchanged);
-	}
-	for (size_t i = 0; i < n; i++) {
-		probes[i]->armed = 0;
-		probes[i]->t = NULL;
-		probes[i]->next = NULL;
-	}
-out:
-	for (size_t i = 0; i < n; i++) {
-		probes[i]->mark = 0;
-		if (err && probes[i]->t)
-			probes[i]->t->mark = 0;
-	}
-	pthread_mutex_unlock(&probe_lock);
-	pk_batch_free(b);
-	free(changed);
-	free(dead);
-	free(ac.fix);
-	return err;
+	return change_run(probes, n, 0);
 }
 
 void pk_probe_destroy(struct pk_probe *p)
