@@ -20,7 +20,7 @@
  * its bytes but the first, which becomes int3 (one text batch arms them
  * all). Its SIGTRAP reaches probe_trap() through the fault layer's trap
  * chain, found by address (no walk over other handlers; lock-free), which
- * only sets the thread's ip to slot+8: the handlers then run in the
+ * only sends the thread to the slot's entry: the handlers then run in the
  * trampoline as for a jump probe, out of the signal handler, and the
  * instruction runs out of line from the slot's copy. No single-step. A call
  * there is copied as "push the return address; jmp callee"
@@ -84,20 +84,22 @@
 /* Every slot of a chunk must reach the probe point and back with a rel32. */
 #define REACH ((int64_t)INT32_MAX - 2 * PK_TRAMP_CHUNK_SIZE)
 
+/* A chunk of trampolines: its head, then CHUNK_NSLOTS slots. */
 struct chunk {
 	uintptr_t base;
 	unsigned int nfree;
-	uint16_t free[CHUNK_NSLOTS];	/* guarded by probe_lock */
-	struct chunk *next;		/* append-only, release-published */
+	uint16_t free[CHUNK_NSLOTS];	/* indexes of free slots */
+	struct chunk *next;
 	struct pk_sweep_code stubs;	/* the head: threads there are busy */
 };
 
+/* A probe point's trampoline: its slot and the probes that share it. */
 struct tramp {
 	uintptr_t addr;		/* probe point */
-	uintptr_t slot;
+	uintptr_t slot;		/* its trampoline slot */
 	struct chunk *chunk;
-	struct pk_probe *probes;	/* published with release; see dispatch */
-	struct tramp *next;		/* hash chain; guarded by probe_lock */
+	struct pk_probe *probes;	/* linked in registration order */
+	struct tramp *next;		/* hash chain */
 	uint8_t len;			/* displaced bytes (int3: the insn) */
 	uint8_t trapped;		/* on the trap chain (int3 probes) */
 	uint8_t old[PK_TEXT_MAX];
@@ -109,7 +111,7 @@ struct tramp {
 };
 
 struct pk_probe {
-	pk_probe_handler_fn pre, post;
+	pk_probe_handler_fn pre, post;	/* set at creation, like the plan */
 	void *ctx;
 	uintptr_t func, addr;
 	struct tramp *t;		/* while armed */
@@ -117,17 +119,36 @@ struct pk_probe {
 	unsigned long missed;		/* atomic */
 	unsigned long seq;		/* when linked: link_seq's value */
 	uint8_t len;			/* displaced bytes as planned */
-	uint8_t armed;
+	uint8_t armed;			/* atomic */
 	uint8_t kind;			/* as planned */
 	uint8_t full;			/* inside a function: flags live */
 	uint8_t first_len;
 	uint8_t armed_kind, armed_len;	/* its trampoline's, while armed */
 };
 
+/*
+ * probe_lock guards:
+ *   - the trampolines' index (thash, each tramp's ->next), the chunks'
+ *     free slots, and appends to the chunk list (plan() walks the list
+ *     without the lock: it only grows, each chunk published with release);
+ *   - every probe's ->t, ->next, ->seq and writes of ->armed, link_seq,
+ *     and every change to a trampoline's probe list (the dispatcher walks
+ *     it without the lock: links are published with release, and nothing
+ *     unlinked is freed before a sweep; see pk_probe_unregister());
+ *   - the code bytes of every probe site: only this file patches them,
+ *     always under the lock;
+ *   - the sweeps (sweep.c's callers must serialise them) and the list of
+ *     code they count as busy.
+ * It is held across pk_batch_commit(), pk_text_fill() and
+ * pk_trap_register()/pk_trap_unregister(): the text and fault layers'
+ * locks are taken inside it, never the reverse; ret.c's ret_lock is taken
+ * outside it (internal.h's lock order). No hit path takes it.
+ */
 static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
 #define THASH 4096
-static struct tramp *thash[THASH];	/* by address; guarded by probe_lock */
-static struct chunk *chunks;		/* append-only, release-published */
+static struct tramp *thash[THASH];	/* by address */
+static struct chunk *chunks;
+static unsigned long link_seq;		/* 0 = never linked */
 
 __thread struct pk_probe_divert pk_probe_divert_req
 	__attribute__((tls_model("initial-exec")));
@@ -152,7 +173,6 @@ static __thread const struct tramp *pre_tramp
 	__attribute__((tls_model("initial-exec")));
 static __thread unsigned long pre_seq
 	__attribute__((tls_model("initial-exec")));
-static unsigned long link_seq;	/* probe_lock; 0 = never linked */
 
 extern const char __start_pk_noprobe_text[] __attribute__((weak, visibility("hidden")));
 extern const char __stop_pk_noprobe_text[] __attribute__((weak, visibility("hidden")));
@@ -404,9 +424,12 @@ static void slot_free(struct chunk *c, uintptr_t slot)
 	c->free[c->nfree++] = (uint16_t)((slot - c->base - PK_TRAMP_HEAD) / PK_TRAMP_SLOT_SIZE);
 }
 
+/* Whether @a is in a trampoline chunk. Without probe_lock (see there). */
 static int in_chunks(uintptr_t a)
 {
-	for (struct chunk *c = chunks; c; c = c->next)
+	/* Pairs with the release store in chunk_new(). */
+	for (const struct chunk *c = __atomic_load_n(&chunks, __ATOMIC_ACQUIRE);
+	     c; c = __atomic_load_n(&c->next, __ATOMIC_ACQUIRE))
 		if (c->base <= a && a < c->base + PK_TRAMP_CHUNK_SIZE)
 			return 1;
 	return 0;
@@ -441,18 +464,36 @@ static struct tramp *tramp_find(uintptr_t addr)
 	return NULL;
 }
 
+/*
+ * The indexed trampolines whose sites overlap [@lo, @hi), in address
+ * order: start with *@a = @lo - PK_TEXT_MAX + 1 (no site is longer), each
+ * call returns the next one (NULL: no more) and moves *@a past it.
+ */
+static struct tramp *tramp_over(uintptr_t *a, uintptr_t lo, uintptr_t hi)
+{
+	pk_assert_held(&probe_lock);
+	for (; *a < hi; (*a)++) {
+		struct tramp *t = tramp_find(*a);
+
+		if (t && *a + t->len > lo) {
+			(*a)++;
+			return t;
+		}
+	}
+	return NULL;
+}
+
 /* The @size bytes at @start as they were before any probe was armed there. */
 static void orig_code(uintptr_t start, size_t size, uint8_t *buf)
 {
-	pk_assert_held(&probe_lock);
-	memcpy(buf, (const void *)start, size);
-	for (uintptr_t a = start - PK_TEXT_MAX + 1; a < start + size; a++) {
-		const struct tramp *t = tramp_find(a);
+	uintptr_t a = start - PK_TEXT_MAX + 1;
+	const struct tramp *t;
 
-		for (size_t i = 0; t && i < t->len; i++)
-			if (a + i >= start && a + i < start + size)
-				buf[a + i - start] = t->old[i];
-	}
+	memcpy(buf, (const void *)start, size);
+	while ((t = tramp_over(&a, start, start + size)))
+		for (size_t i = 0; i < t->len; i++)
+			if (t->addr + i >= start && t->addr + i < start + size)
+				buf[t->addr + i - start] = t->old[i];
 }
 
 static int key_site_in(const struct pk_func *fn, uintptr_t at, size_t len)
@@ -840,12 +881,12 @@ static void tramp_free(struct tramp *t)
 /* An indexed trampoline overlapping [addr, addr+len) but not at @addr. */
 static struct tramp *tramp_overlap(uintptr_t addr, size_t len)
 {
-	for (uintptr_t a = addr - PK_TEXT_MAX + 1; a < addr + len; a++) {
-		struct tramp *t = a == addr ? NULL : tramp_find(a);
+	uintptr_t a = addr - PK_TEXT_MAX + 1;
+	struct tramp *t;
 
-		if (t && a + t->len > addr)
+	while ((t = tramp_over(&a, addr, addr + len)))
+		if (t->addr != addr)
 			return t;
-	}
 	return NULL;
 }
 
