@@ -3,11 +3,13 @@
 
 /*
  * A return probe is an entry probe (probe.c) whose pre-handler, ret_entry(),
- * pushes a record { real return address, stack slot, probe, data } on this
+ * pushes a record { real return address, stack word, probe, data } on this
  * thread's return-address stack and makes the function return to the
  * record's landing in a code region of ours (two ways, see "divert" and
- * "hijack"); from there pk_arch_ret_common and pk_ret_dispatch() call the return
- * handler and go on to the real return address.
+ * "hijack"); from there pk_arch_ret_common and pk_ret_dispatch() call the
+ * return handler and go on to the real return address. The stack word is
+ * the one that holds the call's return address (the stack pointer at the
+ * function's entry).
  *
  * Records are per thread, so a hit writes nothing shared: the region holds
  * `nblk` blocks of PK_RETPROBE_DEPTH records, and a thread claims a block
@@ -36,61 +38,63 @@
  *	     landing as its return address. The return stack buffer then holds
  *	     the landing above the caller's return address: the function's ret
  *	     and our final ret (after the handler) are both predicted. Only the
- *	     stub at that stack pointer takes a request; a signal handler's
- *	     probe hits in between neither post another (they hijack) nor drop
- *	     the call's records, which look stale until the entry's call
- *	     writes the landing (rec_live()).
- *   hijack  Anything else (the request slot is in use, or the entry handler
- *	     did not run from the stub): the landing's address replaces the
- *	     return address on the stack, as kretprobes do; the function's ret
- *	     mispredicts, and we leave by jmp, not ret, so as not to misalign
- *	     the return stack buffer for the returns further up.
+ *	     hit that posted the request takes it; a signal handler's probe
+ *	     hits in between neither post another (they hijack) nor drop the
+ *	     call's records, which look stale until the entry's call writes the
+ *	     landing (rec_live()).
+ *   hijack  Anything else (a divert request is pending, or the entry
+ *	     handler did not run from the stub): the landing's address
+ *	     replaces the return address on the stack, as kretprobes do; the
+ *	     function's ret mispredicts, and we leave by jmp, not ret, so as
+ *	     not to misalign the return stack buffer for the returns further
+ *	     up.
  *
- * One landing per stack slot. Several return probes on one function, or a
+ * One landing per stack word. Several return probes on one function, or a
  * return-probed function tail-called by another: the first record takes
- * the call (or the hijack), the others ride along (mode piggy: same slot,
+ * the call (or the hijack), the others ride along (mode piggy: same word,
  * handled first on the way back, newest first). Chaining landings through
- * one slot instead would make unwinders, which find the record from the
- * slot, go round in a circle.
+ * one word instead would make unwinders, which find the record from the
+ * word, go round in a circle.
  *
  * Why one entry per record, not one shared address. An unwinder (C++
  * exceptions, pthread_exit's forced unwind, backtrace()) reads return
  * addresses from the stack. Meeting our landing, it must find the real
  * caller, which is only in our record; the only thing the stack tells it is
- * the landing's address in the slot. So that address names the record, and
- * one FDE (unwind info, built below and registered with libgcc's
- * __register_frame) covers every entry with the rule
+ * the landing's address in the word. So that address names the record, and
+ * one FDE (unwind info registered with libgcc's __register_frame) covers
+ * every entry with the rule
  *
- *	caller's rsp = rsp;  return address = recs[(*(rsp - 8) - landing 0) / 16].ret
+ *	caller's rsp = rsp;  return address = recs[(*(rsp - 8) - landing 0) /
+ *					      PK_RET_ENT_SIZE].ret
  *
- * (the slot rsp - 8 still holds the landing's address while the unwinder
- * looks: it runs below it; src/arch/x86_64/eh.c has the details). No unwinder needs
- * a special case if it uses libgcc's registered frames (glibc's and
- * libstdc++'s do), and there is no hook on __cxa_throw or
+ * (the word, rsp - 8, still holds the landing's address while the unwinder
+ * looks: it runs below it; src/arch/x86_64/eh.c has the details). No
+ * unwinder needs a special case if it uses libgcc's registered frames
+ * (glibc's and libstdc++'s do), and there is no hook on __cxa_throw or
  * _Unwind_RaiseException, which would see neither pthread_cancel nor a
  * second copy of the unwinder. The kernel solves the same problem by
  * teaching its own unwinders about kretprobe_trampoline; we cannot edit the
  * process's unwinder, but we can describe ourselves to it.
  *
  * pk_arch_ret_common (src/arch/x86_64/tramp.c, in probekit's text with
- * ordinary CFI) saves what
- * is live after a return (rax, rdx, xmm0, xmm1, the callee-saved registers)
- * as a struct pk_regs whose last word is the stack slot itself, calls
- * pk_ret_dispatch(), restores rax and rdx (the handler may change them)
- * and returns through the slot, where the dispatcher put the real return
- * address back: by ret in divert mode, by jmp *-8(%rsp) in hijack mode
- * ([rsp-8] is safe from signal frames: the kernel skips the 128-byte red
- * zone). rcx, rsi, rdi and r8-r11 are dead after a return (SysV ABI): not
- * saved, so their struct fields are undefined.
+ * ordinary CFI) saves what is live after a return (rax, rdx, xmm0, xmm1,
+ * the callee-saved registers) as a struct pk_regs whose last word is the
+ * stack word itself, calls pk_ret_dispatch(), restores rax and rdx (the
+ * handler may change them) and returns through the word, where the
+ * dispatcher put the real return address back: by ret in divert mode, by
+ * jmp *-8(%rsp) in hijack mode ([rsp-8] is safe from signal frames: the
+ * kernel skips the 128-byte red zone). rcx, rsi, rdi and r8-r11 are dead
+ * after a return (SysV ABI): not saved, so their struct fields are
+ * undefined.
  *
  * Stale records. Calls skipped by longjmp or an exception leave records
  * behind. Returning through landing k drops every record above k of the
  * block but k's riders (their calls cannot still be running); a new push
- * first drops top records whose slot no longer holds their landing's
+ * first drops top records whose word no longer holds their landing's
  * address (the stack there was reused). That test never drops a live
  * record, also when the push happens on another stack (a signal handler on
- * a sigaltstack); an extra "slot below the new call's" test would. Stale
- * records whose slot happens to be intact stay until a return below them
+ * a sigaltstack); an extra "word below the new call's" test would. Stale
+ * records whose word happens to be intact stay until a return below them
  * drops them; they cost depth, never correctness.
  *
  * Unregister vs a thread in a return handler (asymmetric Dekker):
@@ -99,9 +103,6 @@
  * Either the thread's reload sees NULL or unregister sees cur == rp. A is a
  * compiler barrier and B membarrier(PRIVATE_EXPEDITED) where the kernel has
  * it (no fence on the hit path); otherwise both are full fences.
- *
- * Locking: ret_lock guards region creation and every (un)register; it is
- * taken before probe.c's probe_lock, never inside it. Hit paths take no lock.
  */
 
 #include <errno.h>
@@ -127,14 +128,27 @@ enum mode { M_HIJACK, M_DIVERT, M_PIGGY };
 
 struct rec {
 	uint64_t ret;		/* the real return address: first, the FDE reads it */
-	uint64_t sp;		/* the slot it was in, | enum mode */
+	uint64_t word;		/* the stack word, | enum mode: rec_word(),
+				   rec_mode() */
 	struct pk_retprobe *rp;	/* atomic; NULL once the probe is unregistered */
-	uint64_t cont;		/* divert: what the entry calls (the slot's copy);
-				   piggy: the landing the slot holds */
+	uint64_t cont;		/* divert: what the entry calls (the trampoline
+				   slot's copy); piggy: the landing the word
+				   holds */
 	unsigned char data[PK_RETPROBE_DATA_MAX] __attribute__((aligned(16)));
 };
-_Static_assert(sizeof(struct rec) == 96, "the FDE's expression multiplies by 6");
 _Static_assert(offsetof(struct rec, ret) == 0, "the FDE reads rec.ret");
+_Static_assert(sizeof(struct rec) % PK_RET_ENT_SIZE == 0,
+	       "the FDE finds record k at k * its size / PK_RET_ENT_SIZE");
+
+static PK_NOPROBE_INLINE uint64_t rec_word(const struct rec *r)
+{
+	return r->word & ~(uint64_t)7;
+}
+
+static PK_NOPROBE_INLINE enum mode rec_mode(const struct rec *r)
+{
+	return (enum mode)(r->word & 7);
+}
 
 /* One thread's records: the owner and unregister read and write these. */
 struct blk {
@@ -149,12 +163,21 @@ struct pk_retprobe {
 	pk_retprobe_ret_fn ret;
 	void *ctx;
 	unsigned long missed;		/* atomic */
-	uint8_t armed;			/* guarded by ret_lock */
-	uint8_t going;			/* unregister in progress; ret_lock */
+	uint8_t armed;
+	uint8_t going;			/* unregister in progress */
 };
 
+/*
+ * ret_lock guards every return probe's ->armed and ->going, each
+ * (un)register call as a whole, and creating the region: the variables
+ * below are set once, under it, before any return probe is armed, and only
+ * read after (by hit paths too, without it: the entry probes that lead
+ * there are armed by a later text commit). It is taken outside probe.c's
+ * probe_lock (internal.h's lock order). Hit paths take no lock: a block's
+ * records are its owner thread's, which unregister only clears ->rp of,
+ * by compare-and-swap (see "Unregister vs a thread in a return handler").
+ */
 static pthread_mutex_t ret_lock = PTHREAD_MUTEX_INITIALIZER;
-/* Set once under ret_lock before any return probe is armed; then read only. */
 static uintptr_t ret_code, ret_ents;	/* code region, entry 0 */
 static size_t ret_nblk;
 static struct rec *ret_recs;
@@ -175,6 +198,12 @@ static __thread size_t ret_mybase __attribute__((tls_model("initial-exec")));
 static inline uintptr_t land_addr(size_t k)
 {
 	return ret_ents + k * ENT_SIZE + ENT_LAND;
+}
+
+/* The record whose landing is @land (huge for addresses not a landing). */
+static inline size_t land_index(uintptr_t land)
+{
+	return (size_t)(land - ENT_LAND - ret_ents) / ENT_SIZE;
 }
 
 static inline void barrier_a(void)
@@ -231,37 +260,37 @@ PK_NOPROBE static void miss(struct pk_retprobe *rp)
 
 /*
  * Whether record @j of the block at @base (recs) may still be returned
- * through: its slot holds its landing, or its call is being diverted (the
- * request is pending, or taken and the slot holds what the entry will
- * call; we may be a signal handler that interrupted that). Piggy records
- * live as long as the record whose call they ride.
+ * through: its word holds its landing, or its call is being diverted (the
+ * request is pending: @psp, or taken and the word holds what the entry
+ * will call; we may be a signal handler that interrupted that). Piggy
+ * records live as long as the record whose call they ride.
  */
 static PK_NOPROBE_INLINE __attribute__((no_sanitize_address)) int
 rec_live(const struct rec *recs, size_t base, unsigned int j, uintptr_t psp)
 {
 	const struct rec *t = &recs[j];
-	uint64_t sp = t->sp & ~(uint64_t)7, v;
+	uint64_t word = rec_word(t), v;
 
-	if ((t->sp & 7) == M_PIGGY) {
-		size_t k = (size_t)(t->cont - ENT_LAND - ret_ents) / ENT_SIZE;
+	if (rec_mode(t) == M_PIGGY) {
+		size_t k = land_index(t->cont);
 
 		if (k < base || k >= base + j)
 			return 0;
 		j = (unsigned int)(k - base);
 		t = &recs[j];
-		if ((t->sp & ~(uint64_t)7) != sp || (t->sp & 7) == M_PIGGY)
+		if (rec_word(t) != word || rec_mode(t) == M_PIGGY)
 			return 0;
 	}
-	if (sp == psp)
+	if (word == psp)
 		return 1;	/* pending */
-	v = *(const volatile uint64_t *)(uintptr_t)sp;
+	v = *(const volatile uint64_t *)(uintptr_t)word;
 	return v == land_addr(base + j) ||
-	       ((t->sp & 7) == M_DIVERT && v == t->cont);
+	       (rec_mode(t) == M_DIVERT && v == t->cont);
 }
 
 /*
  * The entry probe's pre-handler: push a record, arrange the return.
- * Reads stack slots of calls that may be gone: not instrumented by ASan,
+ * Reads stack words of calls that may be gone: not instrumented by ASan,
  * which may have poisoned that memory for a newer frame.
  */
 PK_NOPROBE __attribute__((no_sanitize_address))
@@ -269,7 +298,7 @@ static void ret_entry(struct pk_probe *p, struct pk_regs *r, void *ctx)
 {
 	struct pk_retprobe *rp = ctx;
 	struct blk *b = ret_self;
-	uint64_t *slot = (uint64_t *)pk_arch_regs_sp(r);
+	uint64_t *word = (uint64_t *)pk_arch_regs_sp(r);
 	uintptr_t psp = pk_probe_divert_pending();
 	struct rec *recs, *rec;
 	unsigned int top;
@@ -288,8 +317,8 @@ static void ret_entry(struct pk_probe *p, struct pk_regs *r, void *ctx)
 	 * while we run on a sigaltstack (at any address). It is never
 	 * dropped here: its thread may be past the stub's cmp already, on its
 	 * way to the divert code, which reads the request's @to and @cont
-	 * and pushes into the record it names; dropping it would let our hits post a
-	 * divert of their own over those, and reuse that record. So hits
+	 * and pushes into the record it names; dropping it would let our hits
+	 * post a divert of their own over those, and reuse that record. So hits
 	 * while a request is pending hijack, and its record stays live. (A
 	 * request is dead only if a handler left probekit's trampoline by
 	 * longjmp, which the header forbids.)
@@ -306,21 +335,21 @@ static void ret_entry(struct pk_probe *p, struct pk_regs *r, void *ctx)
 		return;
 	}
 	/*
-	 * One landing per stack slot: a call that returns through a slot
+	 * One landing per stack word: a call that returns through a word
 	 * which already leads to a record (another return probe on this
 	 * function, or a probed function tail-called by one) rides along on
-	 * that record instead of taking the slot over. Unwinders find a
-	 * record by the landing in the slot, so two landings chained through
-	 * one slot would send them round in a circle.
+	 * that record instead of taking the word over. Unwinders find a
+	 * record by the landing in the word, so two landings chained through
+	 * one word would send them round in a circle.
 	 */
-	if (psp == (uintptr_t)slot) {
+	if (psp == (uintptr_t)word) {
 		m = M_PIGGY;	/* another return probe diverts this call */
 		cont = pk_probe_divert_to() + ENT_LAND;
-	} else if (top && (recs[top - 1].sp & ~(uint64_t)7) == (uintptr_t)slot) {
+	} else if (top && rec_word(&recs[top - 1]) == (uintptr_t)word) {
 		const struct rec *t = &recs[top - 1];
 
-		m = M_PIGGY;	/* live (above), so *slot is its landing */
-		cont = (t->sp & 7) == M_PIGGY ? t->cont : land_addr(base + top - 1);
+		m = M_PIGGY;	/* live (above), so *word is its landing */
+		cont = rec_mode(t) == M_PIGGY ? t->cont : land_addr(base + top - 1);
 	} else if (!psp && !ret_hijack_only) {
 		/* We run at a function's entry: a return probe's entry probe. */
 		m = M_DIVERT;
@@ -330,8 +359,8 @@ static void ret_entry(struct pk_probe *p, struct pk_regs *r, void *ctx)
 		cont = 0;
 	}
 	rec = &recs[top];
-	rec->ret = *slot;
-	rec->sp = (uint64_t)(uintptr_t)slot | m;
+	rec->ret = *word;
+	rec->word = (uint64_t)(uintptr_t)word | m;
 	rec->cont = cont;
 	if (rp->entry && rp->entry(rp, r, rec->data, rp->ctx)) {
 		ret_top = top;
@@ -349,7 +378,7 @@ static void ret_entry(struct pk_probe *p, struct pk_regs *r, void *ctx)
 	case M_PIGGY:
 		break;
 	case M_HIJACK:
-		*slot = land_addr(base + top);
+		*word = land_addr(base + top);
 		break;
 	}
 }
@@ -383,8 +412,8 @@ call_ret(struct blk *b, struct rec *rec, struct pk_regs *r)
 /* Called by pk_arch_ret_common with the registers after a landing. */
 PK_NOPROBE uint64_t pk_ret_dispatch(struct pk_regs *r)
 {
-	uintptr_t land = r->pk_private_ret, s = r->rsp - 8;
-	size_t k = (size_t)(land - ret_ents - ENT_LAND) / ENT_SIZE;
+	uintptr_t land = r->pk_private_ret, word = pk_arch_regs_sp(r) - 8;
+	size_t k = land_index(land);
 	unsigned int i = (unsigned int)(k % PK_RETPROBE_DEPTH);
 	struct blk *b;
 	struct rec *rec;
@@ -394,21 +423,22 @@ PK_NOPROBE uint64_t pk_ret_dispatch(struct pk_regs *r)
 		die("probekit: return trampoline entered from nowhere\n");
 	b = &ret_blks[k / PK_RETPROBE_DEPTH];
 	rec = &ret_recs[k];
-	m = (enum mode)(rec->sp & 7);
-	if ((rec->sp & ~(uint64_t)7) != s || m == M_PIGGY)
+	m = rec_mode(rec);
+	if (rec_word(rec) != word || m == M_PIGGY)
 		die("probekit: return trampoline entered through a record that "
 		    "is not this call's (stack switched inside a return-probed "
 		    "call?)\n");
 	ret_busy = 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	r->pk_private_ret = rec->ret;	/* the slot: the stack is as it was */
+	r->pk_private_ret = rec->ret;	/* the word: the stack is as it was */
 	r->ip = rec->ret;
 	if (b == ret_self) {
 		struct rec *recs = ret_recs + (k - i);
 
 		/* Riders on this call first, newest first; the rest is stale. */
 		for (unsigned int j = ret_top; j-- > i + 1;)
-			if (recs[j].sp == (s | M_PIGGY) && recs[j].cont == land)
+			if (rec_word(&recs[j]) == word &&
+			    rec_mode(&recs[j]) == M_PIGGY && recs[j].cont == land)
 				call_ret(b, &recs[j], r);
 		ret_top = i;
 	}
@@ -465,7 +495,7 @@ static int region_init(void)
 		nblk = (size_t)atol(v);
 	ret_hijack_only = pk_env_flag("RETPROBE_HIJACK");
 	if (nblk > 4096)
-		nblk = 4096;	/* the records stay within a rel32 of the code */
+		nblk = 4096;	/* a bound on the pool: 48 MiB of records */
 	nent = nblk * PK_RETPROBE_DEPTH;
 	code_len = (PK_RET_ENT0 + nent * ENT_SIZE + 4095) & ~(size_t)4095;
 	rec_len = (nent * sizeof(struct rec) + 4095) & ~(size_t)4095;
@@ -494,7 +524,7 @@ static int region_init(void)
 		err = -err;
 		goto fail;
 	}
-	/* Threads at an entry are on their way into a slot. */
+	/* Threads at an entry are on their way into a trampoline slot. */
 	err = pk_probe_divert_region((uintptr_t)c, code_len);
 	if (err) {
 		pthread_key_delete(ret_key);
@@ -522,6 +552,7 @@ fail:
 	free(blks);
 	return err;
 }
+
 /* ------------------------------------------------------------ the API */
 
 int pk_retprobe_create(const struct pk_retprobe_opts *opts,
@@ -578,60 +609,29 @@ static int entry_probes(struct pk_retprobe *const *rps, size_t n, int armed,
 	return 0;
 }
 
-int pk_retprobe_register(struct pk_retprobe *const *rps, size_t n)
+/*
+ * After @rps' entry probes are unregistered (no thread runs ret_entry()
+ * for them now, so no new record names them): clear their records, and
+ * wait for the threads in their return handlers.
+ */
+static void forget(struct pk_retprobe *const *rps, size_t n)
 {
-	struct pk_probe **ps = NULL;
-	int err;
-
-	if (!rps || !n)
-		return -EINVAL;
-	pthread_mutex_lock(&ret_lock);
-	err = entry_probes(rps, n, 0, &ps);
-	if (!err)
-		err = region_init();
-	if (!err)
-		err = pk_probe_register(ps, n);	/* refuses duplicates */
-	for (size_t i = 0; !err && i < n; i++)
-		rps[i]->armed = 1;
-	pthread_mutex_unlock(&ret_lock);
-	free(ps);
-	return err;
-}
-
-int pk_retprobe_unregister(struct pk_retprobe *const *rps, size_t n)
-{
-	struct pk_probe **ps = NULL;
-	size_t nent;
-	int err;
-
-	if (!rps || !n)
-		return -EINVAL;
-	pthread_mutex_lock(&ret_lock);
-	err = entry_probes(rps, n, 1, &ps);
-	if (!err)
-		err = pk_probe_unregister(ps, n);
-	if (err)
-		goto out;
-	/* No thread runs ret_entry() for them now: no new record names them. */
 	for (size_t i = 0; i < n; i++)
 		rps[i]->going = 1;
-	nent = ret_nblk * PK_RETPROBE_DEPTH;
-	for (size_t k = 0; k < nent; k++) {
-		struct rec *rec = &ret_recs[k];
-		struct pk_retprobe *p;
+	for (size_t b = 0; b < ret_nblk; b++) {
+		struct rec *recs = ret_recs + b * PK_RETPROBE_DEPTH;
+		unsigned int hw = __atomic_load_n(&ret_blks[b].hw, __ATOMIC_RELAXED);
 
-		if (k % PK_RETPROBE_DEPTH >=
-		    __atomic_load_n(&ret_blks[k / PK_RETPROBE_DEPTH].hw,
-				    __ATOMIC_RELAXED)) {
-			k |= PK_RETPROBE_DEPTH - 1;	/* never used */
-			continue;
+		for (unsigned int i = 0; i < hw; i++) {
+			struct pk_retprobe *p = __atomic_load_n(&recs[i].rp,
+								__ATOMIC_RELAXED);
+
+			/* Every record's probe is alive: each unregister clears its own. */
+			if (p && p->going)
+				__atomic_compare_exchange_n(&recs[i].rp, &p, NULL, 0,
+							    __ATOMIC_RELAXED,
+							    __ATOMIC_RELAXED);
 		}
-		p = __atomic_load_n(&rec->rp, __ATOMIC_RELAXED);
-		/* Every record's probe is alive: each unregister clears its own. */
-		if (p && p->going)
-			__atomic_compare_exchange_n(&rec->rp, &p, NULL, 0,
-						    __ATOMIC_RELAXED,
-						    __ATOMIC_RELAXED);
 	}
 	/* Barrier B; pairs with barrier_a() in pk_ret_dispatch(). */
 	if (!ret_asym || pk_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED))
@@ -654,14 +654,41 @@ int pk_retprobe_unregister(struct pk_retprobe *const *rps, size_t n)
 			sched_yield();
 		}
 	}
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n; i++)
 		rps[i]->going = 0;
-		rps[i]->armed = 0;
-	}
-out:
+}
+
+/* pk_retprobe_register() (@arming) or pk_retprobe_unregister(). */
+static int change(struct pk_retprobe *const *rps, size_t n, int arming)
+{
+	struct pk_probe **ps = NULL;
+	int err;
+
+	if (!rps || !n)
+		return -EINVAL;
+	pthread_mutex_lock(&ret_lock);
+	err = entry_probes(rps, n, !arming, &ps);
+	if (!err && arming)
+		err = region_init();
+	if (!err)	/* pk_probe_register() refuses duplicates */
+		err = arming ? pk_probe_register(ps, n) : pk_probe_unregister(ps, n);
+	if (!err && !arming)
+		forget(rps, n);
+	for (size_t i = 0; !err && i < n; i++)
+		rps[i]->armed = (uint8_t)arming;
 	pthread_mutex_unlock(&ret_lock);
 	free(ps);
 	return err;
+}
+
+int pk_retprobe_register(struct pk_retprobe *const *rps, size_t n)
+{
+	return change(rps, n, 1);
+}
+
+int pk_retprobe_unregister(struct pk_retprobe *const *rps, size_t n)
+{
+	return change(rps, n, 0);
 }
 
 void pk_retprobe_destroy(struct pk_retprobe *rp)
