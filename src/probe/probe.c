@@ -60,44 +60,25 @@
  * trap chain.
  */
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "arch/arch.h"
 #include "internal.h"
+#include "probe/chunk.h"
 #include "probe/probe.h"
 #include "probe/sweep.h"
 #include "text/text.h"
-
-#define CHUNK_NSLOTS ((PK_TRAMP_CHUNK_SIZE - PK_TRAMP_HEAD) / PK_TRAMP_SLOT_SIZE)
-/* Every slot of a chunk must reach the probe point and back with a rel32. */
-#define REACH ((int64_t)INT32_MAX - 2 * PK_TRAMP_CHUNK_SIZE)
-
-/* A chunk of trampolines: its head, then CHUNK_NSLOTS slots. */
-struct chunk {
-	uintptr_t base;
-	unsigned int nfree;
-	uint16_t free[CHUNK_NSLOTS];	/* indexes of free slots */
-	struct chunk *next;
-	struct pk_sweep_code stubs;	/* the head: threads there are busy */
-};
 
 /* A probe point's trampoline: its slot and the probes that share it. */
 struct tramp {
 	uintptr_t addr;		/* probe point */
 	uintptr_t slot;		/* its trampoline slot */
-	struct chunk *chunk;
+	struct pk_chunk *chunk;
 	struct pk_probe *probes;	/* linked in registration order */
 	struct tramp *next;		/* hash chain */
 	uint8_t len;			/* displaced bytes (int3: the insn) */
@@ -110,31 +91,32 @@ struct tramp {
 	uint8_t first_len;		/* the probed instruction's length */
 };
 
+/* Set at creation, and read only then on: the handlers, ctx, func, addr
+   and the placement (len, kind, full, first_len). */
 struct pk_probe {
-	pk_probe_handler_fn pre, post;	/* set at creation, like the plan */
+	pk_probe_handler_fn pre, post;
 	void *ctx;
 	uintptr_t func, addr;
 	struct tramp *t;		/* while armed */
 	struct pk_probe *next;		/* on t->probes */
 	unsigned long missed;		/* atomic */
 	unsigned long seq;		/* when linked: link_seq's value */
-	uint8_t len;			/* displaced bytes as planned */
+	uint8_t len;			/* displaced bytes as placed */
 	uint8_t armed;			/* atomic */
-	uint8_t kind;			/* as planned */
+	uint8_t kind;			/* as placed */
 	uint8_t full;			/* inside a function: flags live */
-	uint8_t first_len;
+	uint8_t first_len;		/* the probed instruction's length */
 	uint8_t armed_kind, armed_len;	/* its trampoline's, while armed */
 };
 
 /*
  * probe_lock guards:
- *   - the trampolines' index (thash, each tramp's ->next), the chunks'
- *     free slots, and appends to the chunk list (plan() walks the list
- *     without the lock: it only grows, each chunk published with release);
+ *   - the trampolines' index (thash, each tramp's ->next) and the chunks
+ *     (chunk.c's slots and list);
  *   - every probe's ->t, ->next, ->seq and writes of ->armed, link_seq,
  *     and every change to a trampoline's probe list (the dispatcher walks
  *     it without the lock: links are published with release, and nothing
- *     unlinked is freed before a sweep; see pk_probe_unregister());
+ *     unlinked is freed before a sweep; see apply_unregister());
  *   - the code bytes of every probe site: only this file patches them,
  *     always under the lock;
  *   - the sweeps (sweep.c's callers must serialise them) and the list of
@@ -147,9 +129,9 @@ struct pk_probe {
 static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
 #define THASH 4096
 static struct tramp *thash[THASH];	/* by address */
-static struct chunk *chunks;
 static unsigned long link_seq;		/* 0 = never linked */
 
+/* This thread's divert request (probe.h); read by the chunks' code. */
 __thread struct pk_probe_divert pk_probe_divert_req
 	__attribute__((tls_model("initial-exec")));
 
@@ -159,8 +141,7 @@ __thread struct pk_probe_divert pk_probe_divert_req
  * on a hit, which a per-probe in-flight counter would do (the hit cost must
  * not grow with threads), and unlike urcu-bp nothing registers a thread
  * under a mutex on its first hit (a hit may come from a signal handler).
- */
-/*
+ *
  * Pre- and post-handlers pair up: a slot with post-handlers runs the
  * post-handler only of the probes whose pre-handler pass it ran, though
  * probes are linked and unlinked in between. The pre-handler pass leaves
@@ -291,149 +272,7 @@ static void probe_fork_parent(void)
 PK_ATFORK(probe, PK_RANK_PROBE, probe_fork_prepare, probe_fork_parent,
 	  probe_fork_parent);
 
-/* -------------------------------------------------------------- memory */
-
-/* A free gap of PK_TRAMP_CHUNK_SIZE within REACH of @near, from /proc/self/maps. */
-static uintptr_t find_gap(uintptr_t near)
-{
-	FILE *f = fopen("/proc/self/maps", "re");
-	uintptr_t prev_end = 0x10000, best = 0;
-	uint64_t best_d = UINT64_MAX;
-	char line[512];
-
-	if (!f)
-		return 0;
-	for (;;) {
-		unsigned long s = UINTPTR_MAX, e = 0;
-		int more = fgets(line, sizeof(line), f) != NULL;
-
-		if (more && sscanf(line, "%lx-%lx", &s, &e) != 2)
-			continue;
-		if (!more)
-			s = 0x7ffffffff000ul;
-		/* Gap [prev_end, s): the candidate nearest to @near. */
-		if (s > prev_end && s - prev_end >= PK_TRAMP_CHUNK_SIZE) {
-			uintptr_t lo = (prev_end + PK_TRAMP_CHUNK_SIZE - 1) & ~(uintptr_t)(PK_TRAMP_CHUNK_SIZE - 1);
-			uintptr_t hi = (s - PK_TRAMP_CHUNK_SIZE) & ~(uintptr_t)(PK_TRAMP_CHUNK_SIZE - 1);
-			uintptr_t c = near < lo ? lo : near > hi ? hi : near & ~(uintptr_t)(PK_TRAMP_CHUNK_SIZE - 1);
-
-			if (lo <= hi && c >= lo && c <= hi) {
-				uint64_t d = c > near ? c - near : near - c;
-
-				if (d < best_d && (int64_t)d < REACH) {
-					best_d = d;
-					best = c;
-				}
-			}
-		}
-		if (!more)
-			break;
-		if (e > prev_end)
-			prev_end = e;
-	}
-	fclose(f);
-	return best;
-}
-
-static struct chunk *chunk_new(uintptr_t near)
-{
-	uint8_t head[PK_TRAMP_HEAD];
-	struct pk_tramp_env env = {
-		.dispatch = (uintptr_t)pk_probe_dispatch,
-		.dispatch_full = (uintptr_t)pk_probe_dispatch_full,
-		.divert_sp = &pk_probe_divert_req.sp,
-		.divert_to = &pk_probe_divert_req.to,
-		.divert_cont = &pk_probe_divert_req.cont,
-	};
-	struct chunk *c;
-	void *p = MAP_FAILED;
-
-	for (int tries = 0; tries < 4 && p == MAP_FAILED; tries++) {
-		uintptr_t at = find_gap(near);
-
-		if (!at)
-			break;
-		/* Read+execute only, from birth; filled via /proc/self/mem. */
-		p = mmap((void *)at, PK_TRAMP_CHUNK_SIZE, PROT_READ | PROT_EXEC,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-		if (p != MAP_FAILED && (uintptr_t)p != at) {
-			munmap(p, PK_TRAMP_CHUNK_SIZE);	/* old kernel: hint only */
-			p = MAP_FAILED;
-		}
-	}
-	if (p == MAP_FAILED) {
-		pk_err("probe: no room for trampolines within 2 GiB of %#" PRIxPTR,
-		       near);
-		return NULL;
-	}
-	c = calloc(1, sizeof(*c));
-	if (!c) {
-		munmap(p, PK_TRAMP_CHUNK_SIZE);
-		return NULL;
-	}
-	c->base = (uintptr_t)p;
-	c->stubs.lo = c->base;
-	c->stubs.hi = c->base + PK_TRAMP_HEAD;
-	if (pk_arch_tramp_head(head, &env))
-		abort();	/* arch's layout is wrong */
-	if (pk_text_fill((void *)c->base, head, sizeof(head))) {
-		munmap(p, PK_TRAMP_CHUNK_SIZE);
-		free(c);
-		return NULL;
-	}
-	for (unsigned int i = 0; i < CHUNK_NSLOTS; i++)
-		c->free[i] = (uint16_t)(CHUNK_NSLOTS - 1 - i);
-	c->nfree = CHUNK_NSLOTS;
-	pk_sweep_busy_code(&c->stubs);
-	/* Publish last: plan() reads this list without the lock. */
-	{
-		struct chunk **pp = &chunks;
-
-		while (*pp)
-			pp = &(*pp)->next;
-		__atomic_store_n(pp, c, __ATOMIC_RELEASE);
-	}
-	return c;
-}
-
-static int in_reach(uintptr_t a, uintptr_t b)
-{
-	int64_t d = (int64_t)(a - b);
-
-	return d < REACH && d > -REACH;
-}
-
-static int slot_alloc(uintptr_t near, struct chunk **cp, uintptr_t *slot)
-{
-	struct chunk *c;
-
-	for (c = chunks; c; c = c->next)
-		if (c->nfree && in_reach(c->base, near))
-			break;
-	if (!c)
-		c = chunk_new(near);
-	if (!c)
-		return -ERANGE;
-	*cp = c;
-	*slot = c->base + PK_TRAMP_HEAD + (uintptr_t)c->free[--c->nfree] * PK_TRAMP_SLOT_SIZE;
-	return 0;
-}
-
-static void slot_free(struct chunk *c, uintptr_t slot)
-{
-	c->free[c->nfree++] = (uint16_t)((slot - c->base - PK_TRAMP_HEAD) / PK_TRAMP_SLOT_SIZE);
-}
-
-/* Whether @a is in a trampoline chunk. Without probe_lock (see there). */
-static int in_chunks(uintptr_t a)
-{
-	/* Pairs with the release store in chunk_new(). */
-	for (const struct chunk *c = __atomic_load_n(&chunks, __ATOMIC_ACQUIRE);
-	     c; c = __atomic_load_n(&c->next, __ATOMIC_ACQUIRE))
-		if (c->base <= a && a < c->base + PK_TRAMP_CHUNK_SIZE)
-			return 1;
-	return 0;
-}
+/* ----------------------------------------------------------- divert */
 
 int pk_probe_divert_region(uintptr_t lo, size_t len)
 {
@@ -449,7 +288,7 @@ int pk_probe_divert_region(uintptr_t lo, size_t len)
 	return 0;
 }
 
-/* ------------------------------------------------------------ planning */
+/* ------------------------------------------------------------- placing */
 
 static size_t thash_of(uintptr_t addr)
 {
@@ -496,125 +335,15 @@ static void orig_code(uintptr_t start, size_t size, uint8_t *buf)
 				buf[t->addr + i - start] = t->old[i];
 }
 
-static int key_site_in(const struct pk_func *fn, uintptr_t at, size_t len)
-{
-	for (size_t i = 0; fn->jump_table && i + sizeof(struct pk_jump_entry) <=
-			   fn->jump_table_size; i += sizeof(struct pk_jump_entry)) {
-		const struct pk_jump_entry *je =
-			(const struct pk_jump_entry *)(fn->jump_table + i);
-
-		if (je->code < at + len && at < je->code + PK_ARCH_JMP_LEN)
-			return 1;
-	}
-	return 0;
-}
-
 /*
- * Whether a jump probe is safe at p->addr; @code holds the function's
- * original bytes. -ENOTSUP (logged at debug level) means "an int3 probe".
+ * Where @p goes and which kind it is (place.c), from the original bytes
+ * of the function that starts at p->func.
  */
-static int plan_jump(struct pk_probe *p, const struct pk_func *fn,
-		     const uint8_t *code, const char *what)
+static int place(struct pk_probe *p, const char *what, size_t offset,
+		 int force_int3)
 {
-	uintptr_t end = fn->start + fn->size;
-	size_t off, cap = PK_TRAMP_COPY_MAX - (p->post ? PK_TRAMP_CALL_LEN : 0);
-	uint8_t copy[64];
-	int err;
-
-	/* The displaced instructions: whole ones covering a jmp. */
-	for (off = 0; off < PK_ARCH_JMP_LEN;) {
-		struct pk_insn in;
-		uintptr_t at = p->addr + off;
-
-		if (at >= end || pk_arch_decode(code + (at - fn->start), end - at,
-						at, &in)) {
-			pk_dbg("probe: %s: the instructions from the probe point "
-			       "end before %d bytes (function of %zu bytes): int3 "
-			       "probe", what, PK_ARCH_JMP_LEN, fn->size);
-			return -ENOTSUP;
-		}
-		if (key_site_in(fn, at, in.len)) {
-			pk_dbg("probe: %s: a static key's branch site follows: "
-			       "int3 probe", what);
-			return -ENOTSUP;
-		}
-		/*
-		 * A call would return into the slot, where no sweep can see
-		 * the thread (its ip is in the callee); int3 cannot be moved.
-		 * RIP-relative operands, jmp and jcc move (pk_arch_relocate).
-		 */
-		if ((in.flags & PK_INSN_F_CALL) || in.kind == PK_INSN_TRAP) {
-			pk_dbg("probe: %s: displaced instruction at +%zu is a %s: "
-			       "int3 probe", what, (size_t)(at - fn->start),
-			       (in.flags & PK_INSN_F_CALL) ? "call" : "trap");
-			return -ENOTSUP;
-		}
-		off += in.len;
-	}
-	p->len = (uint8_t)off;
-	if (off > PK_TEXT_MAX)
-		return -ENOTSUP;
-	/* No branch of the function may land inside them after their first byte. */
-	for (uintptr_t at = fn->start; at < end;) {
-		struct pk_insn in;
-
-		if (pk_arch_decode(code + (at - fn->start), end - at, at, &in)) {
-			pk_dbg("probe: %s: cannot decode the function at +%zu, so "
-			       "cannot prove no branch lands in the displaced "
-			       "bytes: int3 probe", what, (size_t)(at - fn->start));
-			return -ENOTSUP;
-		}
-		if (in.flags & PK_INSN_F_INDIRECT_JMP) {
-			pk_dbg("probe: %s: an indirect jmp at +%zu (a jump table?) "
-			       "could land anywhere: int3 probe", what,
-			       (size_t)(at - fn->start));
-			return -ENOTSUP;
-		}
-		if (in.target > p->addr && in.target < p->addr + p->len) {
-			pk_dbg("probe: %s: the branch at +%zu lands inside the "
-			       "displaced bytes: int3 probe", what,
-			       (size_t)(at - fn->start));
-			return -ENOTSUP;
-		}
-		at += in.len;
-	}
-	/* Relocatable, and short enough for a slot (checked at a nearby address). */
-	err = pk_arch_relocate(code + (p->addr - fn->start), p->len, p->addr,
-			       copy, cap, p->addr + 4096, NULL);
-	if (err < 0) {
-		pk_dbg("probe: %s: displaced instructions cannot be relocated "
-		       "(%d): int3 probe", what, err);
-		return -ENOTSUP;
-	}
-	return 0;
-}
-
-/* An int3 probe: the probed instruction must run (or be emulated) in a slot. */
-static int plan_int3(struct pk_probe *p, const struct pk_func *fn,
-		     const uint8_t *code, const char *what)
-{
-	size_t cap = PK_TRAMP_COPY_MAX - (p->post ? PK_TRAMP_CALL_LEN : 0);
-	uint8_t copy[64];
-	int ft, n;
-
-	n = pk_arch_relocate_one(code + (p->addr - fn->start),
-				 fn->start + fn->size - p->addr, p->addr, copy,
-				 cap, p->addr + 4096, &ft);
-	if (n < 0) {
-		pk_err("probe: %s: the instruction at +%zu can be neither moved "
-		       "nor emulated (%d)", what, (size_t)(p->addr - fn->start), n);
-		return -ENOTSUP;
-	}
-	p->len = p->first_len;
-	return 0;
-}
-
-static int plan(struct pk_probe *p, const char *what, size_t offset,
-		int force_int3)
-{
+	struct pk_probe_place pl;
 	struct pk_func fn;
-	struct pk_insn in0;
-	uintptr_t entry;
 	uint8_t *code;
 	int err = pk_sym_func_at(p->func, &fn);
 
@@ -625,7 +354,7 @@ static int plan(struct pk_probe *p, const char *what, size_t offset,
 	}
 	if (((uintptr_t)__start_pk_noprobe_text < fn.start + fn.size &&
 	     fn.start < (uintptr_t)__stop_pk_noprobe_text) ||
-	    in_chunks(fn.start)) {
+	    pk_chunk_contains(fn.start)) {
 		pk_err("probe: %s is probekit's own trap path or a trampoline", what);
 		return -EINVAL;
 	}
@@ -640,72 +369,17 @@ static int plan(struct pk_probe *p, const char *what, size_t offset,
 	pthread_mutex_lock(&probe_lock);
 	orig_code(fn.start, fn.size, code);
 	pthread_mutex_unlock(&probe_lock);
-	entry = fn.start + pk_arch_entry_skip(code, fn.size);
-	p->addr = entry;
-	if (offset) {
-		/* On an instruction boundary: decode from the function's start. */
-		uintptr_t at = fn.start, to = fn.start + offset;
-
-		while (at < to) {
-			struct pk_insn in;
-
-			if (pk_arch_decode(code + (at - fn.start),
-					   fn.start + fn.size - at, at, &in)) {
-				pk_err("probe: %s: cannot decode the function at "
-				       "+%zu, before the offset %zu", what,
-				       (size_t)(at - fn.start), offset);
-				err = -EINVAL;
-				goto out;
-			}
-			at += in.len;
-		}
-		if (at != to) {
-			pk_err("probe: %s: offset %zu is not an instruction "
-			       "boundary (the instruction there ends at +%zu)",
-			       what, offset, (size_t)(at - fn.start));
-			err = -EINVAL;
-			goto out;
-		}
-		if (to > entry)
-			p->addr = to;
-	}
-	/* Inside the function every register and flag may be live. */
-	p->full = p->addr != entry;
-	if (pk_arch_decode(code + (p->addr - fn.start), fn.start + fn.size - p->addr,
-			   p->addr, &in0)) {
-		pk_err("probe: %s: cannot decode the probed instruction", what);
-		err = -EINVAL;
-		goto out;
-	}
-	p->first_len = in0.len;
-	if (key_site_in(&fn, p->addr, in0.len)) {
-		pk_err("probe: %s: a static key's branch site is there", what);
-		err = -EINVAL;
-		goto out;
-	}
-	if (in0.kind == PK_INSN_TRAP) {
-		pk_err("probe: %s: there is an int3 there already", what);
-		err = -ENOTSUP;
-		goto out;
-	}
-	if (p->post && (in0.flags & PK_INSN_F_BRANCH)) {
-		pk_err("probe: %s: a post-handler needs an instruction that falls "
-		       "through; the one at +%zu is a branch, call, ret or trap",
-		       what, (size_t)(p->addr - fn.start));
-		err = -ENOTSUP;
-		goto out;
-	}
-	err = force_int3 ? -ENOTSUP : plan_jump(p, &fn, code, what);
-	if (!err) {
-		p->kind = PK_PROBE_JUMP;
-	} else if (err == -ENOTSUP) {
-		err = plan_int3(p, &fn, code, what);
-		if (!err)
-			p->kind = PK_PROBE_INT3;
-	}
-out:
+	err = pk_probe_place(&fn, code, offset, p->post != NULL, force_int3,
+			     what, &pl);
 	free(code);
-	return err;
+	if (err)
+		return err;
+	p->addr = pl.addr;
+	p->len = pl.len;
+	p->first_len = pl.first_len;
+	p->kind = pl.kind;
+	p->full = pl.full;
+	return 0;
 }
 
 /* An option, or 0 when @o is too short to hold it. */
@@ -745,7 +419,7 @@ int pk_probe_create(const struct pk_probe_opts *opts, struct pk_probe **out)
 	if (OPT(opts, offset))
 		snprintf(what + strlen(what), sizeof(what) - strlen(what),
 			 "+%zu", OPT(opts, offset));
-	err = plan(p, what, OPT(opts, offset), !!(OPT(opts, flags) & PK_PROBE_F_INT3));
+	err = place(p, what, OPT(opts, offset), !!(OPT(opts, flags) & PK_PROBE_F_INT3));
 	if (err) {
 		free(p);
 		return err;
@@ -799,7 +473,7 @@ static uintptr_t slot_orig(const struct tramp *t)
 static int slot_code(struct tramp *t, uint8_t *slot)
 {
 	struct pk_tramp_slot s = {
-		.at = t->slot, .head = t->chunk->base, .owner = t,
+		.at = t->slot, .head = pk_chunk_head(t->chunk), .owner = t,
 		.addr = t->addr, .code = t->old, .len = t->len,
 		.first_len = t->first_len, .int3 = t->kind == PK_PROBE_INT3,
 		.post = t->post, .full = t->full,
@@ -820,6 +494,13 @@ static int slot_code(struct tramp *t, uint8_t *slot)
 /* A new trampoline for @p's address, where the original code still is. */
 static int tramp_build(struct pk_probe *p, struct tramp **out)
 {
+	const struct pk_tramp_env env = {
+		.dispatch = (uintptr_t)pk_probe_dispatch,
+		.dispatch_full = (uintptr_t)pk_probe_dispatch_full,
+		.divert_sp = &pk_probe_divert_req.sp,
+		.divert_to = &pk_probe_divert_req.to,
+		.divert_cont = &pk_probe_divert_req.cont,
+	};
 	uint8_t slot[PK_TRAMP_SLOT_SIZE];
 	struct tramp *t = calloc(1, sizeof(*t));
 	int err;
@@ -833,7 +514,7 @@ static int tramp_build(struct pk_probe *p, struct tramp **out)
 	t->full = p->full;
 	t->first_len = p->first_len;
 	memcpy(t->old, (const void *)p->addr, p->len);
-	err = slot_alloc(p->addr, &t->chunk, &t->slot);
+	err = pk_chunk_slot_alloc(p->addr, &env, &t->chunk, &t->slot);
 	if (err) {
 		free(t);
 		return err;
@@ -844,7 +525,7 @@ static int tramp_build(struct pk_probe *p, struct tramp **out)
 	else if (pk_text_fill((void *)t->slot, slot, sizeof(slot)))
 		err = -EPERM;
 	if (err) {
-		slot_free(t->chunk, t->slot);
+		pk_chunk_slot_free(t->chunk, t->slot);
 		free(t);
 		return err;
 	}
@@ -874,7 +555,7 @@ static void tramp_free(struct tramp *t)
 {
 	if (t->trapped)
 		pk_trap_unregister((void *)t->addr);
-	slot_free(t->chunk, t->slot);
+	pk_chunk_slot_free(t->chunk, t->slot);
 	free(t);
 }
 
@@ -1272,9 +953,8 @@ int pk_probe_get_info(const struct pk_probe *p, struct pk_probe_info *info)
 	cur.kind = cur.armed ? p->armed_kind : p->kind;
 	cur.missed = __atomic_load_n(&p->missed, __ATOMIC_RELAXED);
 	/* A slot, its tramp, the probe, and a share of its chunk's stub. */
-	cur.bytes = PK_TRAMP_SLOT_SIZE + sizeof(struct tramp) + sizeof(struct pk_probe) +
-		    (PK_TRAMP_HEAD + sizeof(struct chunk) + CHUNK_NSLOTS - 1) /
-			    CHUNK_NSLOTS;
+	cur.bytes = PK_TRAMP_SLOT_SIZE + sizeof(struct tramp) +
+		    sizeof(struct pk_probe) + pk_chunk_share();
 	cur.sz = info->sz < sizeof(cur) ? info->sz : sizeof(cur);
 	memcpy(info, &cur, cur.sz);
 	return 0;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* probe.h - what the probe layer's files share: symbol lookups by address. */
+/* probe.h - what the probe layer's files share: symbol lookups by address, placing a probe, diverting a call. */
 #ifndef PK_PROBE_PROBE_H
 #define PK_PROBE_PROBE_H
 
@@ -24,6 +24,29 @@ struct pk_func {
  * Return: 0, or -ENOENT (no loaded object or no sized function there).
  */
 PK_HIDDEN int pk_sym_func_at(uintptr_t addr, struct pk_func *out);
+
+/* Where a probe goes and which kind it is. */
+struct pk_probe_place {
+	uintptr_t addr;		/* the probe point */
+	uint8_t len;		/* displaced bytes (int3: the instruction's) */
+	uint8_t first_len;	/* the probed instruction's length */
+	uint8_t kind;		/* enum pk_probe_kind */
+	uint8_t full;		/* inside the function: flags live */
+};
+
+/*
+ * pk_probe_place() - place a probe @offset bytes into @fn (0: at its
+ * entry), with post-handlers if @post, a jump probe where that is safe
+ * unless @force_int3. @code: the function's original bytes. @what names
+ * the probe in messages.
+ * Return: 0, or -EINVAL (@offset not an instruction boundary, code that
+ * does not decode, a static key's site there), -ENOTSUP (an int3 there
+ * already, a post-handler after a branch, an instruction that cannot run
+ * in a slot).
+ */
+PK_HIDDEN int pk_probe_place(const struct pk_func *fn, const uint8_t *code,
+			     size_t offset, int post, int force_int3,
+			     const char *what, struct pk_probe_place *out);
 
 /*
  * Diverting a call (return probes, ret.c, are built on it).
