@@ -150,6 +150,13 @@ static PK_NOPROBE_INLINE enum mode rec_mode(const struct rec *r)
 	return (enum mode)(r->word & 7);
 }
 
+/* Whether @r's stack word is @word and its mode @m. */
+static PK_NOPROBE_INLINE int rec_is(const struct rec *r, uint64_t word,
+				    enum mode m)
+{
+	return r->word == (word | m);
+}
+
 /* One thread's records: the owner and unregister read and write these. */
 struct blk {
 	int owner;			/* atomic: tid, or 0 when free */
@@ -437,8 +444,7 @@ PK_NOPROBE uint64_t pk_ret_dispatch(struct pk_regs *r)
 
 		/* Riders on this call first, newest first; the rest is stale. */
 		for (unsigned int j = ret_top; j-- > i + 1;)
-			if (rec_word(&recs[j]) == word &&
-			    rec_mode(&recs[j]) == M_PIGGY && recs[j].cont == land)
+			if (rec_is(&recs[j], word, M_PIGGY) && recs[j].cont == land)
 				call_ret(b, &recs[j], r);
 		ret_top = i;
 	}
