@@ -3,6 +3,19 @@
 #ifndef PK_PROBE_PROBE_H
 #define PK_PROBE_PROBE_H
 
+/*
+ * The probe layer's files, each using only those before it (and the
+ * layers below, arch for every instruction it writes or reads):
+ *
+ *   sym.c     symbols of the loaded objects (pk_sym_lookup, pk_sym_func_at)
+ *   place.c   where a probe goes in its function and which kind it is
+ *   sweep.c   the thread sweep (sweep.h)
+ *   chunk.c   trampoline memory (chunk.h)
+ *   probe.c   entry and int3 probes: the dispatcher, trampolines, arming
+ *             and disarming in batches; and the divert request below
+ *   ret.c     return probes: entry probes that post divert requests
+ */
+
 #include <limits.h>
 #include <stdint.h>
 

@@ -19,8 +19,13 @@
  *      sees NULL, or the sweeper sees the count.
  *
  * A signal that arrives after its sweep is over finds cur_sweep NULL, or
- * a later sweep that does not list the thread, or lists it and asks the
- * same question again: any answer it gives is a true one.
+ * a later sweep, whose question it answers from where the thread is now:
+ * after that sweep was published, so a true answer.
+ *
+ * Locking: the callers serialise sweeps and pk_sweep_busy_code() (probe.c
+ * holds probe_lock), which guards sweep_sig and writes of busy_code and
+ * cur_sweep; the handler reads cur_sweep and busy_code without a lock, as
+ * said beside them.
  */
 
 #include <dirent.h>
@@ -53,9 +58,10 @@ struct sweep {
 	size_t ntids;
 };
 
-static struct sweep *cur_sweep;		/* atomic */
+static struct sweep *cur_sweep;		/* atomic: steps 1 and 4 */
 static unsigned long sweep_readers;	/* atomic: handlers inside cur_sweep */
-static int sweep_sig;			/* 0 until installed */
+static int sweep_sig;			/* 0 until installed; not read by
+					   the handler */
 /* Prepended by pk_sweep_busy_code(), release-published; never removed. */
 static const struct pk_sweep_code *busy_code;
 
