@@ -310,17 +310,6 @@ PK_HIDDEN int pk_arch_encode_jmp_site(uint8_t *buf, size_t len, uint64_t from,
  */
 PK_HIDDEN size_t pk_arch_entry_skip(const uint8_t *code, size_t avail);
 
-/* The interrupted instruction pointer of a signal handler's context. */
-static inline uintptr_t pk_arch_uc_ip(const ucontext_t *uc)
-{
-	return (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
-}
-
-static inline void pk_arch_uc_set_ip(ucontext_t *uc, uintptr_t ip)
-{
-	uc->uc_mcontext.gregs[REG_RIP] = (greg_t)ip;
-}
-
 /* The stack pointer in a struct pk_regs. */
 static inline uintptr_t pk_arch_regs_sp(const struct pk_regs *r)
 {

@@ -249,7 +249,7 @@ PK_NOPROBE static int probe_trap(const struct pk_fault *f, void *ctx)
 {
 	const struct tramp *t = ctx;
 
-	pk_arch_uc_set_ip(f->ucontext, t->slot + PK_TRAMP_SLOT_ENTRY);
+	pk_arch_set_pc(f->ucontext, t->slot + PK_TRAMP_SLOT_ENTRY);
 	return PK_FAULT_HANDLED;
 }
 

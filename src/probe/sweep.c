@@ -132,7 +132,7 @@ PK_NOPROBE static int busy_at(const struct sweep *sw, uintptr_t ip)
 
 PK_NOPROBE static void move(const struct sweep *sw, ucontext_t *uc)
 {
-	uintptr_t ip = pk_arch_uc_ip(uc);
+	uintptr_t ip = pk_arch_pc(uc);
 	size_t lo = 0, hi = sw->nsites;
 
 	while (lo < hi) {
@@ -152,13 +152,13 @@ PK_NOPROBE static void move(const struct sweep *sw, ucontext_t *uc)
 		if (!s->arming) {
 			/* Between the NOPs and the jmp: where the jmp goes. */
 			if (off == (size_t)s->len - PK_ARCH_JMP_LEN)
-				pk_arch_uc_set_ip(uc, s->slot + PK_TRAMP_SLOT_ENTRY);
+				pk_arch_set_pc(uc, s->slot + PK_TRAMP_SLOT_ENTRY);
 			return;
 		}
 		for (unsigned int i = 1; i < s->map->n; i++)
 			if (s->map->src[i] == off) {
-				pk_arch_uc_set_ip(uc, s->slot + PK_TRAMP_SLOT_COPY +
-							  s->map->dst[i]);
+				pk_arch_set_pc(uc, s->slot + PK_TRAMP_SLOT_COPY +
+						       s->map->dst[i]);
 				return;
 			}
 	}
@@ -193,7 +193,7 @@ PK_NOPROBE static void sweep_handler(int sig, siginfo_t *si, void *ctx)
 		goto out;
 	if (sw->nsites)
 		move(sw, uc);
-	sw->ip[lo] = pk_arch_uc_ip(uc);
+	sw->ip[lo] = pk_arch_pc(uc);
 	__atomic_store_n(&sw->state[lo], busy_at(sw, sw->ip[lo]) ? BUSY : CLEAR,
 			 __ATOMIC_RELEASE);
 out:
