@@ -238,4 +238,120 @@ PK_HIDDEN int pk_arch_relocate_one(const void *src, size_t avail, uint64_t from,
  */
 PK_HIDDEN void pk_arch_copy_unchecked(void *dst, const void *src, size_t len);
 
+/* ---- trampolines (probe layer: src/probe/; x86-64: tramp.c) --------- */
+
+/*
+ * Trampoline chunks, slots and the return trampoline: their layout (named
+ * offsets PK_TRAMP_* and PK_RET_*) is the ISA's, in arch/<isa>/tramp.h.
+ */
+#if defined(__x86_64__)
+#include "arch/x86_64/tramp.h"
+#else
+#error "probekit: no src/arch/<isa>/tramp.h for this instruction set"
+#endif
+
+/*
+ * What a chunk head's code calls and reads: the two dispatchers
+ * (void fn(struct pk_regs *)) and this thread's divert request, three
+ * initial-exec thread-local words (the same offset from the thread pointer
+ * in every thread, so the code names them by offset).
+ */
+struct pk_tramp_env {
+	uintptr_t dispatch;		/* pre-handlers at a function's entry */
+	uintptr_t dispatch_full;	/* flags restored: other pre-handlers,
+					   post-handlers */
+	const uintptr_t *divert_sp, *divert_to, *divert_cont;
+};
+
+/*
+ * pk_arch_tramp_head() - a chunk's head: its first PK_TRAMP_HEAD bytes,
+ * into @buf (position independent within the chunk).
+ * Return: 0, or -E2BIG (the code outgrew its place: a build error).
+ */
+PK_HIDDEN int pk_arch_tramp_head(uint8_t *buf, const struct pk_tramp_env *env);
+
+/* One probe point's slot, as pk_arch_tramp_slot() builds it. */
+struct pk_tramp_slot {
+	uintptr_t at;		/* where the slot will be */
+	uintptr_t head;		/* its chunk's head */
+	const void *owner;	/* the slot's first word */
+	uintptr_t addr;		/* the probe point */
+	const uint8_t *code;	/* its original bytes, @len of them */
+	uint8_t len;		/* displaced bytes; int3: the instruction */
+	uint8_t first_len;	/* the probed instruction's length */
+	uint8_t int3;		/* int3 probe: one instruction, calls emulated
+				   (pk_arch_relocate_one()) */
+	uint8_t post;		/* post-handlers after the first instruction */
+	uint8_t full;		/* pre-handlers through the full stub */
+};
+
+/*
+ * pk_arch_tramp_slot() - @s's code, PK_TRAMP_SLOT_SIZE bytes into @buf
+ * @map: receives where each displaced instruction starts in the site and
+ *       in the copy (offsets from PK_TRAMP_SLOT_COPY)
+ * Return: 0, or pk_arch_relocate()'s errors; -E2BIG (does not fit, or
+ * post-handlers after an instruction that does not fall through).
+ */
+PK_HIDDEN int pk_arch_tramp_slot(uint8_t *buf, const struct pk_tramp_slot *s,
+				 struct pk_reloc_map *map);
+
+/*
+ * pk_arch_encode_jmp_site() - @len bytes (>= PK_ARCH_JMP_LEN) at @buf,
+ * which will be at @from: NOPs, then a jmp to @to that ends at @from + @len
+ * (a thread between the NOPs and the jmp runs on into it).
+ * Return: 0, or -ERANGE.
+ */
+PK_HIDDEN int pk_arch_encode_jmp_site(uint8_t *buf, size_t len, uint64_t from,
+				      uint64_t to);
+
+/*
+ * pk_arch_entry_skip() - bytes at a function's first byte (@code, @avail
+ * readable) that must stay first: endbr64 (IBT's landing pad), else 0.
+ */
+PK_HIDDEN size_t pk_arch_entry_skip(const uint8_t *code, size_t avail);
+
+/* The stack pointer in a struct pk_regs. */
+static inline uintptr_t pk_arch_regs_sp(const struct pk_regs *r)
+{
+	return (uintptr_t)r->rsp;
+}
+
+/* Flags a probe handler may change where they are restored: CF PF AF ZF SF DF OF. */
+#define PK_ARCH_USER_FLAGS 0xcd5ull
+
+/*
+ * The return trampoline (return probes, src/probe/ret.c).
+ *
+ * pk_arch_ret_code() - the code region's first @len bytes, into @buf: the
+ * word at +0, then @nent entries (PK_RET_ENT_SIZE bytes from PK_RET_ENT0;
+ * @len covers them), the rest traps.
+ */
+PK_HIDDEN void pk_arch_ret_code(uint8_t *buf, size_t len, size_t nent);
+
+/*
+ * pk_arch_ret_eh() - an .eh_frame (CIE, one FDE, the zero terminator
+ * __register_frame() wants) for the region at @code with @nent entries,
+ * whose records (@rec_size bytes each, the real return address first)
+ * are at @recs: an unwinder meeting landing k goes on to recs[k]'s return
+ * address. Into @buf, PK_ARCH_RET_EH_MAX bytes.
+ * Return: its length, or 0 (@rec_size not a small multiple of
+ * PK_RET_ENT_SIZE).
+ */
+#define PK_ARCH_RET_EH_MAX 128
+PK_HIDDEN size_t pk_arch_ret_eh(uint8_t *buf, uintptr_t code, size_t nent,
+				uintptr_t recs, size_t rec_size);
+
+/*
+ * pk_arch_ret_common - where every landing jumps (PK_NOPROBE text, with
+ * CFI): builds a struct pk_regs of what is live after a return (the return
+ * value registers, the callee-saved ones; the others are undefined), whose
+ * pk_private_ret is the stack word the landing was returned through, calls
+ * pk_ret_dispatch() (the probe layer's), restores the return value
+ * registers, and leaves through that word, which pk_ret_dispatch() has set
+ * to the real return address: by ret if it left regs->flags non-zero (the
+ * return stack buffer holds the landing: a divert), else by jmp.
+ */
+PK_HIDDEN void pk_arch_ret_common(void);
+PK_HIDDEN uint64_t pk_ret_dispatch(struct pk_regs *r);
+
 #endif /* PK_ARCH_H */

@@ -3,22 +3,16 @@
 
 /*
  * A probe point P (a function's first instruction, after any endbr64, or
- * any instruction boundary inside it) has a trampoline slot (64 bytes in a
- * chunk of trampolines within +-2 GiB of P):
- *
- *   +0   pointer to the struct tramp (read by the dispatcher)
- *   +8   lea rsp, [rsp-128]          step over the red zone
- *   +13  call stub                   the chunk's shared register save
- *   +18  lea rsp, [rsp+128]
- *   +26  je divert (slots whose first call is STUB_FAST: return probes,
- *        ret.c, ZF from the stub) or a 6-byte NOP
- *   +32  the displaced instructions, relocated; with post-handlers, after
- *        the first of them: lea rsp,[rsp-128]; call STUB_FULL;
- *        lea rsp,[rsp+128]
- *        jmp P+len                   (none after a call: see below)
+ * any instruction boundary inside it) has a trampoline slot in a chunk of
+ * trampolines within +-2 GiB of P (the layout: src/arch/x86_64/tramp.h):
+ * its first word points to the struct tramp, the code at
+ * PK_TRAMP_SLOT_ENTRY calls a stub of the chunk, which calls the
+ * dispatcher, then the displaced instructions run, relocated, at
+ * PK_TRAMP_SLOT_COPY (with post-handlers, a second stub call after the
+ * first of them), and a jmp leads back to P + len.
  *
  * A jump probe displaces the whole instructions in [P, P+len), len >= 5.
- * Armed, those bytes are NOPs then "jmp slot+8". Only where that is safe:
+ * Armed, those bytes are NOPs then "jmp slot entry". Only where that is safe:
  * the bytes lie inside the function, no branch of the function lands
  * inside them after P, no indirect jmp could, and they relocate.
  *
@@ -26,56 +20,39 @@
  * its bytes but the first, which becomes int3 (one text batch arms them
  * all). Its SIGTRAP reaches probe_trap() through the fault layer's trap
  * chain, found by address (no walk over other handlers; lock-free), which
- * only sets the thread's ip to slot+8: the handlers then run in the
+ * only sends the thread to the slot's entry: the handlers then run in the
  * trampoline as for a jump probe, out of the signal handler, and the
  * instruction runs out of line from the slot's copy. No single-step. A call
  * there is copied as "push the return address; jmp callee"
  * (pk_arch_relocate_one()), so nothing ever returns into a slot.
  *
- * The stubs (two per chunk) save flags, all GPRs and xmm0-7 into a struct
- * pk_regs, align the stack, call pk_probe_dispatch() (STUB_FAST) or
- * pk_probe_dispatch_full() (STUB_FULL) through a pointer at CHUNK_DISPATCH
- * or CHUNK_DISPATCH_FULL, restore everything (so handlers may change
- * registers) and return into the slot: call and ret pair up, so the return
- * stack buffer predicts them. The dispatcher finds the tramp from the
+ * The stubs (two per chunk) save every register a handler may see into a
+ * struct pk_regs, call pk_probe_dispatch() (the fast stub) or
+ * pk_probe_dispatch_full() (the full stub), restore them (so handlers may
+ * change registers) and return into the slot: call and ret pair up, so the
+ * return stack buffer predicts them. The dispatcher finds the tramp from the
  * return address, and from its offset in the slot whether pre- or
- * post-handlers are due.
- * STUB_FAST skips the saved flags instead of popf (which costs more than
- * the rest of the stub): at a function's entry no flag is live (SysV ABI;
- * DF is clear there and after the handler). STUB_FULL ends in popf: probes
- * inside a function and post-handlers, where any flag may be live.
+ * post-handlers are due. The fast stub does not restore the flags (popf
+ * costs more than the rest of the stub): at a function's entry no flag is
+ * live (SysV ABI; DF is clear there and after the handler). The full one
+ * does: probes inside a function and post-handlers, where any flag may be
+ * live.
  *
- * Which thread may be where, and how we know (the kernel waits for this with
- * synchronize_rcu_tasks; user space has no such thing, so we ask each thread
- * with a signal; see sweep()):
+ * Which thread may be where (the thread sweep, sweep.h):
  *
  *   arming    (jump probes; an int3 probe changes no instruction boundary)
  *             a thread preempted between two displaced instructions would
  *             resume inside the new jmp. pk_batch_set_hook() calls us after
  *             int3 is on every site's first byte (no new thread gets past
- *             it), and each other thread, in the sweep signal's handler,
- *             moves itself to the same instruction in the slot's copy.
+ *             it), and the sweep moves each other thread to the same
+ *             instruction in the slot's copy.
  *   disarming a thread between the NOPs and the jmp (len > 5) would resume
- *             inside the restored code; it is moved to slot+8, which is
- *             where the jmp would have taken it.
- *   freeing   a slot is reused, and a probe freed, only once every thread has
- *             been seen, after the disarming commit, with its ip outside the
- *             changed slots (going, or with probes unlinked), the stubs and
- *             probekit's PK_NOPROBE code, and not running the handlers of a
- *             changed trampoline (per-thread depth and current trampoline,
- *             so a thread busy in other probes' handlers does not hold an
- *             unregister up). That depth is a thread-local
- *             counter: no shared cache line is written on a hit, which a
- *             per-probe in-flight counter would do (the hit cost must not
- *             grow with threads), and unlike urcu-bp it never registers a
- *             thread under a mutex on its first hit (a hit may come from a
- *             signal handler).
- *
- * Locking: probe_lock guards the tramp list, the chunks' free slots, the
- * probes' armed state and everything in "sweep" but cur_sweep's readers. The
- * text lock (pk_batch_commit, pk_text_fill) and the fault layer's lock
- * (pk_trap_register/unregister for int3 probes) are taken inside it, never
- * the reverse; fork takes them in that order (src/internal.h).
+ *             inside the restored code; the sweep moves it to the slot's
+ *             entry, where the jmp would have taken it.
+ *   freeing   a slot is reused, and a probe freed, only once the sweep has
+ *             seen every thread, after the disarming commit, outside the
+ *             changed slots (going, or with probes unlinked) and their
+ *             handlers.
  *
  * An int3 probe's trap entry goes only after the retiring sweep: a thread
  * that hit the int3 before the disarming commit may still be in the signal
@@ -83,76 +60,39 @@
  * trap chain.
  */
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
-#include <sys/ucontext.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "arch/arch.h"
 #include "internal.h"
+#include "probe/chunk.h"
 #include "probe/probe.h"
+#include "probe/sweep.h"
 #include "text/text.h"
 
-#define SLOT_SIZE 64
-#define SLOT_ENTRY 8
-#define SLOT_RET 18		/* SLOT_ENTRY + lea (5) + call (5) */
-#define SLOT_DIVERT 26		/* je to the chunk's divert code (ret.c) */
-#define SLOT_COPY 32
-#define CALL_SEQ 18	/* lea rsp,[rsp-128]; call stub; lea rsp,[rsp+128] */
-_Static_assert(SLOT_ENTRY + CALL_SEQ == SLOT_DIVERT, "call_seq, then the je");
-_Static_assert(SLOT_DIVERT + 6 == SLOT_COPY, "je rel32, then the copy");
-_Static_assert(SLOT_COPY - SLOT_RET == PK_PROBE_RET_TO_COPY, "ret.c's cont");
-#define SLOT_COPY_MAX (SLOT_SIZE - SLOT_COPY - PK_ARCH_JMP_LEN)
-#define CHUNK_SIZE (64 * 1024)
-#define STUB_FAST 0		/* flags not restored: function entries */
-#define CHUNK_DIVERT 192	/* return probes' divert code (ret.c) */
-#define STUB_FULL 256		/* ends in popf */
-#define CHUNK_DISPATCH 496	/* pk_probe_dispatch's address, for STUB_FAST */
-#define CHUNK_DISPATCH_FULL 504	/* pk_probe_dispatch_full's, for STUB_FULL */
-#define CHUNK_SLOTS0 512	/* first slot */
-#define CHUNK_NSLOTS ((CHUNK_SIZE - CHUNK_SLOTS0) / SLOT_SIZE)
-/* Every slot of a chunk must reach the probe point and back with a rel32. */
-#define REACH ((int64_t)0x7fffffff - 2 * CHUNK_SIZE)
-#define SWEEP_TIMEOUT_NS 10000000000LL
-/* Flags a handler may change: CF PF AF ZF SF DF OF. */
-#define USER_FLAGS 0xcd5ull
-
-struct chunk {
-	uintptr_t base;
-	unsigned int nfree;
-	uint16_t free[CHUNK_NSLOTS];	/* guarded by probe_lock */
-	struct chunk *next;		/* append-only; read by the handler */
-};
-
-#define TRAMP_MAP 6	/* displaced instructions: 5 bytes need at most 5 */
-
+/* A probe point's trampoline: its slot and the probes that share it. */
 struct tramp {
 	uintptr_t addr;		/* probe point */
-	uintptr_t slot;
-	struct chunk *chunk;
-	struct pk_probe *probes;	/* published with release; see dispatch */
-	struct tramp *next;		/* hash chain; guarded by probe_lock */
+	uintptr_t slot;		/* its trampoline slot */
+	struct pk_chunk *chunk;
+	struct pk_probe *probes;	/* linked in registration order */
+	struct tramp *next;		/* hash chain */
 	uint8_t len;			/* displaced bytes (int3: the insn) */
-	uint8_t mark;			/* scratch of one (un)register call */
+	uint8_t trapped;		/* on the trap chain (int3 probes) */
 	uint8_t old[PK_TEXT_MAX];
-	uint8_t nmap;			/* instruction starts: source, copy */
-	uint8_t map_src[TRAMP_MAP], map_dst[TRAMP_MAP];
+	struct pk_sweep_map map;	/* instruction starts: site, copy */
 	uint8_t kind;			/* enum pk_probe_kind */
 	uint8_t post;			/* the slot calls post-handlers */
-	uint8_t full;			/* pre-handlers through STUB_FULL */
+	uint8_t full;			/* pre-handlers through the full stub */
 	uint8_t first_len;		/* the probed instruction's length */
 };
 
+/* Set at creation, and read only then on: the handlers, ctx, func, addr
+   and the placement (len, kind, full, first_len). */
 struct pk_probe {
 	pk_probe_handler_fn pre, post;
 	void *ctx;
@@ -161,28 +101,47 @@ struct pk_probe {
 	struct pk_probe *next;		/* on t->probes */
 	unsigned long missed;		/* atomic */
 	unsigned long seq;		/* when linked: link_seq's value */
-	uint8_t len;			/* displaced bytes as planned */
-	uint8_t armed;
-	uint8_t mark;			/* scratch of one (un)register call */
-	uint8_t kind;			/* as planned */
+	uint8_t len;			/* displaced bytes as placed */
+	uint8_t armed;			/* atomic */
+	uint8_t kind;			/* as placed */
 	uint8_t full;			/* inside a function: flags live */
-	uint8_t first_len;
+	uint8_t first_len;		/* the probed instruction's length */
 	uint8_t armed_kind, armed_len;	/* its trampoline's, while armed */
 };
 
+/*
+ * probe_lock guards:
+ *   - the trampolines' index (thash, each tramp's ->next) and the chunks
+ *     (chunk.c's slots and list);
+ *   - every probe's ->t, ->next, ->seq and writes of ->armed, link_seq,
+ *     and every change to a trampoline's probe list (the dispatcher walks
+ *     it without the lock: links are published with release, and nothing
+ *     unlinked is freed before a sweep; see apply_unregister());
+ *   - the code bytes of every probe site: only this file patches them,
+ *     always under the lock;
+ *   - the sweeps (sweep.c's callers must serialise them) and the list of
+ *     code they count as busy.
+ * It is held across pk_batch_commit(), pk_text_fill() and
+ * pk_trap_register()/pk_trap_unregister(): the text and fault layers'
+ * locks are taken inside it, never the reverse; ret.c's ret_lock is taken
+ * outside it (internal.h's lock order). No hit path takes it.
+ */
 static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
 #define THASH 4096
-static struct tramp *thash[THASH];	/* by address; guarded by probe_lock */
-static struct chunk *chunks;		/* append-only, release-published */
-static int sweep_sig;			/* 0 until installed */
+static struct tramp *thash[THASH];	/* by address */
+static unsigned long link_seq;		/* 0 = never linked */
 
-/* Handler depth of this thread: > 0 while it runs pk_probe_dispatch(). */
-static __thread unsigned long probe_depth
+/* This thread's divert request (probe.h); read by the chunks' code. */
+__thread struct pk_probe_divert pk_probe_divert_req
 	__attribute__((tls_model("initial-exec")));
-/* The trampoline whose handlers this thread runs (depth 1), or NULL. */
-static __thread const struct tramp *probe_cur
-	__attribute__((tls_model("initial-exec")));
+
 /*
+ * This thread's handler depth and the slot whose handlers it runs are in
+ * pk_sweep_self (sweep.h): thread-local, so no shared cache line is written
+ * on a hit, which a per-probe in-flight counter would do (the hit cost must
+ * not grow with threads), and unlike urcu-bp nothing registers a thread
+ * under a mutex on its first hit (a hit may come from a signal handler).
+ *
  * Pre- and post-handlers pair up: a slot with post-handlers runs the
  * post-handler only of the probes whose pre-handler pass it ran, though
  * probes are linked and unlinked in between. The pre-handler pass leaves
@@ -195,7 +154,6 @@ static __thread const struct tramp *pre_tramp
 	__attribute__((tls_model("initial-exec")));
 static __thread unsigned long pre_seq
 	__attribute__((tls_model("initial-exec")));
-static unsigned long link_seq;	/* probe_lock; 0 = never linked */
 
 extern const char __start_pk_noprobe_text[] __attribute__((weak, visibility("hidden")));
 extern const char __stop_pk_noprobe_text[] __attribute__((weak, visibility("hidden")));
@@ -212,15 +170,15 @@ PK_NOPROBE void pk_probe_dispatch_full(struct pk_regs *r);
 static inline __attribute__((always_inline)) void
 dispatch(struct pk_regs *r, const struct tramp *t, int post)
 {
-	unsigned long d = probe_depth, seen = 0, upto = ULONG_MAX;
+	unsigned long d = pk_sweep_self.depth, seen = 0, upto = ULONG_MAX;
 	int lost = 0;
 	struct pk_probe *p;
 
-	probe_depth = d + 1;
+	pk_sweep_self.depth = d + 1;
 	/* The sweep handler runs on this thread: order against it only. */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (!d) {
-		probe_cur = t;
+		pk_sweep_self.slot = &t->slot;
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	}
 	r->ip = post ? t->addr + t->first_len : t->addr;
@@ -252,35 +210,35 @@ dispatch(struct pk_regs *r, const struct tramp *t, int post)
 	}
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (!d) {
-		probe_cur = NULL;
+		pk_sweep_self.slot = NULL;
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	}
-	probe_depth = d;
+	pk_sweep_self.depth = d;
 }
 
 static inline const struct tramp *tramp_of(uintptr_t ret)
 {
-	return *(struct tramp *const *)(ret & ~(uintptr_t)(SLOT_SIZE - 1));
+	return *(struct tramp *const *)(ret & ~(uintptr_t)(PK_TRAMP_SLOT_SIZE - 1));
 }
 
-/* STUB_FAST's: pre-handlers at a function's entry; flags are not restored. */
+/* The fast stub's: pre-handlers at a function's entry; flags are not restored. */
 PK_NOPROBE void pk_probe_dispatch(struct pk_regs *r)
 {
 	dispatch(r, tramp_of(r->pk_private_ret), 0);
 }
 
 /*
- * STUB_FULL's: pre-handlers inside a function, or post-handlers (called
- * from further into the slot than SLOT_RET); the flags are restored, of
- * which handlers may change USER_FLAGS only.
+ * The full stub's: pre-handlers inside a function, or post-handlers (called
+ * from further into the slot than PK_TRAMP_SLOT_RET); the flags are
+ * restored, of which handlers may change PK_ARCH_USER_FLAGS only.
  */
 PK_NOPROBE void pk_probe_dispatch_full(struct pk_regs *r)
 {
 	uintptr_t ret = r->pk_private_ret;
 	uint64_t flags = r->flags;
 
-	dispatch(r, tramp_of(ret), (ret & (SLOT_SIZE - 1)) != SLOT_RET);
-	r->flags = (r->flags & USER_FLAGS) | (flags & ~USER_FLAGS);
+	dispatch(r, tramp_of(ret), (ret & (PK_TRAMP_SLOT_SIZE - 1)) != PK_TRAMP_SLOT_RET);
+	r->flags = (r->flags & PK_ARCH_USER_FLAGS) | (flags & ~PK_ARCH_USER_FLAGS);
 }
 
 /*
@@ -290,43 +248,16 @@ PK_NOPROBE void pk_probe_dispatch_full(struct pk_regs *r)
 PK_NOPROBE static int probe_trap(const struct pk_fault *f, void *ctx)
 {
 	const struct tramp *t = ctx;
-	ucontext_t *uc = f->ucontext;
 
-	uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(t->slot + SLOT_ENTRY);
+	pk_arch_set_pc(f->ucontext, t->slot + PK_TRAMP_SLOT_ENTRY);
 	return PK_FAULT_HANDLED;
 }
-
-/* ---------------------------------------------------------------- sweep */
-
-enum { FIX_ARM = 1, FIX_DISARM = 2 };
-
-struct fix {
-	uintptr_t addr;
-	const struct tramp *t;
-	int kind;
-};
-
-struct sweep {
-	const struct fix *fix;		/* sorted by addr */
-	size_t nfix;
-	const uintptr_t *retired;	/* slot addresses, sorted */
-	size_t nretired;
-	const pid_t *tids;		/* sorted */
-	uint8_t *state;			/* per tid: 0 asked, 1 clear, 2 busy */
-	uintptr_t *ip;			/* per tid: where it was last seen */
-	size_t ntids;
-};
-
-static struct sweep *cur_sweep;		/* atomic */
-static unsigned long sweep_readers;	/* atomic: handlers inside cur_sweep */
 
 /* ----------------------------------------------------------------- fork */
 
 /*
- * fork(): probe_lock first (it is held around text commits
- * and trap-chain registrations). No sweep runs while it is held, so a child
- * has no sweep in flight; a thread of the parent that was inside
- * sweep_handler() does not exist in the child, so its count goes.
+ * fork(): probe_lock first (it is held around text commits and trap-chain
+ * registrations, and sweeps).
  */
 static void probe_fork_prepare(void)
 {
@@ -338,573 +269,26 @@ static void probe_fork_parent(void)
 	pthread_mutex_unlock(&probe_lock);
 }
 
-static void probe_fork_child(void)
-{
-	__atomic_store_n(&sweep_readers, 0, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&probe_lock);
-}
-
 PK_ATFORK(probe, PK_RANK_PROBE, probe_fork_prepare, probe_fork_parent,
-	  probe_fork_child);
+	  probe_fork_parent);
 
-PK_NOPROBE static int in_retired(const struct sweep *sw, uintptr_t ip)
+/* ----------------------------------------------------------- divert */
+
+int pk_probe_divert_region(uintptr_t lo, size_t len)
 {
-	size_t lo = 0, hi = sw->nretired;
+	struct pk_sweep_code *c = malloc(sizeof(*c));
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (sw->retired[mid] + SLOT_SIZE <= ip)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < sw->nretired && sw->retired[lo] <= ip;
-}
-
-PK_NOPROBE static int busy_at(const struct sweep *sw, uintptr_t ip)
-{
-	const struct chunk *c;
-
-	if (probe_depth) {
-		/*
-		 * In handlers: only those of a changed trampoline matter (its
-		 * probes were unlinked, or it goes). Not yet known which: busy.
-		 */
-		const struct tramp *cur = probe_cur;
-
-		if (!cur || in_retired(sw, cur->slot))
-			return 1;
-	}
-	if ((uintptr_t)__start_pk_noprobe_text <= ip &&
-	    ip < (uintptr_t)__stop_pk_noprobe_text)
-		return 1;
-	for (c = __atomic_load_n(&chunks, __ATOMIC_ACQUIRE); c;
-	     c = __atomic_load_n(&c->next, __ATOMIC_ACQUIRE))
-		if (c->base <= ip && ip < c->base + CHUNK_SLOTS0)
-			return 1;	/* in a stub */
-	if (pk_ret_busy_at(ip))
-		return 1;	/* on its way from a stub into a slot */
-	return in_retired(sw, ip);
-}
-
-PK_NOPROBE static void fix_ip(const struct sweep *sw, greg_t *g)
-{
-	uintptr_t ip = (uintptr_t)g[REG_RIP];
-	size_t lo = 0, hi = sw->nfix;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (sw->fix[mid].addr + sw->fix[mid].t->len <= ip)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == sw->nfix || sw->fix[lo].addr >= ip)
-		return;		/* not strictly inside a site */
-	{
-		const struct fix *f = &sw->fix[lo];
-		const struct tramp *t = f->t;
-		size_t off = ip - t->addr;
-
-		if (f->kind == FIX_DISARM) {
-			/* Between the NOPs and the jmp: where the jmp goes. */
-			if (off == (size_t)t->len - PK_ARCH_JMP_LEN)
-				g[REG_RIP] = (greg_t)(t->slot + SLOT_ENTRY);
-			return;
-		}
-		for (unsigned int i = 1; i < t->nmap; i++)
-			if (t->map_src[i] == off) {
-				g[REG_RIP] = (greg_t)(t->slot + SLOT_COPY +
-						      t->map_dst[i]);
-				return;
-			}
-	}
-}
-
-PK_NOPROBE static void sweep_handler(int sig, siginfo_t *si, void *ctx)
-{
-	ucontext_t *uc = ctx;
-	int saved = errno;
-	const struct sweep *sw;
-	pid_t tid;
-	size_t lo = 0, hi;
-
-	(void)sig;
-	(void)si;
-	/* Pairs with the exchange in sweep_unpublish(). */
-	__atomic_add_fetch(&sweep_readers, 1, __ATOMIC_SEQ_CST);
-	sw = __atomic_load_n(&cur_sweep, __ATOMIC_SEQ_CST);
-	if (!sw)
-		goto out;
-	tid = (pid_t)syscall(SYS_gettid);
-	hi = sw->ntids;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (sw->tids[mid] < tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == sw->ntids || sw->tids[lo] != tid)
-		goto out;
-	if (sw->nfix)
-		fix_ip(sw, uc->uc_mcontext.gregs);
-	sw->ip[lo] = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
-	__atomic_store_n(&sw->state[lo],
-			 busy_at(sw, (uintptr_t)uc->uc_mcontext.gregs[REG_RIP])
-				 ? 2 : 1,
-			 __ATOMIC_RELEASE);
-out:
-	__atomic_sub_fetch(&sweep_readers, 1, __ATOMIC_SEQ_CST);
-	errno = saved;
-}
-
-static int install_sweep(void)
-{
-	struct sigaction sa, old;
-	const char *v = getenv("PROBEKIT_PROBE_SIGNAL");
-	int sig = v ? atoi(v) : SIGRTMAX - 2;
-
-	if (sweep_sig)
-		return 0;
-	if (sig < SIGRTMIN || sig > SIGRTMAX) {
-		pk_err("probe: PROBEKIT_PROBE_SIGNAL=%s is not a real-time signal",
-		       v ? v : "");
-		return -EINVAL;
-	}
-	if (sigaction(sig, NULL, &old))
-		return -errno;
-	if ((old.sa_flags & SA_SIGINFO) ? old.sa_sigaction != NULL
-					: old.sa_handler != SIG_DFL) {
-		pk_err("probe: signal %d already has a handler; pick a free one "
-		       "with PROBEKIT_PROBE_SIGNAL", sig);
-		return -EBUSY;
-	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = sweep_handler;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(sig, &sa, NULL))
-		return -errno;
-	sweep_sig = sig;
-	return 0;
-}
-
-static int tid_cmp(const void *a, const void *b)
-{
-	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* Every thread of the process but this one, sorted. */
-static int list_tids(pid_t **out, size_t *n)
-{
-	DIR *d = opendir("/proc/self/task");
-	pid_t self = (pid_t)syscall(SYS_gettid), *v = NULL;
-	size_t cap = 0;
-	struct dirent *e;
-
-	*n = 0;
-	if (!d)
-		return -errno;
-	while ((e = readdir(d))) {
-		pid_t t = (pid_t)atoi(e->d_name);
-
-		if (t <= 0 || t == self)
-			continue;
-		if (*n == cap) {
-			pid_t *nv = realloc(v, (cap = cap ? cap * 2 : 64) * sizeof(*v));
-
-			if (!nv) {
-				free(v);
-				closedir(d);
-				return -ENOMEM;
-			}
-			v = nv;
-		}
-		v[(*n)++] = t;
-	}
-	closedir(d);
-	if (*n > 1)
-		qsort(v, *n, sizeof(*v), tid_cmp);
-	*out = v;
-	return 0;
-}
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int thread_gone(pid_t tid)
-{
-	char p[64];
-
-	snprintf(p, sizeof(p), "/proc/self/task/%d", (int)tid);
-	return access(p, F_OK) != 0;
-}
-
-static void sweep_unpublish(void)
-{
-	(void)__atomic_exchange_n(&cur_sweep, NULL, __ATOMIC_SEQ_CST);
-	/* Pairs with the increment in sweep_handler(). */
-	while (__atomic_load_n(&sweep_readers, __ATOMIC_SEQ_CST))
-		sched_yield();
-}
-
-/*
- * Signal every other thread and wait for each answer. With @until_clear,
- * ask again those found busy until each has been seen clear once (a thread
- * seen clear after the disarming commit can never enter the removed slots
- * again). Return 0, or -EBUSY on timeout.
- */
-static int sweep(const struct fix *fix, size_t nfix, const uintptr_t *retired,
-		 size_t nretired, int until_clear)
-{
-	struct sweep sw = { fix, nfix, retired, nretired, NULL, NULL, NULL, 0 };
-	int64_t deadline = now_ns() + SWEEP_TIMEOUT_NS;
-	pid_t *tids = NULL;
-	int err = list_tids(&tids, &sw.ntids);
-
-	if (err)
-		return err;
-	if (!sw.ntids) {
-		free(tids);
-		return 0;
-	}
-	sw.tids = tids;
-	sw.state = calloc(sw.ntids, 1);
-	sw.ip = calloc(sw.ntids, sizeof(*sw.ip));
-	if (!sw.state || !sw.ip) {
-		free(sw.state);
-		free(sw.ip);
-		free(tids);
+	if (!c)
 		return -ENOMEM;
-	}
-	/* Pairs with the seq_cst load in sweep_handler(). */
-	__atomic_store_n(&cur_sweep, &sw, __ATOMIC_SEQ_CST);
-	for (;;) {
-		pid_t pid = getpid();
-		size_t waiting, busy;
-
-		/* Ask every thread not yet seen clear (all, the first time). */
-		for (size_t i = 0; i < sw.ntids; i++)
-			if (sw.state[i] != 1) {
-				__atomic_store_n(&sw.state[i], 0, __ATOMIC_RELEASE);
-				if (syscall(SYS_tgkill, pid, sw.tids[i], sweep_sig))
-					sw.state[i] = 1;	/* gone */
-			}
-		/* Wait for every answer. */
-		for (int64_t gone_check = now_ns() + 10000000;;) {
-			waiting = busy = 0;
-			for (size_t i = 0; i < sw.ntids; i++) {
-				uint8_t st = __atomic_load_n(&sw.state[i],
-							     __ATOMIC_ACQUIRE);
-
-				waiting += st == 0;
-				busy += st == 2;
-			}
-			if (!waiting || now_ns() > deadline)
-				break;
-			if (now_ns() > gone_check) {
-				/*
-				 * Threads that exited never answer. Checked by
-				 * time, not by sched_yield() calls: with many
-				 * busy threads one yield can take a time slice
-				 * each of theirs.
-				 */
-				for (size_t i = 0; i < sw.ntids; i++)
-					if (!__atomic_load_n(&sw.state[i], __ATOMIC_ACQUIRE) &&
-					    thread_gone(sw.tids[i]))
-						sw.state[i] = 1;
-				gone_check = now_ns() + 10000000;
-			}
-			sched_yield();
-		}
-		if (waiting) {
-			err = -EBUSY;
-			break;
-		}
-		if (!until_clear || !busy)
-			break;
-		if (now_ns() > deadline) {
-			err = -EBUSY;
-			break;
-		}
-		{
-			struct timespec ts = { 0, 1000000 };
-
-			nanosleep(&ts, NULL);
-		}
-	}
-	sweep_unpublish();
-	if (err) {
-		size_t stuck = 0;
-
-		for (size_t i = 0; i < sw.ntids; i++)
-			if (sw.state[i] != 1) {
-				stuck++;
-				pk_dbg("probe: thread %d %s at %#" PRIxPTR,
-				       (int)sw.tids[i], sw.state[i] ? "busy" : "silent",
-				       sw.ip[i]);
-			}
-		pk_warn("probe: %zu thread(s) did not answer signal %d (or stayed "
-			"in a probe handler) for %lld ms", stuck, sweep_sig,
-			SWEEP_TIMEOUT_NS / 1000000);
-	}
-	free(sw.state);
-	free(sw.ip);
-	free(tids);
-	return err;
-}
-
-struct arm_ctx {
-	struct fix *fix;
-	size_t nfix;
-};
-
-/* pk_batch_set_hook(): int3 is on every first byte; move stopped threads. */
-static int arm_hook(void *arg)
-{
-	struct arm_ctx *a = arg;
-
-	return sweep(a->fix, a->nfix, NULL, 0, 0);
-}
-
-static int fix_cmp(const void *a, const void *b)
-{
-	const struct fix *x = a, *y = b;
-
-	return (x->addr > y->addr) - (x->addr < y->addr);
-}
-
-static int addr_cmp(const void *a, const void *b)
-{
-	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* -------------------------------------------------------------- memory */
-
-/* The register save around the dispatcher, at @off in its chunk. */
-static size_t build_stub(uint8_t *b, size_t off, int full)
-{
-	static const uint8_t save[] = {
-		0x9c, 0x50, 0x51, 0x52, 0x53,		/* pushf; rax rcx rdx rbx */
-		0x48, 0x8d, 0x84, 0x24, 0xb0, 0, 0, 0,	/* lea rax,[rsp+176] */
-		0x50, 0x55, 0x56, 0x57,			/* rsp rbp rsi rdi */
-		0x41, 0x50, 0x41, 0x51, 0x41, 0x52, 0x41, 0x53, /* r8-r11 */
-		0x41, 0x54, 0x41, 0x55, 0x41, 0x56, 0x41, 0x57, /* r12-r15 */
-		0x48, 0x83, 0xec, 0x08,			/* sub rsp,8 (ip) */
-		0x48, 0x89, 0xe7,			/* mov rdi,rsp */
-		0x48, 0x89, 0xe3,			/* mov rbx,rsp */
-		0x48, 0x83, 0xe4, 0xf0,			/* and rsp,-16 */
-		0x48, 0x81, 0xec, 0x80, 0, 0, 0,	/* sub rsp,128 */
-		0x0f, 0x29, 0x04, 0x24,			/* movaps [rsp],xmm0 */
-		0x0f, 0x29, 0x4c, 0x24, 0x10, 0x0f, 0x29, 0x54, 0x24, 0x20,
-		0x0f, 0x29, 0x5c, 0x24, 0x30, 0x0f, 0x29, 0x64, 0x24, 0x40,
-		0x0f, 0x29, 0x6c, 0x24, 0x50, 0x0f, 0x29, 0x74, 0x24, 0x60,
-		0x0f, 0x29, 0x7c, 0x24, 0x70,		/* xmm1-7 */
-		0xfc,					/* cld */
-	};
-	static const uint8_t restore[] = {
-		0x0f, 0x28, 0x04, 0x24,			/* movaps xmm0,[rsp] */
-		0x0f, 0x28, 0x4c, 0x24, 0x10, 0x0f, 0x28, 0x54, 0x24, 0x20,
-		0x0f, 0x28, 0x5c, 0x24, 0x30, 0x0f, 0x28, 0x64, 0x24, 0x40,
-		0x0f, 0x28, 0x6c, 0x24, 0x50, 0x0f, 0x28, 0x74, 0x24, 0x60,
-		0x0f, 0x28, 0x7c, 0x24, 0x70,		/* xmm1-7 */
-		0x48, 0x89, 0xdc,			/* mov rsp,rbx */
-		0x48, 0x83, 0xc4, 0x08,			/* add rsp,8 (ip) */
-		0x41, 0x5f, 0x41, 0x5e, 0x41, 0x5d, 0x41, 0x5c, /* r15-r12 */
-		0x41, 0x5b, 0x41, 0x5a, 0x41, 0x59, 0x41, 0x58, /* r11-r8 */
-		0x5f, 0x5e, 0x5d,			/* rdi rsi rbp */
-		0x48, 0x83, 0xc4, 0x08,			/* skip rsp */
-		0x5b, 0x5a, 0x59, 0x58,			/* rbx rdx rcx rax */
-	};
-	/* STUB_FAST skips the saved flags; STUB_FULL restores them. */
-	static const uint8_t skip_flags[] = {
-		0x48, 0x8d, 0x64, 0x24, 0x08,		/* lea rsp,[rsp+8] */
-	};
-	static const uint8_t pop_flags[] = {
-		0x9d,					/* popf */
-		0xc3,					/* ret into the slot */
-	};
-	size_t n = 0;
-	int32_t rel;
-
-	memcpy(b, save, sizeof(save));
-	n = sizeof(save);
-	b[n++] = 0xff;		/* call [rip+rel32] */
-	b[n++] = 0x15;
-	rel = (int32_t)((full ? CHUNK_DISPATCH_FULL : CHUNK_DISPATCH) -
-			(off + n + 4));
-	memcpy(b + n, &rel, 4);
-	n += 4;
-	memcpy(b + n, restore, sizeof(restore));
-	n += sizeof(restore);
-	if (full) {
-		memcpy(b + n, pop_flags, sizeof(pop_flags));
-		n += sizeof(pop_flags);
-	} else {
-		memcpy(b + n, skip_flags, sizeof(skip_flags));
-		n += sizeof(skip_flags);
-		/*
-		 * ret into the slot, with ZF set for a return probe's divert
-		 * (ret.c). Not in STUB_FULL: its popf must come last, and its
-		 * slots hold a NOP where the je would be.
-		 */
-		pk_ret_stub_tail(b + n);
-		n += PK_RET_STUB_TAIL_LEN;
-	}
-	return n;
-}
-
-/* A free gap of CHUNK_SIZE within REACH of @near, from /proc/self/maps. */
-static uintptr_t find_gap(uintptr_t near)
-{
-	FILE *f = fopen("/proc/self/maps", "re");
-	uintptr_t prev_end = 0x10000, best = 0;
-	uint64_t best_d = UINT64_MAX;
-	char line[512];
-
-	if (!f)
-		return 0;
-	for (;;) {
-		unsigned long s = UINTPTR_MAX, e = 0;
-		int more = fgets(line, sizeof(line), f) != NULL;
-
-		if (more && sscanf(line, "%lx-%lx", &s, &e) != 2)
-			continue;
-		if (!more)
-			s = 0x7ffffffff000ul;
-		/* Gap [prev_end, s): the candidate nearest to @near. */
-		if (s > prev_end && s - prev_end >= CHUNK_SIZE) {
-			uintptr_t lo = (prev_end + CHUNK_SIZE - 1) & ~(uintptr_t)(CHUNK_SIZE - 1);
-			uintptr_t hi = (s - CHUNK_SIZE) & ~(uintptr_t)(CHUNK_SIZE - 1);
-			uintptr_t c = near < lo ? lo : near > hi ? hi : near & ~(uintptr_t)(CHUNK_SIZE - 1);
-
-			if (lo <= hi && c >= lo && c <= hi) {
-				uint64_t d = c > near ? c - near : near - c;
-
-				if (d < best_d && (int64_t)d < REACH) {
-					best_d = d;
-					best = c;
-				}
-			}
-		}
-		if (!more)
-			break;
-		if (e > prev_end)
-			prev_end = e;
-	}
-	fclose(f);
-	return best;
-}
-
-static struct chunk *chunk_new(uintptr_t near)
-{
-	uint8_t stub[CHUNK_SLOTS0];
-	uintptr_t disp = (uintptr_t)pk_probe_dispatch,
-		  disp_full = (uintptr_t)pk_probe_dispatch_full;
-	struct chunk *c;
-	void *p = MAP_FAILED;
-
-	for (int tries = 0; tries < 4 && p == MAP_FAILED; tries++) {
-		uintptr_t at = find_gap(near);
-
-		if (!at)
-			break;
-		/* Read+execute only, from birth; filled via /proc/self/mem. */
-		p = mmap((void *)at, CHUNK_SIZE, PROT_READ | PROT_EXEC,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-		if (p != MAP_FAILED && (uintptr_t)p != at) {
-			munmap(p, CHUNK_SIZE);	/* old kernel: hint only */
-			p = MAP_FAILED;
-		}
-	}
-	if (p == MAP_FAILED) {
-		pk_err("probe: no room for trampolines within 2 GiB of %#" PRIxPTR,
-		       near);
-		return NULL;
-	}
-	c = calloc(1, sizeof(*c));
-	if (!c) {
-		munmap(p, CHUNK_SIZE);
-		return NULL;
-	}
-	c->base = (uintptr_t)p;
-	memset(stub, PK_ARCH_TRAP_BYTE, sizeof(stub));
-	if (build_stub(stub + STUB_FAST, STUB_FAST, 0) > CHUNK_DIVERT - STUB_FAST ||
-	    build_stub(stub + STUB_FULL, STUB_FULL, 1) > CHUNK_DISPATCH - STUB_FULL ||
-	    PK_RET_DIVERT_LEN > STUB_FULL - CHUNK_DIVERT)
-		abort();	/* the layout above is wrong */
-	pk_ret_divert_code(stub + CHUNK_DIVERT);
-	memcpy(stub + CHUNK_DISPATCH, &disp, sizeof(disp));
-	memcpy(stub + CHUNK_DISPATCH_FULL, &disp_full, sizeof(disp_full));
-	if (pk_text_fill((void *)c->base, stub, sizeof(stub))) {
-		munmap(p, CHUNK_SIZE);
-		free(c);
-		return NULL;
-	}
-	for (unsigned int i = 0; i < CHUNK_NSLOTS; i++)
-		c->free[i] = (uint16_t)(CHUNK_NSLOTS - 1 - i);
-	c->nfree = CHUNK_NSLOTS;
-	/* Publish last: the sweep handler walks this list. */
-	{
-		struct chunk **pp = &chunks;
-
-		while (*pp)
-			pp = &(*pp)->next;
-		__atomic_store_n(pp, c, __ATOMIC_RELEASE);
-	}
-	return c;
-}
-
-static int in_reach(uintptr_t a, uintptr_t b)
-{
-	int64_t d = (int64_t)(a - b);
-
-	return d < REACH && d > -REACH;
-}
-
-static int slot_alloc(uintptr_t near, struct chunk **cp, uintptr_t *slot)
-{
-	struct chunk *c;
-
-	for (c = chunks; c; c = c->next)
-		if (c->nfree && in_reach(c->base, near))
-			break;
-	if (!c)
-		c = chunk_new(near);
-	if (!c)
-		return -ERANGE;
-	*cp = c;
-	*slot = c->base + CHUNK_SLOTS0 + (uintptr_t)c->free[--c->nfree] * SLOT_SIZE;
+	c->lo = lo;
+	c->hi = lo + len;
+	pthread_mutex_lock(&probe_lock);
+	pk_sweep_busy_code(c);
+	pthread_mutex_unlock(&probe_lock);
 	return 0;
 }
 
-static void slot_free(struct chunk *c, uintptr_t slot)
-{
-	c->free[c->nfree++] = (uint16_t)((slot - c->base - CHUNK_SLOTS0) / SLOT_SIZE);
-}
-
-static int in_chunks(uintptr_t a)
-{
-	for (struct chunk *c = chunks; c; c = c->next)
-		if (c->base <= a && a < c->base + CHUNK_SIZE)
-			return 1;
-	return 0;
-}
-
-/* ------------------------------------------------------------ planning */
+/* ------------------------------------------------------------- placing */
 
 static size_t thash_of(uintptr_t addr)
 {
@@ -919,139 +303,47 @@ static struct tramp *tramp_find(uintptr_t addr)
 	return NULL;
 }
 
+/*
+ * The indexed trampolines whose sites overlap [@lo, @hi), in address
+ * order: start with *@a = @lo - PK_TEXT_MAX + 1 (no site is longer), each
+ * call returns the next one (NULL: no more) and moves *@a past it.
+ */
+static struct tramp *tramp_over(uintptr_t *a, uintptr_t lo, uintptr_t hi)
+{
+	pk_assert_held(&probe_lock);
+	for (; *a < hi; (*a)++) {
+		struct tramp *t = tramp_find(*a);
+
+		if (t && *a + t->len > lo) {
+			(*a)++;
+			return t;
+		}
+	}
+	return NULL;
+}
+
 /* The @size bytes at @start as they were before any probe was armed there. */
 static void orig_code(uintptr_t start, size_t size, uint8_t *buf)
 {
-	pk_assert_held(&probe_lock);
+	uintptr_t a = start - PK_TEXT_MAX + 1;
+	const struct tramp *t;
+
 	memcpy(buf, (const void *)start, size);
-	for (uintptr_t a = start - PK_TEXT_MAX + 1; a < start + size; a++) {
-		const struct tramp *t = tramp_find(a);
-
-		for (size_t i = 0; t && i < t->len; i++)
-			if (a + i >= start && a + i < start + size)
-				buf[a + i - start] = t->old[i];
-	}
-}
-
-static int key_site_in(const struct pk_func *fn, uintptr_t at, size_t len)
-{
-	for (size_t i = 0; fn->jump_table && i + sizeof(struct pk_jump_entry) <=
-			   fn->jump_table_size; i += sizeof(struct pk_jump_entry)) {
-		const struct pk_jump_entry *je =
-			(const struct pk_jump_entry *)(fn->jump_table + i);
-
-		if (je->code < at + len && at < je->code + PK_ARCH_JMP_LEN)
-			return 1;
-	}
-	return 0;
+	while ((t = tramp_over(&a, start, start + size)))
+		for (size_t i = 0; i < t->len; i++)
+			if (t->addr + i >= start && t->addr + i < start + size)
+				buf[t->addr + i - start] = t->old[i];
 }
 
 /*
- * Whether a jump probe is safe at p->addr; @code holds the function's
- * original bytes. -ENOTSUP (logged at debug level) means "an int3 probe".
+ * Where @p goes and which kind it is (place.c), from the original bytes
+ * of the function that starts at p->func.
  */
-static int plan_jump(struct pk_probe *p, const struct pk_func *fn,
-		     const uint8_t *code, const char *what)
+static int place(struct pk_probe *p, const char *what, size_t offset,
+		 int force_int3)
 {
-	uintptr_t end = fn->start + fn->size;
-	size_t off, cap = SLOT_COPY_MAX - (p->post ? CALL_SEQ : 0);
-	uint8_t copy[64];
-	int err;
-
-	/* The displaced instructions: whole ones covering a jmp. */
-	for (off = 0; off < PK_ARCH_JMP_LEN;) {
-		struct pk_insn in;
-		uintptr_t at = p->addr + off;
-
-		if (at >= end || pk_arch_decode(code + (at - fn->start), end - at,
-						at, &in)) {
-			pk_dbg("probe: %s: the instructions from the probe point "
-			       "end before %d bytes (function of %zu bytes): int3 "
-			       "probe", what, PK_ARCH_JMP_LEN, fn->size);
-			return -ENOTSUP;
-		}
-		if (key_site_in(fn, at, in.len)) {
-			pk_dbg("probe: %s: a static key's branch site follows: "
-			       "int3 probe", what);
-			return -ENOTSUP;
-		}
-		/*
-		 * A call would return into the slot, where no sweep can see
-		 * the thread (its ip is in the callee); int3 cannot be moved.
-		 * RIP-relative operands, jmp and jcc move (pk_arch_relocate).
-		 */
-		if ((in.flags & PK_INSN_F_CALL) || in.kind == PK_INSN_TRAP) {
-			pk_dbg("probe: %s: displaced instruction at +%zu is a %s: "
-			       "int3 probe", what, (size_t)(at - fn->start),
-			       (in.flags & PK_INSN_F_CALL) ? "call" : "trap");
-			return -ENOTSUP;
-		}
-		off += in.len;
-	}
-	p->len = (uint8_t)off;
-	if (off > PK_TEXT_MAX)
-		return -ENOTSUP;
-	/* No branch of the function may land inside them after their first byte. */
-	for (uintptr_t at = fn->start; at < end;) {
-		struct pk_insn in;
-
-		if (pk_arch_decode(code + (at - fn->start), end - at, at, &in)) {
-			pk_dbg("probe: %s: cannot decode the function at +%zu, so "
-			       "cannot prove no branch lands in the displaced "
-			       "bytes: int3 probe", what, (size_t)(at - fn->start));
-			return -ENOTSUP;
-		}
-		if (in.flags & PK_INSN_F_INDIRECT_JMP) {
-			pk_dbg("probe: %s: an indirect jmp at +%zu (a jump table?) "
-			       "could land anywhere: int3 probe", what,
-			       (size_t)(at - fn->start));
-			return -ENOTSUP;
-		}
-		if (in.target > p->addr && in.target < p->addr + p->len) {
-			pk_dbg("probe: %s: the branch at +%zu lands inside the "
-			       "displaced bytes: int3 probe", what,
-			       (size_t)(at - fn->start));
-			return -ENOTSUP;
-		}
-		at += in.len;
-	}
-	/* Relocatable, and short enough for a slot (checked at a nearby address). */
-	err = pk_arch_relocate(code + (p->addr - fn->start), p->len, p->addr,
-			       copy, cap, p->addr + 4096, NULL);
-	if (err < 0) {
-		pk_dbg("probe: %s: displaced instructions cannot be relocated "
-		       "(%d): int3 probe", what, err);
-		return -ENOTSUP;
-	}
-	return 0;
-}
-
-/* An int3 probe: the probed instruction must run (or be emulated) in a slot. */
-static int plan_int3(struct pk_probe *p, const struct pk_func *fn,
-		     const uint8_t *code, const char *what)
-{
-	size_t cap = SLOT_COPY_MAX - (p->post ? CALL_SEQ : 0);
-	uint8_t copy[64];
-	int ft, n;
-
-	n = pk_arch_relocate_one(code + (p->addr - fn->start),
-				 fn->start + fn->size - p->addr, p->addr, copy,
-				 cap, p->addr + 4096, &ft);
-	if (n < 0) {
-		pk_err("probe: %s: the instruction at +%zu can be neither moved "
-		       "nor emulated (%d)", what, (size_t)(p->addr - fn->start), n);
-		return -ENOTSUP;
-	}
-	p->len = p->first_len;
-	return 0;
-}
-
-static int plan(struct pk_probe *p, const char *what, size_t offset,
-		int force_int3)
-{
+	struct pk_probe_place pl;
 	struct pk_func fn;
-	struct pk_insn in0;
-	uintptr_t entry;
 	uint8_t *code;
 	int err = pk_sym_func_at(p->func, &fn);
 
@@ -1062,7 +354,7 @@ static int plan(struct pk_probe *p, const char *what, size_t offset,
 	}
 	if (((uintptr_t)__start_pk_noprobe_text < fn.start + fn.size &&
 	     fn.start < (uintptr_t)__stop_pk_noprobe_text) ||
-	    in_chunks(fn.start)) {
+	    pk_chunk_contains(fn.start)) {
 		pk_err("probe: %s is probekit's own trap path or a trampoline", what);
 		return -EINVAL;
 	}
@@ -1077,74 +369,17 @@ static int plan(struct pk_probe *p, const char *what, size_t offset,
 	pthread_mutex_lock(&probe_lock);
 	orig_code(fn.start, fn.size, code);
 	pthread_mutex_unlock(&probe_lock);
-	entry = fn.start;
-	if (fn.size >= 4 && !memcmp(code, "\xf3\x0f\x1e\xfa", 4))
-		entry += 4;	/* endbr64 stays first (IBT) */
-	p->addr = entry;
-	if (offset) {
-		/* On an instruction boundary: decode from the function's start. */
-		uintptr_t at = fn.start, to = fn.start + offset;
-
-		while (at < to) {
-			struct pk_insn in;
-
-			if (pk_arch_decode(code + (at - fn.start),
-					   fn.start + fn.size - at, at, &in)) {
-				pk_err("probe: %s: cannot decode the function at "
-				       "+%zu, before the offset %zu", what,
-				       (size_t)(at - fn.start), offset);
-				err = -EINVAL;
-				goto out;
-			}
-			at += in.len;
-		}
-		if (at != to) {
-			pk_err("probe: %s: offset %zu is not an instruction "
-			       "boundary (the instruction there ends at +%zu)",
-			       what, offset, (size_t)(at - fn.start));
-			err = -EINVAL;
-			goto out;
-		}
-		if (to > entry)
-			p->addr = to;
-	}
-	/* Inside the function every register and flag may be live. */
-	p->full = p->addr != entry;
-	if (pk_arch_decode(code + (p->addr - fn.start), fn.start + fn.size - p->addr,
-			   p->addr, &in0)) {
-		pk_err("probe: %s: cannot decode the probed instruction", what);
-		err = -EINVAL;
-		goto out;
-	}
-	p->first_len = in0.len;
-	if (key_site_in(&fn, p->addr, in0.len)) {
-		pk_err("probe: %s: a static key's branch site is there", what);
-		err = -EINVAL;
-		goto out;
-	}
-	if (in0.kind == PK_INSN_TRAP) {
-		pk_err("probe: %s: there is an int3 there already", what);
-		err = -ENOTSUP;
-		goto out;
-	}
-	if (p->post && (in0.flags & PK_INSN_F_BRANCH)) {
-		pk_err("probe: %s: a post-handler needs an instruction that falls "
-		       "through; the one at +%zu is a branch, call, ret or trap",
-		       what, (size_t)(p->addr - fn.start));
-		err = -ENOTSUP;
-		goto out;
-	}
-	err = force_int3 ? -ENOTSUP : plan_jump(p, &fn, code, what);
-	if (!err) {
-		p->kind = PK_PROBE_JUMP;
-	} else if (err == -ENOTSUP) {
-		err = plan_int3(p, &fn, code, what);
-		if (!err)
-			p->kind = PK_PROBE_INT3;
-	}
-out:
+	err = pk_probe_place(&fn, code, offset, p->post != NULL, force_int3,
+			     what, &pl);
 	free(code);
-	return err;
+	if (err)
+		return err;
+	p->addr = pl.addr;
+	p->len = pl.len;
+	p->first_len = pl.first_len;
+	p->kind = pl.kind;
+	p->full = pl.full;
+	return 0;
 }
 
 /* An option, or 0 when @o is too short to hold it. */
@@ -1184,7 +419,7 @@ int pk_probe_create(const struct pk_probe_opts *opts, struct pk_probe **out)
 	if (OPT(opts, offset))
 		snprintf(what + strlen(what), sizeof(what) - strlen(what),
 			 "+%zu", OPT(opts, offset));
-	err = plan(p, what, OPT(opts, offset), !!(OPT(opts, flags) & PK_PROBE_F_INT3));
+	err = place(p, what, OPT(opts, offset), !!(OPT(opts, flags) & PK_PROBE_F_INT3));
 	if (err) {
 		free(p);
 		return err;
@@ -1195,6 +430,12 @@ int pk_probe_create(const struct pk_probe_opts *opts, struct pk_probe **out)
 
 /* ------------------------------------------------------- register/remove */
 
+static void tramp_hash(struct tramp *t)
+{
+	t->next = thash[thash_of(t->addr)];
+	thash[thash_of(t->addr)] = t;
+}
+
 static void tramp_unhash(struct tramp *t)
 {
 	struct tramp **tp = &thash[thash_of(t->addr)];
@@ -1204,25 +445,6 @@ static void tramp_unhash(struct tramp *t)
 	*tp = t->next;
 }
 
-/* Armed form of @t's site: NOPs, then jmp slot+8 ending where the site ends. */
-static void armed_bytes(const struct tramp *t, uint8_t *b)
-{
-	static const uint8_t nops[][4] = {
-		{ 0 }, { 0x90 }, { 0x66, 0x90 }, { 0x0f, 0x1f, 0x00 },
-		{ 0x0f, 0x1f, 0x40, 0x00 },
-	};
-	size_t k = t->len - PK_ARCH_JMP_LEN, o = 0;
-
-	while (k) {
-		size_t m = k > 4 ? 4 : k;
-
-		memcpy(b + o, nops[m], m);
-		o += m;
-		k -= m;
-	}
-	pk_arch_encode_jmp(b + o, t->addr + o, t->slot + SLOT_ENTRY);
-}
-
 /* What the site holds armed: the jmp, or int3 on the instruction. */
 static void site_bytes(const struct tramp *t, uint8_t *b)
 {
@@ -1230,19 +452,10 @@ static void site_bytes(const struct tramp *t, uint8_t *b)
 		memcpy(b, t->old, t->len);
 		b[0] = PK_ARCH_TRAP_BYTE;
 	} else {
-		armed_bytes(t, b);
+		/* A thread between the NOPs and the jmp runs on into the jmp. */
+		pk_arch_encode_jmp_site(b, t->len, t->addr,
+					t->slot + PK_TRAMP_SLOT_ENTRY);
 	}
-}
-
-/* lea rsp,[rsp-128]; call @stub; lea rsp,[rsp+128] at @b, which runs at @at. */
-static void call_seq(uint8_t *b, uintptr_t at, uintptr_t stub)
-{
-	int32_t rel = (int32_t)(stub - (at + 10));
-
-	memcpy(b, "\x48\x8d\x64\x24\x80", 5);
-	b[5] = 0xe8;
-	memcpy(b + 6, &rel, 4);
-	memcpy(b + 10, "\x48\x8d\xa4\x24\x80\x00\x00\x00", 8);
 }
 
 /*
@@ -1253,70 +466,42 @@ static void call_seq(uint8_t *b, uintptr_t at, uintptr_t stub)
  */
 static uintptr_t slot_orig(const struct tramp *t)
 {
-	return t->slot + (t->post ? SLOT_ENTRY : SLOT_COPY);
+	return t->slot + (t->post ? PK_TRAMP_SLOT_ENTRY : PK_TRAMP_SLOT_COPY);
 }
 
 /* Fill @t's slot (see the top of this file) in @slot. */
 static int slot_code(struct tramp *t, uint8_t *slot)
 {
-	const size_t cap = SLOT_SIZE - PK_ARCH_JMP_LEN;
-	uintptr_t full = t->chunk->base + STUB_FULL;
-	struct pk_reloc_map map = { 0 }, rest;
-	size_t at = SLOT_COPY, first;
-	int n, ft = 1;
+	struct pk_tramp_slot s = {
+		.at = t->slot, .head = pk_chunk_head(t->chunk), .owner = t,
+		.addr = t->addr, .code = t->old, .len = t->len,
+		.first_len = t->first_len, .int3 = t->kind == PK_PROBE_INT3,
+		.post = t->post, .full = t->full,
+	};
+	struct pk_reloc_map map;
+	int err = pk_arch_tramp_slot(slot, &s, &map);
 
-	memset(slot, PK_ARCH_TRAP_BYTE, SLOT_SIZE);
-	memcpy(slot, &t, sizeof(t));
-	call_seq(slot + SLOT_ENTRY, t->slot + SLOT_ENTRY,
-		 t->full ? full : t->chunk->base + STUB_FAST);
-	if (t->full)	/* nopw 0(%rax,%rax): no divert after popf */
-		memcpy(slot + SLOT_DIVERT, "\x66\x0f\x1f\x44\x00\x00", 6);
-	else
-		pk_ret_slot_divert(slot + SLOT_DIVERT, t->slot + SLOT_DIVERT,
-				   t->chunk->base + CHUNK_DIVERT);
-	first = t->kind == PK_PROBE_INT3 || t->post ? t->first_len : t->len;
-	if (t->kind == PK_PROBE_INT3)
-		n = pk_arch_relocate_one(t->old, t->len, t->addr, slot + at,
-					 cap - at, t->slot + at, &ft);
-	else
-		n = pk_arch_relocate(t->old, first, t->addr, slot + at, cap - at,
-				     t->slot + at, &map);
-	if (n < 0)
-		return n;
-	at += (size_t)n;
-	if (t->post) {
-		if (!ft || at + CALL_SEQ > cap)
-			return -E2BIG;
-		call_seq(slot + at, t->slot + at, full);
-		at += CALL_SEQ;
-	}
-	if (first < t->len) {
-		/* A jump probe's other displaced instructions, after post. */
-		n = pk_arch_relocate(t->old + first, t->len - first, t->addr + first,
-				     slot + at, cap - at, t->slot + at, &rest);
-		if (n < 0)
-			return n;
-		for (unsigned int i = 0; i < rest.n && map.n < PK_RELOC_MAX; i++) {
-			map.src[map.n] = (uint8_t)(rest.src[i] + first);
-			map.dst[map.n] = (uint8_t)(rest.dst[i] + at - SLOT_COPY);
-			map.n++;
-		}
-		at += (size_t)n;
-	}
-	if (map.n > TRAMP_MAP)
+	if (err)
+		return err;
+	if (map.n > PK_SWEEP_MAP)
 		return -E2BIG;
-	if (ft && pk_arch_encode_jmp(slot + at, t->slot + at, t->addr + t->len))
-		return -ERANGE;
-	t->nmap = (uint8_t)map.n;
-	memcpy(t->map_src, map.src, map.n);
-	memcpy(t->map_dst, map.dst, map.n);
+	t->map.n = (uint8_t)map.n;
+	memcpy(t->map.src, map.src, map.n);
+	memcpy(t->map.dst, map.dst, map.n);
 	return 0;
 }
 
 /* A new trampoline for @p's address, where the original code still is. */
 static int tramp_build(struct pk_probe *p, struct tramp **out)
 {
-	uint8_t slot[SLOT_SIZE];
+	const struct pk_tramp_env env = {
+		.dispatch = (uintptr_t)pk_probe_dispatch,
+		.dispatch_full = (uintptr_t)pk_probe_dispatch_full,
+		.divert_sp = &pk_probe_divert_req.sp,
+		.divert_to = &pk_probe_divert_req.to,
+		.divert_cont = &pk_probe_divert_req.cont,
+	};
+	uint8_t slot[PK_TRAMP_SLOT_SIZE];
 	struct tramp *t = calloc(1, sizeof(*t));
 	int err;
 
@@ -1329,7 +514,7 @@ static int tramp_build(struct pk_probe *p, struct tramp **out)
 	t->full = p->full;
 	t->first_len = p->first_len;
 	memcpy(t->old, (const void *)p->addr, p->len);
-	err = slot_alloc(p->addr, &t->chunk, &t->slot);
+	err = pk_chunk_slot_alloc(p->addr, &env, &t->chunk, &t->slot);
 	if (err) {
 		free(t);
 		return err;
@@ -1339,18 +524,8 @@ static int tramp_build(struct pk_probe *p, struct tramp **out)
 		err = -ENOTSUP;
 	else if (pk_text_fill((void *)t->slot, slot, sizeof(slot)))
 		err = -EPERM;
-	if (!err && t->kind == PK_PROBE_INT3) {
-		/* Before the int3 exists: its SIGTRAP must find the entry. */
-		err = pk_trap_register((void *)t->addr, probe_trap, t);
-		if (err) {
-			pk_err("probe: %#" PRIxPTR ": cannot add the int3 probe to "
-			       "the trap chain (%d)", t->addr, err);
-			if (err == -EEXIST)
-				err = -EBUSY;
-		}
-	}
 	if (err) {
-		slot_free(t->chunk, t->slot);
+		pk_chunk_slot_free(t->chunk, t->slot);
 		free(t);
 		return err;
 	}
@@ -1358,63 +533,53 @@ static int tramp_build(struct pk_probe *p, struct tramp **out)
 	return 0;
 }
 
+/* An int3 trampoline's entry on the trap chain, which its SIGTRAP finds. */
+static int tramp_trap(struct tramp *t)
+{
+	int err;
+
+	if (t->kind != PK_PROBE_INT3)
+		return 0;
+	err = pk_trap_register((void *)t->addr, probe_trap, t);
+	if (err) {
+		pk_err("probe: %#" PRIxPTR ": cannot add the int3 probe to "
+		       "the trap chain (%d)", t->addr, err);
+		return err == -EEXIST ? -EBUSY : err;
+	}
+	t->trapped = 1;
+	return 0;
+}
+
 /* Free a trampoline no thread can be in any more. */
 static void tramp_free(struct tramp *t)
 {
-	if (t->kind == PK_PROBE_INT3)
+	if (t->trapped)
 		pk_trap_unregister((void *)t->addr);
-	slot_free(t->chunk, t->slot);
+	pk_chunk_slot_free(t->chunk, t->slot);
 	free(t);
 }
 
-/* An armed trampoline overlapping [addr, addr+len) but not at @addr. */
+/* An indexed trampoline overlapping [addr, addr+len) but not at @addr. */
 static struct tramp *tramp_overlap(uintptr_t addr, size_t len)
 {
-	for (uintptr_t a = addr - PK_TEXT_MAX + 1; a < addr + len; a++) {
-		struct tramp *t = a == addr ? NULL : tramp_find(a);
+	uintptr_t a = addr - PK_TEXT_MAX + 1;
+	struct tramp *t;
 
-		if (t && a + t->len > addr)
+	while ((t = tramp_over(&a, addr, addr + len)))
+		if (t->addr != addr)
 			return t;
-	}
 	return NULL;
 }
 
 /*
- * Every probe of @probes non-NULL, armed (@arming: not armed), and listed
- * once; marks them. On -EINVAL no mark is left.
- */
-static int check_set(struct pk_probe *const *probes, size_t n, int arming)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		struct pk_probe *p = probes[i];
-
-		if (!p || p->mark || !p->armed != !!arming)
-			break;
-		p->mark = 1;
-	}
-	if (i == n)
-		return 0;
-	while (i--)
-		probes[i]->mark = 0;
-	return -EINVAL;
-}
-
-/*
- * Wait until no thread is in the slots of @changed (trampolines going, or
+ * Wait until no thread is in the slots at @slots (trampolines going, or
  * whose probe lists changed; sorted in place) or in their handlers, then
  * free the trampolines @ts.
  */
-static void retire(struct tramp **ts, size_t n, uintptr_t *changed,
-		   size_t nchanged)
+static void retire(struct tramp **ts, size_t n, uintptr_t *slots,
+		   size_t nslots)
 {
-	int err;
-
-	if (nchanged > 1)
-		qsort(changed, nchanged, sizeof(*changed), addr_cmp);
-	err = sweep(NULL, 0, changed, nchanged, 1);
-	if (err) {
+	if (pk_sweep_wait(slots, nslots)) {
 		pk_warn("probe: %zu trampoline(s) kept forever: a thread may "
 			"still be inside", n);
 		return;
@@ -1423,32 +588,150 @@ static void retire(struct tramp **ts, size_t n, uintptr_t *changed,
 		tramp_free(ts[i]);
 }
 
-int pk_probe_register(struct pk_probe *const *probes, size_t n)
-{
-	struct tramp **fresh = NULL;
-	struct pk_batch *b = NULL;
-	struct arm_ctx ac = { 0 };
-	size_t nfresh = 0;
-	int err, checked;
+/*
+ * One pk_probe_register() or pk_probe_unregister() call, with probe_lock
+ * held from the plan to the end:
+ *
+ *   plan   check every probe and work out every change, changing nothing
+ *          another thread can see: the trampolines that come (built in
+ *          free slots and indexed, unreachable until the commit) or go,
+ *          their sites' bytes (one text batch), the jump sites whose
+ *          threads the commit moves, the slots to wait out afterwards.
+ *   apply  trap entries for new int3 probes, the one commit, then link or
+ *          unlink the probes and retire what goes. Nothing fails after
+ *          the commit.
+ *   undo   on any failure, in one place: what the plan built goes, after a
+ *          wait for threads if a commit (failed, rolled back) let them in.
+ *          An unregister has nothing to undo: its commit failed whole.
+ */
+struct change {
+	struct pk_probe *const *probes;
+	size_t n;
+	int arming;
+	struct pk_probe **sorted;	/* @probes, to check the set */
+	struct tramp **at;		/* arming: each probe's trampoline */
+	struct tramp **tramps;		/* built (arming) or going */
+	size_t ntramps;
+	struct pk_sweep_site *sites;	/* jump sites the commit changes */
+	size_t nsites;
+	uintptr_t *slots;		/* slots to wait out (arming: the new
+					   ones, if the commit fails) */
+	size_t nslots;
+	struct pk_batch *batch;
+	int committed;			/* the commit ran, and failed */
+};
 
-	if (!probes || !n)
-		return -EINVAL;
-	fresh = calloc(n, sizeof(*fresh));
-	ac.fix = calloc(n, sizeof(*ac.fix));
-	if (!fresh || !ac.fix) {
-		free(fresh);
-		free(ac.fix);
+static int change_init(struct change *c, struct pk_probe *const *probes,
+		       size_t n, int arming)
+{
+	memset(c, 0, sizeof(*c));
+	c->probes = probes;
+	c->n = n;
+	c->arming = arming;
+	c->sorted = calloc(n, sizeof(*c->sorted));
+	c->at = arming ? calloc(n, sizeof(*c->at)) : NULL;
+	c->tramps = calloc(n, sizeof(*c->tramps));
+	c->sites = calloc(n, sizeof(*c->sites));
+	c->slots = calloc(n, sizeof(*c->slots));
+	if (!c->sorted || (arming && !c->at) || !c->tramps || !c->sites ||
+	    !c->slots || pk_batch_create(&c->batch))
 		return -ENOMEM;
+	return 0;
+}
+
+static void change_fini(struct change *c)
+{
+	pk_batch_free(c->batch);
+	free(c->sorted);
+	free(c->at);
+	free(c->tramps);
+	free(c->sites);
+	free(c->slots);
+}
+
+static int addr_order(const void *a, const void *b)
+{
+	return ((uintptr_t)a > (uintptr_t)b) - ((uintptr_t)a < (uintptr_t)b);
+}
+
+static int by_addr_cmp(const void *a, const void *b)
+{
+	return addr_order(*(void *const *)a, *(void *const *)b);
+}
+
+/* By trampoline, then by address: a trampoline's probes are adjacent. */
+static int by_tramp_cmp(const void *a, const void *b)
+{
+	const struct pk_probe *x = *(struct pk_probe *const *)a,
+			      *y = *(struct pk_probe *const *)b;
+	int d = addr_order(x->t, y->t);
+
+	return d ? d : addr_order(x, y);
+}
+
+/*
+ * Every probe of the call there, not armed (arming) or armed, and listed
+ * once. Leaves them in c->sorted: by address, or (disarming) grouped by
+ * trampoline.
+ */
+static int check_set(struct change *c)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		struct pk_probe *p = c->probes[i];
+
+		if (!p || !p->armed != !!c->arming)
+			return -EINVAL;
+		c->sorted[i] = p;
 	}
-	pthread_mutex_lock(&probe_lock);
-	err = check_set(probes, n, 1);
-	checked = !err;
-	if (!err)
-		err = install_sweep();
-	if (!err)
-		err = pk_batch_create(&b);
-	for (size_t i = 0; i < n && !err; i++) {
-		struct pk_probe *p = probes[i];
+	qsort(c->sorted, c->n, sizeof(*c->sorted),
+	      c->arming ? by_addr_cmp : by_tramp_cmp);
+	for (size_t i = 1; i < c->n; i++)
+		if (c->sorted[i] == c->sorted[i - 1])
+			return -EINVAL;
+	return 0;
+}
+
+/* Add @t's site to the batch, armed (@arming) or restored. */
+static int plan_site(struct change *c, struct tramp *t)
+{
+	uint8_t armed[PK_TEXT_MAX];
+	uintptr_t via_armed = t->kind == PK_PROBE_INT3 ?
+		t->slot + PK_TRAMP_SLOT_ENTRY : 0;
+	int err;
+
+	site_bytes(t, armed);
+	/*
+	 * A thread that traps on the site while the old bytes are back (a
+	 * failed arming rolled back, or disarming) runs the slot's copy (see
+	 * slot_orig()); an int3 (which need not decode) is run as when armed.
+	 */
+	if (c->arming)
+		err = pk_batch_add_via(c->batch, (void *)t->addr, armed, t->len,
+				       t->old, PK_TEXT_F_MERGE, via_armed,
+				       slot_orig(t));
+	else
+		err = pk_batch_add_via(c->batch, (void *)t->addr, t->old, t->len,
+				       armed, PK_TEXT_F_MERGE, slot_orig(t),
+				       via_armed);
+	if (err)
+		return err;
+	/* An int3 replaces no boundary: no thread to move. */
+	if (t->kind == PK_PROBE_JUMP)
+		c->sites[c->nsites++] = (struct pk_sweep_site){
+			t->addr, t->slot, &t->map, t->len, (uint8_t)c->arming };
+	return 0;
+}
+
+/*
+ * Arming: each probe joins the trampoline at its address (one this plan
+ * built, too) or gets a new one.
+ */
+static int plan_register(struct change *c)
+{
+	int err = pk_sweep_init();	/* once per process; never undone */
+
+	for (size_t i = 0; i < c->n && !err; i++) {
+		struct pk_probe *p = c->probes[i];
 		struct tramp *t = tramp_find(p->addr);
 
 		if (t) {
@@ -1460,206 +743,187 @@ int pk_probe_register(struct pk_probe *const *probes, size_t n)
 				       p->addr, p->post && !t->post ?
 				       "without post-handlers" : "a jump probe",
 				       p->post && !t->post ? "them" : "an int3");
-				err = -EBUSY;
-				break;
+				return -EBUSY;
 			}
-			p->t = t;
+			c->at[i] = t;
 			continue;
 		}
 		t = tramp_overlap(p->addr, p->len);
 		if (t) {
 			pk_err("probe: %#" PRIxPTR ": overlaps the probe at %#"
 			       PRIxPTR, p->addr, t->addr);
-			err = -EBUSY;
-			break;
+			return -EBUSY;
 		}
 		err = tramp_build(p, &t);
 		if (err)
-			break;
-		fresh[nfresh++] = t;
-		t->next = thash[thash_of(t->addr)];
-		thash[thash_of(t->addr)] = t;
-		p->t = t;
-		{
-			uint8_t ab[PK_TEXT_MAX];
-
-			site_bytes(t, ab);
-			/*
-			 * Rolled back, a trapping thread runs the slot's copy;
-			 * an int3 (which need not decode) is run as when armed.
-			 */
-			err = pk_batch_add_via(b, (void *)t->addr, ab, t->len,
-					       t->old, PK_TEXT_F_MERGE,
-					       t->kind == PK_PROBE_INT3 ?
-					       t->slot + SLOT_ENTRY : 0,
-					       slot_orig(t));
-		}
-		/* An int3 replaces no boundary: no thread to move. */
-		if (t->kind == PK_PROBE_JUMP)
-			ac.fix[ac.nfix++] = (struct fix){ t->addr, t, FIX_ARM };
+			return err;
+		tramp_hash(t);
+		c->tramps[c->ntramps++] = t;
+		c->slots[c->nslots++] = t->slot;
+		c->at[i] = t;
+		err = plan_site(c, t);
 	}
-	if (!err && nfresh) {
-		qsort(ac.fix, ac.nfix, sizeof(*ac.fix), fix_cmp);
-		if (ac.nfix)
-			pk_batch_set_hook(b, arm_hook, &ac);
-		err = pk_batch_commit(b);
-		if (err > 0)
-			err = 0;
-		if (err) {
-			/* A thread may have trapped into a new slot meanwhile. */
-			uintptr_t *slots = calloc(nfresh, sizeof(*slots));
-
-			for (size_t i = 0; i < nfresh; i++) {
-				tramp_unhash(fresh[i]);
-				if (slots)
-					slots[i] = fresh[i]->slot;
-			}
-			if (slots)
-				retire(fresh, nfresh, slots, nfresh);
-			else
-				pk_warn("probe: out of memory; %zu trampoline(s) "
-					"leak", nfresh);
-			free(slots);
-		}
-	} else if (err) {
-		/* Built but never reachable. */
-		for (size_t i = 0; i < nfresh; i++) {
-			tramp_unhash(fresh[i]);
-			tramp_free(fresh[i]);
-		}
-	}
-	if (!err) {
-		/* Link at the tail: handlers run in registration order. */
-		for (size_t i = 0; i < n; i++) {
-			struct pk_probe *p = probes[i], **pp = &p->t->probes;
-
-			while (*pp)
-				pp = &(*pp)->next;
-			p->next = NULL;
-			p->seq = ++link_seq;	/* after every probe linked before */
-			/* Pairs with the acquire loads in pk_probe_dispatch(). */
-			__atomic_store_n(pp, p, __ATOMIC_RELEASE);
-			p->armed_kind = p->t->kind;
-			p->armed_len = p->t->len;
-			/* Pairs with the acquire load in pk_probe_get_info(). */
-			__atomic_store_n(&p->armed, 1, __ATOMIC_RELEASE);
-		}
-	} else if (checked) {
-		for (size_t i = 0; i < n; i++)
-			probes[i]->t = NULL;
-	}
-	for (size_t i = 0; checked && i < n; i++)
-		probes[i]->mark = 0;
-	pthread_mutex_unlock(&probe_lock);
-	pk_batch_free(b);
-	free(fresh);
-	free(ac.fix);
 	return err;
+}
+
+/*
+ * Disarming: the trampolines whose probes all go, go (their sites are
+ * restored); every trampoline that loses a probe is waited out.
+ */
+static int plan_unregister(struct change *c)
+{
+	for (size_t i = 0, j; i < c->n; i = j) {
+		struct tramp *t = c->sorted[i]->t;
+		size_t left = 0;
+		int err;
+
+		for (j = i; j < c->n && c->sorted[j]->t == t; j++)
+			;
+		c->slots[c->nslots++] = t->slot;
+		for (const struct pk_probe *q = t->probes; q; q = q->next)
+			left++;
+		if (left > j - i)
+			continue;
+		c->tramps[c->ntramps++] = t;
+		err = plan_site(c, t);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* pk_batch_set_hook(): int3 is on every first byte; move stopped threads. */
+static int move_hook(void *arg)
+{
+	struct change *c = arg;
+
+	return pk_sweep_move(c->sites, c->nsites);
+}
+
+/* The one text batch: 0 or its error (then nothing changed). */
+static int commit(struct change *c)
+{
+	int err;
+
+	if (!c->ntramps)
+		return 0;	/* only probes joining or leaving trampolines */
+	if (c->nsites)
+		pk_batch_set_hook(c->batch, move_hook, c);
+	err = pk_batch_commit(c->batch);
+	c->committed = err < 0;
+	return err < 0 ? err : 0;
+}
+
+/* Link at the tail: handlers run in registration order. */
+static void link_probe(struct pk_probe *p, struct tramp *t)
+{
+	struct pk_probe **pp = &t->probes;
+
+	while (*pp)
+		pp = &(*pp)->next;
+	p->t = t;
+	p->next = NULL;
+	p->seq = ++link_seq;	/* after every probe linked before */
+	/* Pairs with the acquire loads in pk_probe_dispatch(). */
+	__atomic_store_n(pp, p, __ATOMIC_RELEASE);
+	p->armed_kind = t->kind;
+	p->armed_len = t->len;
+	/* Pairs with the acquire load in pk_probe_get_info(). */
+	__atomic_store_n(&p->armed, 1, __ATOMIC_RELEASE);
+}
+
+/* Readers may still walk past @p until the wait that follows. */
+static void unlink_probe(struct pk_probe *p)
+{
+	struct pk_probe **pp = &p->t->probes;
+
+	while (*pp != p)
+		pp = &(*pp)->next;
+	__atomic_store_n(pp, p->next, __ATOMIC_RELEASE);
+}
+
+static int apply_register(struct change *c)
+{
+	int err;
+
+	/* Before the int3 exists: its SIGTRAP must find the entry. */
+	for (size_t i = 0; i < c->ntramps; i++) {
+		err = tramp_trap(c->tramps[i]);
+		if (err)
+			return err;
+	}
+	err = commit(c);
+	if (err)
+		return err;
+	for (size_t i = 0; i < c->n; i++)
+		link_probe(c->probes[i], c->at[i]);
+	return 0;
+}
+
+static int apply_unregister(struct change *c)
+{
+	int err = commit(c);
+
+	if (err)
+		return err;	/* still armed, probes still linked */
+	for (size_t i = 0; i < c->n; i++)
+		unlink_probe(c->probes[i]);
+	for (size_t i = 0; i < c->ntramps; i++)
+		tramp_unhash(c->tramps[i]);
+	/* One wait for the whole set: no thread in a handler or a dead slot. */
+	retire(c->tramps, c->ntramps, c->slots, c->nslots);
+	for (size_t i = 0; i < c->n; i++) {
+		c->probes[i]->armed = 0;
+		c->probes[i]->t = NULL;
+		c->probes[i]->next = NULL;
+	}
+	return 0;
+}
+
+static void undo_register(struct change *c)
+{
+	for (size_t i = 0; i < c->ntramps; i++)
+		tramp_unhash(c->tramps[i]);
+	if (c->committed) {
+		/* A thread may have trapped into a new slot meanwhile. */
+		retire(c->tramps, c->ntramps, c->slots, c->nslots);
+		return;
+	}
+	for (size_t i = 0; i < c->ntramps; i++)
+		tramp_free(c->tramps[i]);	/* never reachable */
+}
+
+/* The shape both calls share: plan, apply, undo. */
+static int change_run(struct pk_probe *const *probes, size_t n, int arming)
+{
+	struct change c;
+	int err;
+
+	if (!probes || !n)
+		return -EINVAL;
+	err = change_init(&c, probes, n, arming);
+	pthread_mutex_lock(&probe_lock);
+	if (!err)
+		err = check_set(&c);
+	if (!err)
+		err = arming ? plan_register(&c) : plan_unregister(&c);
+	if (!err)
+		err = arming ? apply_register(&c) : apply_unregister(&c);
+	if (err && arming)
+		undo_register(&c);
+	pthread_mutex_unlock(&probe_lock);
+	change_fini(&c);
+	return err;
+}
+
+int pk_probe_register(struct pk_probe *const *probes, size_t n)
+{
+	return change_run(probes, n, 1);
 }
 
 int pk_probe_unregister(struct pk_probe *const *probes, size_t n)
 {
-	struct tramp **dead = NULL;
-	struct pk_batch *b = NULL;
-	struct arm_ctx ac = { 0 };
-	uintptr_t *changed = NULL;	/* slots of trampolines that change */
-	size_t ndead = 0;
-	int err = 0;
-
-	if (!probes || !n)
-		return -EINVAL;
-	pthread_mutex_lock(&probe_lock);
-	err = check_set(probes, n, 0);
-	if (err) {
-		pthread_mutex_unlock(&probe_lock);
-		return err;
-	}
-	dead = calloc(n, sizeof(*dead));
-	ac.fix = calloc(n, sizeof(*ac.fix));
-	changed = calloc(n, sizeof(*changed));
-	if (!dead || !ac.fix || !changed || pk_batch_create(&b)) {
-		err = -ENOMEM;
-		goto out;
-	}
-	/* Trampolines left without probes go; their sites are restored. */
-	for (size_t i = 0; i < n; i++) {
-		struct tramp *t = probes[i]->t;
-		size_t left = 0;
-
-		for (struct pk_probe *q = t->probes; q; q = q->next)
-			left += !q->mark;	/* marked: going */
-		if (left || t->mark)
-			continue;
-		t->mark = 1;
-		dead[ndead++] = t;
-		{
-			uint8_t ab[PK_TEXT_MAX];
-
-			site_bytes(t, ab);
-			/* A thread trapping meanwhile: see slot_orig(). */
-			err = pk_batch_add_via(b, (void *)t->addr, t->old, t->len,
-					       ab, PK_TEXT_F_MERGE,
-					       slot_orig(t),
-					       t->kind == PK_PROBE_INT3 ?
-					       t->slot + SLOT_ENTRY : 0);
-		}
-		if (err)
-			goto out;
-		if (t->kind == PK_PROBE_JUMP)
-			ac.fix[ac.nfix++] = (struct fix){ t->addr, t, FIX_DISARM };
-	}
-	if (ndead) {
-		qsort(ac.fix, ac.nfix, sizeof(*ac.fix), fix_cmp);
-		if (ac.nfix)
-			pk_batch_set_hook(b, arm_hook, &ac);
-		err = pk_batch_commit(b);
-		if (err < 0)
-			goto out;	/* still armed, probes still linked */
-		err = 0;
-	}
-	/* Unlink; readers may still walk past them until the sweep below. */
-	for (size_t i = 0; i < n; i++) {
-		struct pk_probe *p = probes[i], **pp = &p->t->probes;
-
-		while (*pp != p)
-			pp = &(*pp)->next;
-		__atomic_store_n(pp, p->next, __ATOMIC_RELEASE);
-	}
-	for (size_t j = 0; j < ndead; j++)
-		tramp_unhash(dead[j]);
-	/* One wait for the whole set: no thread in a handler or a dead slot. */
-	{
-		size_t nchanged = 0;
-
-		for (size_t i = 0; i < n; i++) {
-			struct tramp *t = probes[i]->t;
-
-			if (!(t->mark & 2)) {
-				t->mark |= 2;
-				changed[nchanged++] = t->slot;
-			}
-		}
-		for (size_t i = 0; i < n; i++)
-			probes[i]->t->mark = 0;
-		retire(dead, ndead, changed, nchanged);
-	}
-	for (size_t i = 0; i < n; i++) {
-		probes[i]->armed = 0;
-		probes[i]->t = NULL;
-		probes[i]->next = NULL;
-	}
-out:
-	for (size_t i = 0; i < n; i++) {
-		probes[i]->mark = 0;
-		if (err && probes[i]->t)
-			probes[i]->t->mark = 0;
-	}
-	pthread_mutex_unlock(&probe_lock);
-	pk_batch_free(b);
-	free(changed);
-	free(dead);
-	free(ac.fix);
-	return err;
+	return change_run(probes, n, 0);
 }
 
 void pk_probe_destroy(struct pk_probe *p)
@@ -1689,9 +953,8 @@ int pk_probe_get_info(const struct pk_probe *p, struct pk_probe_info *info)
 	cur.kind = cur.armed ? p->armed_kind : p->kind;
 	cur.missed = __atomic_load_n(&p->missed, __ATOMIC_RELAXED);
 	/* A slot, its tramp, the probe, and a share of its chunk's stub. */
-	cur.bytes = SLOT_SIZE + sizeof(struct tramp) + sizeof(struct pk_probe) +
-		    (CHUNK_SLOTS0 + sizeof(struct chunk) + CHUNK_NSLOTS - 1) /
-			    CHUNK_NSLOTS;
+	cur.bytes = PK_TRAMP_SLOT_SIZE + sizeof(struct tramp) +
+		    sizeof(struct pk_probe) + pk_chunk_share();
 	cur.sz = info->sz < sizeof(cur) ? info->sz : sizeof(cur);
 	memcpy(info, &cur, cur.sz);
 	return 0;

@@ -1,11 +1,25 @@
 /* SPDX-License-Identifier: MIT */
-/* probe.h - what the probe layer's files share: symbol lookups by address. */
+/* probe.h - what the probe layer's files share: symbol lookups by address, placing a probe, diverting a call. */
 #ifndef PK_PROBE_PROBE_H
 #define PK_PROBE_PROBE_H
+
+/*
+ * The probe layer's files, each using only those before it (and the
+ * layers below, arch for every instruction it writes or reads):
+ *
+ *   sym.c     symbols of the loaded objects (pk_sym_lookup, pk_sym_func_at)
+ *   place.c   where a probe goes in its function and which kind it is
+ *   sweep.c   the thread sweep (sweep.h)
+ *   chunk.c   trampoline memory (chunk.h)
+ *   probe.c   entry and int3 probes: the dispatcher, trampolines, arming
+ *             and disarming in batches; and the divert request below
+ *   ret.c     return probes: entry probes that post divert requests
+ */
 
 #include <limits.h>
 #include <stdint.h>
 
+#include "arch/arch.h"
 #include "internal.h"
 
 /* The function that holds an address, and its object's key-site table. */
@@ -24,31 +38,100 @@ struct pk_func {
  */
 PK_HIDDEN int pk_sym_func_at(uintptr_t addr, struct pk_func *out);
 
+/* Where a probe goes and which kind it is. */
+struct pk_probe_place {
+	uintptr_t addr;		/* the probe point */
+	uint8_t len;		/* displaced bytes (int3: the instruction's) */
+	uint8_t first_len;	/* the probed instruction's length */
+	uint8_t kind;		/* enum pk_probe_kind */
+	uint8_t full;		/* inside the function: flags live */
+};
+
 /*
- * Return probes (ret.c) hook the entry probes' trampolines, so that a
- * return-probed function can be called from ret.c's code (its ret is then
- * predicted) instead of having its return address replaced:
- *   pk_ret_stub_tail()   STUB_FAST's last instructions at @b
- *			  (PK_RET_STUB_TAIL_LEN bytes): ret into the slot,
- *			  with ZF set when this call is to be diverted.
- *   pk_ret_divert_code() the chunk's divert code (PK_RET_DIVERT_LEN bytes
- *			  at @b), which the slot's je reaches with the
- *			  function's stack.
- *   pk_ret_slot_divert() the slot's je (6 bytes at @b, running at @at).
- *   pk_ret_busy_at()	  @ip is on the way from the divert code into a
- *			  slot (the sweep must wait). Async-signal-safe.
- * The slot layout both files rely on: the stub returns to the slot
- * PK_PROBE_RET_TO_COPY bytes before the copy of the displaced
- * instructions, and the slot stepped PK_PROBE_REDZONE bytes below the
- * function's stack pointer before calling the stub.
+ * pk_probe_place() - place a probe @offset bytes into @fn (0: at its
+ * entry), with post-handlers if @post, a jump probe where that is safe
+ * unless @force_int3. @code: the function's original bytes. @what names
+ * the probe in messages.
+ * Return: 0, or -EINVAL (@offset not an instruction boundary, code that
+ * does not decode, a static key's site there), -ENOTSUP (an int3 there
+ * already, a post-handler after a branch, an instruction that cannot run
+ * in a slot).
  */
-#define PK_PROBE_RET_TO_COPY 14
-#define PK_PROBE_REDZONE 128
-#define PK_RET_STUB_TAIL_LEN 10
-#define PK_RET_DIVERT_LEN 37
-PK_HIDDEN void pk_ret_stub_tail(uint8_t *b);
-PK_HIDDEN void pk_ret_divert_code(uint8_t *b);
-PK_HIDDEN void pk_ret_slot_divert(uint8_t *b, uintptr_t at, uintptr_t divert);
-PK_HIDDEN int pk_ret_busy_at(uintptr_t ip);
+PK_HIDDEN int pk_probe_place(const struct pk_func *fn, const uint8_t *code,
+			     size_t offset, int post, int force_int3,
+			     const char *what, struct pk_probe_place *out);
+
+/*
+ * Diverting a call (return probes, ret.c, are built on it).
+ *
+ * A pre-handler of a probe at a function's entry may post its thread's
+ * divert request with pk_probe_divert(): when the handlers are done, the
+ * thread leaves the trampoline by a jump to @to, with the function's
+ * return address popped and, in its place (the word just below the stack
+ * pointer), where the function continues (the slot's copy of the
+ * displaced instructions, pk_probe_divert_cont()). Code at @to that calls
+ * it has the function return there, by a ret the return stack buffer
+ * predicts. @to must lie in code declared with pk_probe_divert_region():
+ * the sweep waits for threads there, on their way into a slot.
+ *
+ * One request per thread. It names its hit by the stub's return-address
+ * word, so only that hit's stub takes it (tramp.h's "divert"); until then
+ * it is pending, also for a signal handler's probe hits that interrupt the
+ * thread in between. Taken, it stays as it is until the next post. Only
+ * this thread reads and writes it (the generated code through the thread
+ * pointer): signal fences order it.
+ */
+struct pk_probe_divert {
+	uintptr_t sp;	/* the hit's stub return-address word, | 1 once
+			   taken; 0: never posted */
+	uintptr_t to;
+	uintptr_t cont;
+};
+PK_HIDDEN extern __thread struct pk_probe_divert pk_probe_divert_req
+	__attribute__((tls_model("initial-exec")));
+
+/*
+ * Where the function probed by @r's hit continues: what the code at a
+ * divert's @to calls. Only in a pre-handler at a function's entry.
+ */
+static inline uintptr_t pk_probe_divert_cont(const struct pk_regs *r)
+{
+	return r->pk_private_ret + PK_TRAMP_SLOT_COPY - PK_TRAMP_SLOT_RET;
+}
+
+/* pk_probe_divert() - post this thread's request for @r's hit, to @to. */
+static inline void pk_probe_divert(const struct pk_regs *r, uintptr_t to)
+{
+	pk_probe_divert_req.cont = pk_probe_divert_cont(r);
+	pk_probe_divert_req.to = to;
+	/* The stub reads them on this thread: order against signals. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	pk_probe_divert_req.sp = (uintptr_t)&r->pk_private_ret;
+}
+
+/*
+ * The stack pointer at the probe point of the hit whose request is
+ * pending on this thread (see pk_arch_regs_sp()), or 0: none pending.
+ */
+static inline uintptr_t pk_probe_divert_pending(void)
+{
+	uintptr_t sp = pk_probe_divert_req.sp;
+
+	return sp && !(sp & 7) ? sp + PK_TRAMP_STUB_SP : 0;
+}
+
+/* The @to of the pending request. */
+static inline uintptr_t pk_probe_divert_to(void)
+{
+	return pk_probe_divert_req.to;
+}
+
+/*
+ * pk_probe_divert_region() - declare [@lo, @lo + @len) as code that
+ * divert requests lead to, for good (it is never undeclared).
+ * Context: not from a signal handler; takes probe_lock.
+ * Return: 0, or -ENOMEM.
+ */
+PK_HIDDEN int pk_probe_divert_region(uintptr_t lo, size_t len);
 
 #endif /* PK_PROBE_PROBE_H */

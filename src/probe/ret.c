@@ -3,11 +3,13 @@
 
 /*
  * A return probe is an entry probe (probe.c) whose pre-handler, ret_entry(),
- * pushes a record { real return address, stack slot, probe, data } on this
+ * pushes a record { real return address, stack word, probe, data } on this
  * thread's return-address stack and makes the function return to the
  * record's landing in a code region of ours (two ways, see "divert" and
- * "hijack"); from there pk_ret_common and pk_ret_dispatch() call the return
- * handler and go on to the real return address.
+ * "hijack"); from there pk_arch_ret_common and pk_ret_dispatch() call the
+ * return handler and go on to the real return address. The stack word is
+ * the one that holds the call's return address (the stack pointer at the
+ * function's entry).
  *
  * Records are per thread, so a hit writes nothing shared: the region holds
  * `nblk` blocks of PK_RETPROBE_DEPTH records, and a thread claims a block
@@ -17,10 +19,9 @@
  * the probe went away returns through them.
  *
  *   code region (read+execute, never writable; filled via /proc/self/mem)
- *	+0   address of pk_ret_common          +8  int3 (the FDE starts here:
- *	+16  entry 0:   call *-8(%rsp)              unwinders look up pc - 1)
- *	+20  landing 0: jmp *[rip-26]      (to pk_ret_common)
- *	+32  entry 1 ...                   (16 bytes each)
+ *	one entry per record, PK_RET_ENT_SIZE bytes each from PK_RET_ENT0
+ *	(the layout: src/arch/x86_64/tramp.h): "call *-8(%rsp)", then the
+ *	record's landing, which jumps to pk_arch_ret_common
  *   record region (read+write, mapped with the code)
  *	struct rec [nblk * PK_RETPROBE_DEPTH]
  *
@@ -29,74 +30,71 @@
  *   divert  The function is called from the record's entry, so that its ret
  *	     is predicted. Replacing a return address on the stack costs a
  *	     mispredicted ret (about 14 ns here, more than all the rest). So
- *	     ret_entry() leaves the stack alone and posts a request (ret_dsp:
- *	     the stub's stack pointer, ret_dto: the entry, ret_dcont: the
- *	     slot's copy of the displaced instructions). The stub ends with
- *	     cmp %rsp, %fs:ret_dsp; ret (pk_ret_stub_tail()), so its ret into
- *	     the slot stays paired with the slot's call, and the slot's je
- *	     (pk_ret_slot_divert()) takes the request to the chunk's divert
- *	     code (pk_ret_divert_code()): with the function's stack pointer,
- *	     it writes the copy's address over the return address (saved in
- *	     the record), marks the request taken (| 1) and jumps through r11
- *	     (free at a function's entry: PLT stubs clobber it) to the entry,
- *	     whose call *-8(%rsp) runs the copy, and so the function, with the
+ *	     ret_entry() leaves the stack alone (the return address is saved
+ *	     in the record) and posts a divert request to the record's entry
+ *	     (probe.h's pk_probe_divert()): the trampoline's ret stays paired
+ *	     with its call, the function's return address is replaced by where
+ *	     it continues, and the entry's call *-8(%rsp) runs it with the
  *	     landing as its return address. The return stack buffer then holds
  *	     the landing above the caller's return address: the function's ret
  *	     and our final ret (after the handler) are both predicted. Only the
- *	     stub at that stack pointer takes a request; a signal handler's
- *	     probe hits in between neither post another (they hijack) nor drop
- *	     the call's records, which look stale until the entry's call
- *	     writes the landing (rec_live()).
- *   hijack  Anything else (the request slot is in use, or the entry handler
- *	     did not run from the stub): the landing's address replaces the
- *	     return address on the stack, as kretprobes do; the function's ret
- *	     mispredicts, and we leave by jmp, not ret, so as not to misalign
- *	     the return stack buffer for the returns further up.
+ *	     hit that posted the request takes it; a signal handler's probe
+ *	     hits in between neither post another (they hijack) nor drop the
+ *	     call's records, which look stale until the entry's call writes the
+ *	     landing (rec_live()).
+ *   hijack  Anything else (a divert request is pending, or the entry
+ *	     handler did not run from the stub): the landing's address
+ *	     replaces the return address on the stack, as kretprobes do; the
+ *	     function's ret mispredicts, and we leave by jmp, not ret, so as
+ *	     not to misalign the return stack buffer for the returns further
+ *	     up.
  *
- * One landing per stack slot. Several return probes on one function, or a
+ * One landing per stack word. Several return probes on one function, or a
  * return-probed function tail-called by another: the first record takes
- * the call (or the hijack), the others ride along (mode piggy: same slot,
+ * the call (or the hijack), the others ride along (mode piggy: same word,
  * handled first on the way back, newest first). Chaining landings through
- * one slot instead would make unwinders, which find the record from the
- * slot, go round in a circle.
+ * one word instead would make unwinders, which find the record from the
+ * word, go round in a circle.
  *
  * Why one entry per record, not one shared address. An unwinder (C++
  * exceptions, pthread_exit's forced unwind, backtrace()) reads return
  * addresses from the stack. Meeting our landing, it must find the real
  * caller, which is only in our record; the only thing the stack tells it is
- * the landing's address in the slot. So that address names the record, and
- * one FDE (unwind info, built below and registered with libgcc's
- * __register_frame) covers every entry with the rule
+ * the landing's address in the word. So that address names the record, and
+ * one FDE (unwind info registered with libgcc's __register_frame) covers
+ * every entry with the rule
  *
- *	caller's rsp = rsp;  return address = recs[(*(rsp - 8) - landing 0) / 16].ret
+ *	caller's rsp = rsp;  return address = recs[(*(rsp - 8) - landing 0) /
+ *					      PK_RET_ENT_SIZE].ret
  *
- * (the slot rsp - 8 still holds the landing's address while the unwinder
- * looks: it runs below it; build_eh() has the details). No unwinder needs
- * a special case if it uses libgcc's registered frames (glibc's and
- * libstdc++'s do), and there is no hook on __cxa_throw or
+ * (the word, rsp - 8, still holds the landing's address while the unwinder
+ * looks: it runs below it; src/arch/x86_64/eh.c has the details). No
+ * unwinder needs a special case if it uses libgcc's registered frames
+ * (glibc's and libstdc++'s do), and there is no hook on __cxa_throw or
  * _Unwind_RaiseException, which would see neither pthread_cancel nor a
  * second copy of the unwinder. The kernel solves the same problem by
  * teaching its own unwinders about kretprobe_trampoline; we cannot edit the
  * process's unwinder, but we can describe ourselves to it.
  *
- * pk_ret_common (below, in probekit's text with ordinary CFI) saves what
- * is live after a return (rax, rdx, xmm0, xmm1, the callee-saved registers)
- * as a struct pk_regs whose last word is the stack slot itself, calls
- * pk_ret_dispatch(), restores rax and rdx (the handler may change them)
- * and returns through the slot, where the dispatcher put the real return
- * address back: by ret in divert mode, by jmp *-8(%rsp) in hijack mode
- * ([rsp-8] is safe from signal frames: the kernel skips the 128-byte red
- * zone). rcx, rsi, rdi and r8-r11 are dead after a return (SysV ABI): not
- * saved, so their struct fields are undefined.
+ * pk_arch_ret_common (src/arch/x86_64/tramp.c, in probekit's text with
+ * ordinary CFI) saves what is live after a return (rax, rdx, xmm0, xmm1,
+ * the callee-saved registers) as a struct pk_regs whose last word is the
+ * stack word itself, calls pk_ret_dispatch(), restores rax and rdx (the
+ * handler may change them) and returns through the word, where the
+ * dispatcher put the real return address back: by ret in divert mode, by
+ * jmp *-8(%rsp) in hijack mode ([rsp-8] is safe from signal frames: the
+ * kernel skips the 128-byte red zone). rcx, rsi, rdi and r8-r11 are dead
+ * after a return (SysV ABI): not saved, so their struct fields are
+ * undefined.
  *
  * Stale records. Calls skipped by longjmp or an exception leave records
  * behind. Returning through landing k drops every record above k of the
  * block but k's riders (their calls cannot still be running); a new push
- * first drops top records whose slot no longer holds their landing's
+ * first drops top records whose word no longer holds their landing's
  * address (the stack there was reused). That test never drops a live
  * record, also when the push happens on another stack (a signal handler on
- * a sigaltstack); an extra "slot below the new call's" test would. Stale
- * records whose slot happens to be intact stay until a return below them
+ * a sigaltstack); an extra "word below the new call's" test would. Stale
+ * records whose word happens to be intact stay until a return below them
  * drops them; they cost depth, never correctness.
  *
  * Unregister vs a thread in a return handler (asymmetric Dekker):
@@ -105,9 +103,6 @@
  * Either the thread's reload sees NULL or unregister sees cur == rp. A is a
  * compiler barrier and B membarrier(PRIVATE_EXPEDITED) where the kernel has
  * it (no fence on the hit path); otherwise both are full fences.
- *
- * Locking: ret_lock guards region creation and every (un)register; it is
- * taken before probe.c's probe_lock, never inside it. Hit paths take no lock.
  */
 
 #include <errno.h>
@@ -120,29 +115,47 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "arch/arch.h"
 #include "internal.h"
 #include "probe/probe.h"
 #include "text/text.h"
 
-#define ENT_SIZE 16
-#define ENT_LAND 4		/* landing: after the entry's call */
-#define CODE_ENT0 16		/* first entry */
-#define CODE_FDE 8		/* where the FDE starts: pc - 1 of landing 0 is
-				   inside entry 0; one byte before it too */
+#define ENT_SIZE PK_RET_ENT_SIZE
+#define ENT_LAND PK_RET_ENT_LAND	/* landing: after the entry's call */
 #define RET_THREADS 128		/* blocks, unless PROBEKIT_RETPROBE_THREADS */
 
 enum mode { M_HIJACK, M_DIVERT, M_PIGGY };
 
 struct rec {
 	uint64_t ret;		/* the real return address: first, the FDE reads it */
-	uint64_t sp;		/* the slot it was in, | enum mode */
+	uint64_t word;		/* the stack word, | enum mode: rec_word(),
+				   rec_mode() */
 	struct pk_retprobe *rp;	/* atomic; NULL once the probe is unregistered */
-	uint64_t cont;		/* divert: what the entry calls (the slot's copy);
-				   piggy: the landing the slot holds */
+	uint64_t cont;		/* divert: what the entry calls (the trampoline
+				   slot's copy); piggy: the landing the word
+				   holds */
 	unsigned char data[PK_RETPROBE_DATA_MAX] __attribute__((aligned(16)));
 };
-_Static_assert(sizeof(struct rec) == 96, "the FDE's expression multiplies by 6");
 _Static_assert(offsetof(struct rec, ret) == 0, "the FDE reads rec.ret");
+_Static_assert(sizeof(struct rec) % PK_RET_ENT_SIZE == 0,
+	       "the FDE finds record k at k * its size / PK_RET_ENT_SIZE");
+
+static PK_NOPROBE_INLINE uint64_t rec_word(const struct rec *r)
+{
+	return r->word & ~(uint64_t)7;
+}
+
+static PK_NOPROBE_INLINE enum mode rec_mode(const struct rec *r)
+{
+	return (enum mode)(r->word & 7);
+}
+
+/* Whether @r's stack word is @word and its mode @m. */
+static PK_NOPROBE_INLINE int rec_is(const struct rec *r, uint64_t word,
+				    enum mode m)
+{
+	return r->word == (word | m);
+}
 
 /* One thread's records: the owner and unregister read and write these. */
 struct blk {
@@ -157,21 +170,28 @@ struct pk_retprobe {
 	pk_retprobe_ret_fn ret;
 	void *ctx;
 	unsigned long missed;		/* atomic */
-	uint8_t armed;			/* guarded by ret_lock */
-	uint8_t going;			/* unregister in progress; ret_lock */
+	uint8_t armed;
+	uint8_t going;			/* unregister in progress */
 };
 
+/*
+ * ret_lock guards every return probe's ->armed and ->going, each
+ * (un)register call as a whole, and creating the region: the variables
+ * below are set once, under it, before any return probe is armed, and only
+ * read after (by hit paths too, without it: the entry probes that lead
+ * there are armed by a later text commit). It is taken outside probe.c's
+ * probe_lock (internal.h's lock order). Hit paths take no lock: a block's
+ * records are its owner thread's, which unregister only clears ->rp of,
+ * by compare-and-swap (see "Unregister vs a thread in a return handler").
+ */
 static pthread_mutex_t ret_lock = PTHREAD_MUTEX_INITIALIZER;
-/* Set once under ret_lock before any return probe is armed; then read only. */
 static uintptr_t ret_code, ret_ents;	/* code region, entry 0 */
-static size_t ret_code_len, ret_nblk;
+static size_t ret_nblk;
 static struct rec *ret_recs;
 static struct blk *ret_blks;
 static pthread_key_t ret_key;
 static int ret_asym;			/* membarrier plays barrier B */
 static int ret_hijack_only;		/* PROBEKIT_RETPROBE_HIJACK=1 */
-/* The stub's return address in the slot -> the function's stack pointer. */
-#define RET_STUB_SKIP (8 + PK_PROBE_REDZONE)
 
 /* This thread's block (or NULL), its stack top, and "in the dispatcher". */
 static __thread struct blk *ret_self __attribute__((tls_model("initial-exec")));
@@ -180,168 +200,17 @@ static __thread unsigned int ret_busy __attribute__((tls_model("initial-exec")))
 /* ret_self's records and the index of its first. */
 static __thread struct rec *ret_myrecs __attribute__((tls_model("initial-exec")));
 static __thread size_t ret_mybase __attribute__((tls_model("initial-exec")));
-/*
- * A divert request: the stub's stack pointer when it may take it (0, or
- * | 1 once taken: never a stack pointer), the entry to jump to and what it
- * calls. Read by generated code through %fs: initial-exec, so the offsets
- * are fixed.
- */
-static __thread uintptr_t ret_dsp __attribute__((tls_model("initial-exec")));
-static __thread uintptr_t ret_dto __attribute__((tls_model("initial-exec")));
-static __thread uintptr_t ret_dcont __attribute__((tls_model("initial-exec")));
-
-PK_HIDDEN uint64_t pk_ret_dispatch(struct pk_regs *r);
-PK_HIDDEN void pk_ret_common(void);
-
-/*
- * The shared part of the return path. Entered by jmp from a landing with
- * rsp = slot + 8 and [slot] = the landing. The struct pk_regs it builds ends
- * at the slot (pk_private_ret is the slot), so writing regs->pk_private_ret
- * restores the stack; the dispatcher leaves the mode in regs->flags. CFI: a
- * frame whose return address is at CFA - 8, the slot; while it still holds
- * the landing the unwinder goes on through the entries' FDE, afterwards
- * straight to the caller.
- */
-__asm__(".pushsection pk_noprobe_text,\"ax\",@progbits\n"
-	".globl pk_ret_common\n"
-	".hidden pk_ret_common\n"
-	".type pk_ret_common,@function\n"
-	"pk_ret_common:\n"
-	"	.cfi_startproc\n"
-	"	.cfi_def_cfa_offset 0\n"
-	/* The slot, then flags' place (not saved: no flag is live here). */
-	"	lea -16(%rsp), %rsp\n"
-	"	.cfi_def_cfa_offset 16\n"
-	"	push %rax\n"
-	"	.cfi_def_cfa_offset 24\n"
-	/* rcx, and below rsi, rdi, r8-r11: dead after a return, not saved. */
-	"	lea -8(%rsp), %rsp\n"
-	"	.cfi_def_cfa_offset 32\n"
-	"	push %rdx\n"
-	"	.cfi_def_cfa_offset 40\n"
-	"	push %rbx\n"
-	"	.cfi_def_cfa_offset 48\n"
-	"	.cfi_offset %rbx, -48\n"
-	"	lea 48(%rsp), %rax\n"		/* rsp after the return */
-	"	push %rax\n"
-	"	.cfi_def_cfa_offset 56\n"
-	"	push %rbp\n"
-	"	.cfi_def_cfa_offset 64\n"
-	"	.cfi_offset %rbp, -64\n"
-	"	lea -48(%rsp), %rsp\n"
-	"	.cfi_def_cfa_offset 112\n"
-	"	push %r12\n"
-	"	push %r13\n"
-	"	push %r14\n"
-	"	push %r15\n"
-	"	.cfi_def_cfa_offset 144\n"
-	"	.cfi_offset %r12, -120\n"
-	"	.cfi_offset %r13, -128\n"
-	"	.cfi_offset %r14, -136\n"
-	"	.cfi_offset %r15, -144\n"
-	"	lea -8(%rsp), %rsp\n"		/* ip */
-	"	.cfi_def_cfa_offset 152\n"
-	"	mov %rsp, %rdi\n"
-	"	mov %rsp, %rbx\n"
-	"	.cfi_def_cfa_register %rbx\n"
-	"	and $-16, %rsp\n"
-	"	sub $32, %rsp\n"
-	"	movaps %xmm0, (%rsp)\n"		/* floating-point return values */
-	"	movaps %xmm1, 16(%rsp)\n"
-	"	call pk_ret_dispatch\n"
-	"	movaps (%rsp), %xmm0\n"
-	"	movaps 16(%rsp), %xmm1\n"
-	"	mov %rbx, %rsp\n"
-	"	.cfi_def_cfa_register %rsp\n"
-	/*
-	 * The return value (the handler may have changed it) and rbx; the
-	 * other callee-saved registers the dispatcher kept.
-	 */
-	"	mov 128(%rsp), %rax\n"
-	"	mov 112(%rsp), %rdx\n"
-	"	mov 104(%rsp), %rbx\n"
-	"	.cfi_restore %rbx\n"
-	"	cmpq $0, 136(%rsp)\n"		/* the mode: divert? */
-	"	lea 144(%rsp), %rsp\n"
-	"	.cfi_def_cfa_offset 8\n"
-	"	jne 1f\n"
-	"	lea 8(%rsp), %rsp\n"
-	"	.cfi_def_cfa_offset 0\n"
-	"	jmp *-8(%rsp)\n"
-	"1:\n"
-	"	.cfi_def_cfa_offset 8\n"
-	"	ret\n"
-	"	.cfi_endproc\n"
-	".size pk_ret_common, .-pk_ret_common\n"
-	".popsection\n");
-
-/* ------------------------------------------------------- the stub's tail */
-
-static int32_t tp_off(const void *tls)
-{
-	uintptr_t tp;
-
-	__asm__("mov %%fs:0, %0" : "=r"(tp));
-	return (int32_t)(intptr_t)((uintptr_t)tls - tp);
-}
-
-void pk_ret_stub_tail(uint8_t *b)
-{
-	int32_t dsp = tp_off(&ret_dsp);
-
-	/* cmp %rsp, %fs:ret_dsp; ret (into the slot, which tests ZF) */
-	memcpy(b, "\x64\x48\x39\x24\x25", 5);
-	memcpy(b + 5, &dsp, 4);
-	b[9] = 0xc3;
-}
-
-void pk_ret_divert_code(uint8_t *b)
-{
-	int32_t dsp = tp_off(&ret_dsp), dto = tp_off(&ret_dto),
-		dcont = tp_off(&ret_dcont);
-	size_t n = 0;
-
-	/* The function's stack: rsp = its slot, [slot] = its return address. */
-	/* mov %fs:ret_dto, %r11 (the entry) */
-	memcpy(b + n, "\x64\x4c\x8b\x1c\x25", 5);
-	memcpy(b + n + 5, &dto, 4);
-	n += 9;
-	/* push %fs:ret_dcont; popq (%rsp): over the return address (saved) */
-	memcpy(b + n, "\x64\xff\x34\x25", 4);
-	memcpy(b + n + 4, &dcont, 4);
-	n += 8;
-	memcpy(b + n, "\x8f\x04\x24", 3);
-	n += 3;
-	/* orb $1, %fs:ret_dsp: taken */
-	memcpy(b + n, "\x64\x80\x0c\x25", 4);
-	memcpy(b + n + 4, &dsp, 4);
-	b[n + 8] = 1;
-	n += 9;
-	/* lea 8(%rsp), %rsp; jmp *%r11 */
-	memcpy(b + n, "\x48\x8d\x64\x24\x08\x41\xff\xe3", 8);
-}
-
-void pk_ret_slot_divert(uint8_t *b, uintptr_t at, uintptr_t divert)
-{
-	int32_t rel = (int32_t)(divert - (at + 6));
-
-	b[0] = 0x0f;	/* je rel32 */
-	b[1] = 0x84;
-	memcpy(b + 2, &rel, 4);
-}
-
-PK_NOPROBE int pk_ret_busy_at(uintptr_t ip)
-{
-	uintptr_t c = __atomic_load_n(&ret_code, __ATOMIC_ACQUIRE);
-
-	return c && ip >= c && ip < c + ret_code_len;
-}
-
 /* ---------------------------------------------------------- hit paths */
 
 static inline uintptr_t land_addr(size_t k)
 {
 	return ret_ents + k * ENT_SIZE + ENT_LAND;
+}
+
+/* The record whose landing is @land (huge for addresses not a landing). */
+static inline size_t land_index(uintptr_t land)
+{
+	return (size_t)(land - ENT_LAND - ret_ents) / ENT_SIZE;
 }
 
 static inline void barrier_a(void)
@@ -398,37 +267,37 @@ PK_NOPROBE static void miss(struct pk_retprobe *rp)
 
 /*
  * Whether record @j of the block at @base (recs) may still be returned
- * through: its slot holds its landing, or its call is being diverted (the
- * request is pending, or taken and the slot holds what the entry will
- * call; we may be a signal handler that interrupted that). Piggy records
- * live as long as the record whose call they ride.
+ * through: its word holds its landing, or its call is being diverted (the
+ * request is pending: @psp, or taken and the word holds what the entry
+ * will call; we may be a signal handler that interrupted that). Piggy
+ * records live as long as the record whose call they ride.
  */
-static PK_NOPROBE_INLINE __attribute__((no_sanitize_address)) int rec_live(const struct rec *recs, size_t base, unsigned int j,
-		    uintptr_t dsp)
+static PK_NOPROBE_INLINE __attribute__((no_sanitize_address)) int
+rec_live(const struct rec *recs, size_t base, unsigned int j, uintptr_t psp)
 {
 	const struct rec *t = &recs[j];
-	uint64_t sp = t->sp & ~(uint64_t)7, v;
+	uint64_t word = rec_word(t), v;
 
-	if ((t->sp & 7) == M_PIGGY) {
-		size_t k = (size_t)(t->cont - ENT_LAND - ret_ents) / ENT_SIZE;
+	if (rec_mode(t) == M_PIGGY) {
+		size_t k = land_index(t->cont);
 
 		if (k < base || k >= base + j)
 			return 0;
 		j = (unsigned int)(k - base);
 		t = &recs[j];
-		if ((t->sp & ~(uint64_t)7) != sp || (t->sp & 7) == M_PIGGY)
+		if (rec_word(t) != word || rec_mode(t) == M_PIGGY)
 			return 0;
 	}
-	if (dsp && !(dsp & 7) && sp == dsp + RET_STUB_SKIP)
+	if (word == psp)
 		return 1;	/* pending */
-	v = *(const volatile uint64_t *)(uintptr_t)sp;
+	v = *(const volatile uint64_t *)(uintptr_t)word;
 	return v == land_addr(base + j) ||
-	       ((t->sp & 7) == M_DIVERT && v == t->cont);
+	       (rec_mode(t) == M_DIVERT && v == t->cont);
 }
 
 /*
  * The entry probe's pre-handler: push a record, arrange the return.
- * Reads stack slots of calls that may be gone: not instrumented by ASan,
+ * Reads stack words of calls that may be gone: not instrumented by ASan,
  * which may have poisoned that memory for a newer frame.
  */
 PK_NOPROBE __attribute__((no_sanitize_address))
@@ -436,9 +305,8 @@ static void ret_entry(struct pk_probe *p, struct pk_regs *r, void *ctx)
 {
 	struct pk_retprobe *rp = ctx;
 	struct blk *b = ret_self;
-	uint64_t *slot = (uint64_t *)(uintptr_t)r->rsp;
-	uintptr_t a = (uintptr_t)&r->pk_private_ret, dsp = ret_dsp;
-	int pending = dsp && !(dsp & 7);
+	uint64_t *word = (uint64_t *)pk_arch_regs_sp(r);
+	uintptr_t psp = pk_probe_divert_pending();
 	struct rec *recs, *rec;
 	unsigned int top;
 	uint64_t cont;
@@ -455,9 +323,9 @@ static void ret_entry(struct pk_probe *p, struct pk_regs *r, void *ctx)
 	 * interrupted, wherever it is: above us, or on the thread's stack
 	 * while we run on a sigaltstack (at any address). It is never
 	 * dropped here: its thread may be past the stub's cmp already, on its
-	 * way to the divert code, which reads ret_dto and ret_dcont and pushes
-	 * into the record it names; dropping it would let our hits post a
-	 * divert of their own over those, and reuse that record. So hits
+	 * way to the divert code, which reads the request's @to and @cont
+	 * and pushes into the record it names; dropping it would let our hits
+	 * post a divert of their own over those, and reuse that record. So hits
 	 * while a request is pending hijack, and its record stays live. (A
 	 * request is dead only if a handler left probekit's trampoline by
 	 * longjmp, which the header forbids.)
@@ -466,7 +334,7 @@ static void ret_entry(struct pk_probe *p, struct pk_regs *r, void *ctx)
 	recs = ret_myrecs;
 	top = ret_top;
 	/* Drop top records whose call is gone (see "Stale records"). */
-	while (top && !rec_live(recs, base, top - 1, dsp))
+	while (top && !rec_live(recs, base, top - 1, psp))
 		top--;
 	if (top == PK_RETPROBE_DEPTH) {
 		ret_top = top;
@@ -474,36 +342,32 @@ static void ret_entry(struct pk_probe *p, struct pk_regs *r, void *ctx)
 		return;
 	}
 	/*
-	 * One landing per stack slot: a call that returns through a slot
+	 * One landing per stack word: a call that returns through a word
 	 * which already leads to a record (another return probe on this
 	 * function, or a probed function tail-called by one) rides along on
-	 * that record instead of taking the slot over. Unwinders find a
-	 * record by the landing in the slot, so two landings chained through
-	 * one slot would send them round in a circle.
+	 * that record instead of taking the word over. Unwinders find a
+	 * record by the landing in the word, so two landings chained through
+	 * one word would send them round in a circle.
 	 */
-	if (pending && dsp == a) {
+	if (psp == (uintptr_t)word) {
 		m = M_PIGGY;	/* another return probe diverts this call */
-		cont = ret_dto + ENT_LAND;
-	} else if (top && (recs[top - 1].sp & ~(uint64_t)7) == (uintptr_t)slot) {
+		cont = pk_probe_divert_to() + ENT_LAND;
+	} else if (top && rec_word(&recs[top - 1]) == (uintptr_t)word) {
 		const struct rec *t = &recs[top - 1];
 
-		m = M_PIGGY;	/* live (above), so *slot is its landing */
-		cont = (t->sp & 7) == M_PIGGY ? t->cont : land_addr(base + top - 1);
-	} else if (!pending && !ret_hijack_only) {
-		/*
-		 * Only STUB_FAST calls us (a return probe's entry probe is at
-		 * a function's entry, without post-handler), and its slots
-		 * have the je: the function's stack is RET_STUB_SKIP above a.
-		 */
+		m = M_PIGGY;	/* live (above), so *word is its landing */
+		cont = rec_mode(t) == M_PIGGY ? t->cont : land_addr(base + top - 1);
+	} else if (!psp && !ret_hijack_only) {
+		/* We run at a function's entry: a return probe's entry probe. */
 		m = M_DIVERT;
-		cont = r->pk_private_ret + PK_PROBE_RET_TO_COPY;
+		cont = pk_probe_divert_cont(r);
 	} else {
 		m = M_HIJACK;
 		cont = 0;
 	}
 	rec = &recs[top];
-	rec->ret = *slot;
-	rec->sp = (uint64_t)(uintptr_t)slot | m;
+	rec->ret = *word;
+	rec->word = (uint64_t)(uintptr_t)word | m;
 	rec->cont = cont;
 	if (rp->entry && rp->entry(rp, r, rec->data, rp->ctx)) {
 		ret_top = top;
@@ -516,16 +380,12 @@ static void ret_entry(struct pk_probe *p, struct pk_regs *r, void *ctx)
 	ret_top = top + 1;
 	switch (m) {
 	case M_DIVERT:
-		ret_dcont = cont;
-		ret_dto = land_addr(base + top) - ENT_LAND;
-		/* The stub reads both on this thread: order against signals. */
-		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		ret_dsp = a;
+		pk_probe_divert(r, land_addr(base + top) - ENT_LAND);
 		break;
 	case M_PIGGY:
 		break;
 	case M_HIJACK:
-		*slot = land_addr(base + top);
+		*word = land_addr(base + top);
 		break;
 	}
 }
@@ -556,11 +416,11 @@ call_ret(struct blk *b, struct rec *rec, struct pk_regs *r)
 	__atomic_store_n(&b->cur, NULL, __ATOMIC_RELEASE);
 }
 
-/* Called by pk_ret_common with the registers after a landing. */
+/* Called by pk_arch_ret_common with the registers after a landing. */
 PK_NOPROBE uint64_t pk_ret_dispatch(struct pk_regs *r)
 {
-	uintptr_t land = r->pk_private_ret, s = r->rsp - 8;
-	size_t k = (size_t)(land - ret_ents - ENT_LAND) / ENT_SIZE;
+	uintptr_t land = r->pk_private_ret, word = pk_arch_regs_sp(r) - 8;
+	size_t k = land_index(land);
 	unsigned int i = (unsigned int)(k % PK_RETPROBE_DEPTH);
 	struct blk *b;
 	struct rec *rec;
@@ -570,26 +430,26 @@ PK_NOPROBE uint64_t pk_ret_dispatch(struct pk_regs *r)
 		die("probekit: return trampoline entered from nowhere\n");
 	b = &ret_blks[k / PK_RETPROBE_DEPTH];
 	rec = &ret_recs[k];
-	m = (enum mode)(rec->sp & 7);
-	if ((rec->sp & ~(uint64_t)7) != s || m == M_PIGGY)
+	m = rec_mode(rec);
+	if (rec_word(rec) != word || m == M_PIGGY)
 		die("probekit: return trampoline entered through a record that "
 		    "is not this call's (stack switched inside a return-probed "
 		    "call?)\n");
 	ret_busy = 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	r->pk_private_ret = rec->ret;	/* the slot: the stack is as it was */
+	r->pk_private_ret = rec->ret;	/* the word: the stack is as it was */
 	r->ip = rec->ret;
 	if (b == ret_self) {
 		struct rec *recs = ret_recs + (k - i);
 
 		/* Riders on this call first, newest first; the rest is stale. */
 		for (unsigned int j = ret_top; j-- > i + 1;)
-			if (recs[j].sp == (s | M_PIGGY) && recs[j].cont == land)
+			if (rec_is(&recs[j], word, M_PIGGY) && recs[j].cont == land)
 				call_ret(b, &recs[j], r);
 		ret_top = i;
 	}
 	call_ret(b, rec, r);
-	r->flags = m == M_DIVERT;	/* how pk_ret_common leaves */
+	r->flags = m == M_DIVERT;	/* how pk_arch_ret_common leaves */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	ret_busy = 0;
 	return rec->ret;
@@ -598,90 +458,6 @@ PK_NOPROBE uint64_t pk_ret_dispatch(struct pk_regs *r)
 /* -------------------------------------------------------------- region */
 
 extern void __register_frame(void *begin);
-
-static void put32(uint8_t *b, uint32_t v)
-{
-	memcpy(b, &v, 4);
-}
-
-static void put64(uint8_t *b, uint64_t v)
-{
-	memcpy(b, &v, 8);
-}
-
-/*
- * An .eh_frame with one CIE and one FDE for [pc, pc + range): the caller's
- * rsp is rsp (the slot + 8), its return address recs[(*slot - land0) /
- * 16].ret at recs + (*slot - land0) * 6 (see the top). Ends with the zero
- * terminator __register_frame() wants. Returns its length.
- *
- * The CFA is rsp + 8, not rsp: libgcc tells frames apart by the CFA of
- * their callee (uw_identify_context()), and with CFA = rsp this frame and
- * the probed function's (whose CFA is the slot + 8 too) would look alike,
- * so phase 2 of an exception resumed below us (_Unwind_Resume after a
- * cleanup in the probed function) would take us for the handler's frame
- * and abort. The caller's rsp is then given explicitly (DW_CFA_val_offset).
- */
-static size_t build_eh(uint8_t *b, uintptr_t pc, size_t range, uintptr_t land0,
-		       uintptr_t recs)
-{
-	size_t n = 0, cie = 0, fde, e0;
-
-	/* CIE: version 1, "zR", code align 1, data align -8, RA column 16. */
-	n = 4;
-	put32(b + n, 0);
-	n += 4;
-	b[n++] = 1;
-	memcpy(b + n, "zR", 3);
-	n += 3;
-	b[n++] = 1;		/* code alignment */
-	b[n++] = 0x78;		/* data alignment -8 (sleb) */
-	b[n++] = 16;		/* return address column */
-	b[n++] = 1;		/* augmentation data length */
-	b[n++] = 0x00;		/* FDE pointers: DW_EH_PE_absptr */
-	b[n++] = 0x0c;		/* DW_CFA_def_cfa rsp, 8 */
-	b[n++] = 7;
-	b[n++] = 8;
-	while ((n - cie) % 8)
-		b[n++] = 0;	/* DW_CFA_nop */
-	put32(b + cie, (uint32_t)(n - cie - 4));
-
-	fde = n;
-	n += 4;
-	put32(b + n, (uint32_t)(n - cie));	/* back to the CIE */
-	n += 4;
-	put64(b + n, pc);
-	n += 8;
-	put64(b + n, range);
-	n += 8;
-	b[n++] = 0;		/* augmentation data length */
-	b[n++] = 0x14;		/* DW_CFA_val_offset: the caller's rsp is */
-	b[n++] = 7;
-	b[n++] = 1;		/* CFA - 8 */
-	b[n++] = 0x10;		/* DW_CFA_expression: where r16 (RA) is */
-	b[n++] = 16;
-	e0 = n++;		/* expression length */
-	/* The CFA is pushed first. */
-	b[n++] = 0x40;		/* DW_OP_lit16 */
-	b[n++] = 0x1c;		/* DW_OP_minus: the slot */
-	b[n++] = 0x06;		/* DW_OP_deref: the landing's address */
-	b[n++] = 0x0e;		/* DW_OP_const8u landing 0 */
-	put64(b + n, land0);
-	n += 8;
-	b[n++] = 0x1c;		/* DW_OP_minus: k * 16 */
-	b[n++] = 0x36;		/* DW_OP_lit6 */
-	b[n++] = 0x1e;		/* DW_OP_mul: k * 96 */
-	b[n++] = 0x0e;		/* DW_OP_const8u recs */
-	put64(b + n, recs);
-	n += 8;
-	b[n++] = 0x22;		/* DW_OP_plus: &recs[k].ret */
-	b[e0] = (uint8_t)(n - e0 - 1);
-	while ((n - fde) % 8)
-		b[n++] = 0;
-	put32(b + fde, (uint32_t)(n - fde - 4));
-	put32(b + n, 0);	/* terminator */
-	return n + 4;
-}
 
 /* fork(): ret_lock first of all (internal.h's lock order). */
 static void ret_fork_prepare(void)
@@ -714,7 +490,7 @@ static int region_init(void)
 	size_t nblk = RET_THREADS, nent, code_len, rec_len;
 	uint8_t *code = NULL, *eh = NULL;
 	struct blk *blks = NULL;
-	uintptr_t common = (uintptr_t)pk_ret_common, recs;
+	uintptr_t recs;
 	void *c = MAP_FAILED;
 	int err = -ENOMEM;
 
@@ -725,12 +501,12 @@ static int region_init(void)
 		nblk = (size_t)atol(v);
 	ret_hijack_only = pk_env_flag("RETPROBE_HIJACK");
 	if (nblk > 4096)
-		nblk = 4096;	/* the records stay within a rel32 of the code */
+		nblk = 4096;	/* a bound on the pool: 48 MiB of records */
 	nent = nblk * PK_RETPROBE_DEPTH;
-	code_len = (CODE_ENT0 + nent * ENT_SIZE + 4095) & ~(size_t)4095;
+	code_len = (PK_RET_ENT0 + nent * ENT_SIZE + 4095) & ~(size_t)4095;
 	rec_len = (nent * sizeof(struct rec) + 4095) & ~(size_t)4095;
 	code = malloc(code_len);
-	eh = malloc(128);
+	eh = malloc(PK_ARCH_RET_EH_MAX);
 	blks = aligned_alloc(64, nblk * sizeof(*blks));
 	/* One mapping, so entries reach their records; code never writable. */
 	c = mmap(NULL, code_len + rec_len, PROT_READ | PROT_EXEC,
@@ -743,19 +519,9 @@ static int region_init(void)
 		goto fail;
 	}
 	memset(blks, 0, nblk * sizeof(*blks));
-	memset(code, 0xcc, code_len);
-	memcpy(code, &common, 8);
-	for (size_t k = 0; k < nent; k++) {
-		size_t at = CODE_ENT0 + k * ENT_SIZE;
-		uint8_t *e = code + at;
-		int32_t rel;
-
-		memcpy(e, "\xff\x54\x24\xf8", 4);	/* call *-8(%rsp) */
-		rel = -(int32_t)(at + ENT_LAND + 6);
-		e[4] = 0xff;	/* landing: jmp *[rip+rel]: the pointer at +0 */
-		e[5] = 0x25;
-		memcpy(e + 6, &rel, 4);
-	}
+	pk_arch_ret_code(code, code_len, nent);
+	if (!pk_arch_ret_eh(eh, (uintptr_t)c, nent, recs, sizeof(struct rec)))
+		abort();	/* struct rec does not suit the unwind info */
 	err = pk_text_fill(c, code, code_len);
 	if (err)
 		goto fail;
@@ -764,16 +530,19 @@ static int region_init(void)
 		err = -err;
 		goto fail;
 	}
-	build_eh(eh, (uintptr_t)c + CODE_FDE, CODE_ENT0 - CODE_FDE + nent * ENT_SIZE,
-		 (uintptr_t)c + CODE_ENT0 + ENT_LAND, recs);
+	/* Threads at an entry are on their way into a trampoline slot. */
+	err = pk_probe_divert_region((uintptr_t)c, code_len);
+	if (err) {
+		pthread_key_delete(ret_key);
+		goto fail;
+	}
 	__register_frame(eh);	/* kept registered: the region lives on */
 	ret_asym = pk_membarrier_expedited();
 	free(code);
 	ret_nblk = nblk;
 	ret_blks = blks;
 	ret_recs = (struct rec *)recs;
-	ret_ents = (uintptr_t)c + CODE_ENT0;
-	ret_code_len = code_len;
+	ret_ents = (uintptr_t)c + PK_RET_ENT0;
 	/* Last: the probes that read all this are armed after (text commit). */
 	__atomic_store_n(&ret_code, (uintptr_t)c, __ATOMIC_RELEASE);
 	pk_dbg("probe: return trampoline %p (%zu threads x %d records), "
@@ -789,6 +558,7 @@ fail:
 	free(blks);
 	return err;
 }
+
 /* ------------------------------------------------------------ the API */
 
 int pk_retprobe_create(const struct pk_retprobe_opts *opts,
@@ -845,60 +615,29 @@ static int entry_probes(struct pk_retprobe *const *rps, size_t n, int armed,
 	return 0;
 }
 
-int pk_retprobe_register(struct pk_retprobe *const *rps, size_t n)
+/*
+ * After @rps' entry probes are unregistered (no thread runs ret_entry()
+ * for them now, so no new record names them): clear their records, and
+ * wait for the threads in their return handlers.
+ */
+static void forget(struct pk_retprobe *const *rps, size_t n)
 {
-	struct pk_probe **ps = NULL;
-	int err;
-
-	if (!rps || !n)
-		return -EINVAL;
-	pthread_mutex_lock(&ret_lock);
-	err = entry_probes(rps, n, 0, &ps);
-	if (!err)
-		err = region_init();
-	if (!err)
-		err = pk_probe_register(ps, n);	/* refuses duplicates */
-	for (size_t i = 0; !err && i < n; i++)
-		rps[i]->armed = 1;
-	pthread_mutex_unlock(&ret_lock);
-	free(ps);
-	return err;
-}
-
-int pk_retprobe_unregister(struct pk_retprobe *const *rps, size_t n)
-{
-	struct pk_probe **ps = NULL;
-	size_t nent;
-	int err;
-
-	if (!rps || !n)
-		return -EINVAL;
-	pthread_mutex_lock(&ret_lock);
-	err = entry_probes(rps, n, 1, &ps);
-	if (!err)
-		err = pk_probe_unregister(ps, n);
-	if (err)
-		goto out;
-	/* No thread runs ret_entry() for them now: no new record names them. */
 	for (size_t i = 0; i < n; i++)
 		rps[i]->going = 1;
-	nent = ret_nblk * PK_RETPROBE_DEPTH;
-	for (size_t k = 0; k < nent; k++) {
-		struct rec *rec = &ret_recs[k];
-		struct pk_retprobe *p;
+	for (size_t b = 0; b < ret_nblk; b++) {
+		struct rec *recs = ret_recs + b * PK_RETPROBE_DEPTH;
+		unsigned int hw = __atomic_load_n(&ret_blks[b].hw, __ATOMIC_RELAXED);
 
-		if (k % PK_RETPROBE_DEPTH >=
-		    __atomic_load_n(&ret_blks[k / PK_RETPROBE_DEPTH].hw,
-				    __ATOMIC_RELAXED)) {
-			k |= PK_RETPROBE_DEPTH - 1;	/* never used */
-			continue;
+		for (unsigned int i = 0; i < hw; i++) {
+			struct pk_retprobe *p = __atomic_load_n(&recs[i].rp,
+								__ATOMIC_RELAXED);
+
+			/* Every record's probe is alive: each unregister clears its own. */
+			if (p && p->going)
+				__atomic_compare_exchange_n(&recs[i].rp, &p, NULL, 0,
+							    __ATOMIC_RELAXED,
+							    __ATOMIC_RELAXED);
 		}
-		p = __atomic_load_n(&rec->rp, __ATOMIC_RELAXED);
-		/* Every record's probe is alive: each unregister clears its own. */
-		if (p && p->going)
-			__atomic_compare_exchange_n(&rec->rp, &p, NULL, 0,
-						    __ATOMIC_RELAXED,
-						    __ATOMIC_RELAXED);
 	}
 	/* Barrier B; pairs with barrier_a() in pk_ret_dispatch(). */
 	if (!ret_asym || pk_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED))
@@ -921,14 +660,41 @@ int pk_retprobe_unregister(struct pk_retprobe *const *rps, size_t n)
 			sched_yield();
 		}
 	}
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n; i++)
 		rps[i]->going = 0;
-		rps[i]->armed = 0;
-	}
-out:
+}
+
+/* pk_retprobe_register() (@arming) or pk_retprobe_unregister(). */
+static int change(struct pk_retprobe *const *rps, size_t n, int arming)
+{
+	struct pk_probe **ps = NULL;
+	int err;
+
+	if (!rps || !n)
+		return -EINVAL;
+	pthread_mutex_lock(&ret_lock);
+	err = entry_probes(rps, n, !arming, &ps);
+	if (!err && arming)
+		err = region_init();
+	if (!err)	/* pk_probe_register() refuses duplicates */
+		err = arming ? pk_probe_register(ps, n) : pk_probe_unregister(ps, n);
+	if (!err && !arming)
+		forget(rps, n);
+	for (size_t i = 0; !err && i < n; i++)
+		rps[i]->armed = (uint8_t)arming;
 	pthread_mutex_unlock(&ret_lock);
 	free(ps);
 	return err;
+}
+
+int pk_retprobe_register(struct pk_retprobe *const *rps, size_t n)
+{
+	return change(rps, n, 1);
+}
+
+int pk_retprobe_unregister(struct pk_retprobe *const *rps, size_t n)
+{
+	return change(rps, n, 0);
 }
 
 void pk_retprobe_destroy(struct pk_retprobe *rp)

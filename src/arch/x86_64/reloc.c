@@ -10,7 +10,8 @@
  *   call rel32                     call rel32 to the same target (the return
  *                                  address is the copy's next instruction:
  *                                  callers that move a call must send the
- *                                  return back themselves; see probe.c)
+ *                                  return back themselves, as
+ *                                  pk_arch_relocate_one() does)
  *   jcc rel8 / jcc rel32           jcc rel32 to the same target
  *   loop*, jrcxz, jecxz, prefixed  refused, -ENOTSUP (no rel32 form; rare)
  *   relative branches, other

@@ -1,0 +1,435 @@
+// SPDX-License-Identifier: MIT
+/* sweep.c - the thread sweep: a signal to every other thread, which moves itself out of changed sites or says whether it is still busy in changed slots. */
+
+/*
+ * What a sweep decides is in sweep.h. How it asks:
+ *
+ *   1. list the other threads (/proc/self/task), publish the request
+ *      (cur_sweep, seq_cst) and tgkill each one;
+ *   2. each handler finds its thread in the sorted tid list, moves it
+ *      (move sweeps), and stores where it was and whether it is busy in its
+ *      own state byte (release; the sweeper's acquire loads pair with it);
+ *   3. the sweeper waits for every answer (threads that exited meanwhile
+ *      are noticed by their /proc entry); a wait sweep asks the busy ones
+ *      again, 1 ms later, until none is;
+ *   4. unpublish: exchange cur_sweep to NULL, then wait until no handler is
+ *      inside (sweep_readers), so the request's arrays may be freed. A
+ *      handler increments sweep_readers before it loads cur_sweep (both
+ *      seq_cst): either the sweeper's exchange comes first and the handler
+ *      sees NULL, or the sweeper sees the count.
+ *
+ * A signal that arrives after its sweep is over finds cur_sweep NULL, or
+ * a later sweep, whose question it answers from where the thread is now:
+ * after that sweep was published, so a true answer.
+ *
+ * Locking: the callers serialise sweeps and pk_sweep_busy_code() (probe.c
+ * holds probe_lock), which guards sweep_sig and writes of busy_code and
+ * cur_sweep; the handler reads cur_sweep and busy_code without a lock, as
+ * said beside them.
+ */
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "arch/arch.h"
+#include "internal.h"
+#include "probe/sweep.h"
+
+#define SWEEP_TIMEOUT_NS 10000000000LL
+
+enum { ASKED, CLEAR, BUSY };	/* a thread's state in a sweep */
+
+struct sweep {
+	const struct pk_sweep_site *sites;	/* sorted by addr */
+	size_t nsites;
+	const uintptr_t *slots;			/* sorted */
+	size_t nslots;
+	const pid_t *tids;			/* sorted */
+	uint8_t *state;				/* per tid: ASKED, CLEAR, BUSY */
+	uintptr_t *ip;				/* per tid: where last seen */
+	size_t ntids;
+};
+
+static struct sweep *cur_sweep;		/* atomic: steps 1 and 4 */
+static unsigned long sweep_readers;	/* atomic: handlers inside cur_sweep */
+static int sweep_sig;			/* 0 until installed; not read by
+					   the handler */
+/* Prepended by pk_sweep_busy_code(), release-published; never removed. */
+static const struct pk_sweep_code *busy_code;
+
+__thread struct pk_sweep_self pk_sweep_self
+	__attribute__((tls_model("initial-exec")));
+
+extern const char __start_pk_noprobe_text[] __attribute__((weak, visibility("hidden")));
+extern const char __stop_pk_noprobe_text[] __attribute__((weak, visibility("hidden")));
+
+/*
+ * fork(): the caller's lock (probe_lock) keeps sweeps out of fork, so a
+ * child has no sweep in flight; a thread of the parent that was inside
+ * sweep_handler() does not exist in the child, so its count goes.
+ */
+static void sweep_fork_child(void)
+{
+	__atomic_store_n(&sweep_readers, 0, __ATOMIC_RELAXED);
+}
+
+PK_ATFORK(sweep, PK_RANK_PROBE, NULL, NULL, sweep_fork_child);
+
+void pk_sweep_busy_code(struct pk_sweep_code *c)
+{
+	c->next = busy_code;
+	/* Pairs with the acquire load in busy_at(). */
+	__atomic_store_n(&busy_code, c, __ATOMIC_RELEASE);
+}
+
+/* ------------------------------------------------------------- handler */
+
+PK_NOPROBE static int in_slots(const struct sweep *sw, uintptr_t ip)
+{
+	size_t lo = 0, hi = sw->nslots;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (sw->slots[mid] + PK_TRAMP_SLOT_SIZE <= ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < sw->nslots && sw->slots[lo] <= ip;
+}
+
+PK_NOPROBE static int busy_at(const struct sweep *sw, uintptr_t ip)
+{
+	const struct pk_sweep_code *c;
+
+	if (pk_sweep_self.depth) {
+		/*
+		 * In handlers: only those of a changed trampoline matter (its
+		 * probes were unlinked, or it goes). Not yet known which: busy.
+		 */
+		const uintptr_t *cur = pk_sweep_self.slot;
+
+		if (!cur || in_slots(sw, *cur))
+			return 1;
+	}
+	if ((uintptr_t)__start_pk_noprobe_text <= ip &&
+	    ip < (uintptr_t)__stop_pk_noprobe_text)
+		return 1;
+	for (c = __atomic_load_n(&busy_code, __ATOMIC_ACQUIRE); c; c = c->next)
+		if (c->lo <= ip && ip < c->hi)
+			return 1;	/* in a stub, or on its way into a slot */
+	return in_slots(sw, ip);
+}
+
+PK_NOPROBE static void move(const struct sweep *sw, ucontext_t *uc)
+{
+	uintptr_t ip = pk_arch_pc(uc);
+	size_t lo = 0, hi = sw->nsites;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (sw->sites[mid].addr + sw->sites[mid].len <= ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == sw->nsites || sw->sites[lo].addr >= ip)
+		return;		/* not strictly inside a site */
+	{
+		const struct pk_sweep_site *s = &sw->sites[lo];
+		size_t off = ip - s->addr;
+
+		if (!s->arming) {
+			/* Between the NOPs and the jmp: where the jmp goes. */
+			if (off == (size_t)s->len - PK_ARCH_JMP_LEN)
+				pk_arch_set_pc(uc, s->slot + PK_TRAMP_SLOT_ENTRY);
+			return;
+		}
+		for (unsigned int i = 1; i < s->map->n; i++)
+			if (s->map->src[i] == off) {
+				pk_arch_set_pc(uc, s->slot + PK_TRAMP_SLOT_COPY +
+						       s->map->dst[i]);
+				return;
+			}
+	}
+}
+
+PK_NOPROBE static void sweep_handler(int sig, siginfo_t *si, void *ctx)
+{
+	ucontext_t *uc = ctx;
+	int saved = errno;
+	const struct sweep *sw;
+	pid_t tid;
+	size_t lo = 0, hi;
+
+	(void)sig;
+	(void)si;
+	/* Pairs with the exchange in sweep_unpublish(). */
+	__atomic_add_fetch(&sweep_readers, 1, __ATOMIC_SEQ_CST);
+	sw = __atomic_load_n(&cur_sweep, __ATOMIC_SEQ_CST);
+	if (!sw)
+		goto out;
+	tid = (pid_t)syscall(SYS_gettid);
+	hi = sw->ntids;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (sw->tids[mid] < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == sw->ntids || sw->tids[lo] != tid)
+		goto out;
+	if (sw->nsites)
+		move(sw, uc);
+	sw->ip[lo] = pk_arch_pc(uc);
+	__atomic_store_n(&sw->state[lo], busy_at(sw, sw->ip[lo]) ? BUSY : CLEAR,
+			 __ATOMIC_RELEASE);
+out:
+	__atomic_sub_fetch(&sweep_readers, 1, __ATOMIC_SEQ_CST);
+	errno = saved;
+}
+
+/* ------------------------------------------------------------- sweeper */
+
+int pk_sweep_init(void)
+{
+	struct sigaction sa, old;
+	const char *v = getenv("PROBEKIT_PROBE_SIGNAL");
+	int sig = v ? atoi(v) : SIGRTMAX - 2;
+
+	if (sweep_sig)
+		return 0;
+	if (sig < SIGRTMIN || sig > SIGRTMAX) {
+		pk_err("probe: PROBEKIT_PROBE_SIGNAL=%s is not a real-time signal",
+		       v ? v : "");
+		return -EINVAL;
+	}
+	if (sigaction(sig, NULL, &old))
+		return -errno;
+	if ((old.sa_flags & SA_SIGINFO) ? old.sa_sigaction != NULL
+					: old.sa_handler != SIG_DFL) {
+		pk_err("probe: signal %d already has a handler; pick a free one "
+		       "with PROBEKIT_PROBE_SIGNAL", sig);
+		return -EBUSY;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = sweep_handler;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(sig, &sa, NULL))
+		return -errno;
+	sweep_sig = sig;
+	return 0;
+}
+
+static int tid_cmp(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Every thread of the process but this one, sorted. */
+static int list_tids(pid_t **out, size_t *n)
+{
+	DIR *d = opendir("/proc/self/task");
+	pid_t self = (pid_t)syscall(SYS_gettid), *v = NULL;
+	size_t cap = 0;
+	struct dirent *e;
+
+	*n = 0;
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		pid_t t = (pid_t)atoi(e->d_name);
+
+		if (t <= 0 || t == self)
+			continue;
+		if (*n == cap) {
+			pid_t *nv = realloc(v, (cap = cap ? cap * 2 : 64) * sizeof(*v));
+
+			if (!nv) {
+				free(v);
+				closedir(d);
+				return -ENOMEM;
+			}
+			v = nv;
+		}
+		v[(*n)++] = t;
+	}
+	closedir(d);
+	if (*n > 1)
+		qsort(v, *n, sizeof(*v), tid_cmp);
+	*out = v;
+	return 0;
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int thread_gone(pid_t tid)
+{
+	char p[64];
+
+	snprintf(p, sizeof(p), "/proc/self/task/%d", (int)tid);
+	return access(p, F_OK) != 0;
+}
+
+static void sweep_unpublish(void)
+{
+	(void)__atomic_exchange_n(&cur_sweep, NULL, __ATOMIC_SEQ_CST);
+	/* Pairs with the increment in sweep_handler(). */
+	while (__atomic_load_n(&sweep_readers, __ATOMIC_SEQ_CST))
+		sched_yield();
+}
+
+/*
+ * Signal every other thread and wait for each answer. With @until_clear,
+ * ask again those found busy until each has been seen clear once. Return 0,
+ * or -EBUSY on timeout, -ENOMEM.
+ */
+static int sweep(const struct pk_sweep_site *sites, size_t nsites,
+		 const uintptr_t *slots, size_t nslots, int until_clear)
+{
+	struct sweep sw = { sites, nsites, slots, nslots, NULL, NULL, NULL, 0 };
+	int64_t deadline = now_ns() + SWEEP_TIMEOUT_NS;
+	pid_t *tids = NULL;
+	int err = list_tids(&tids, &sw.ntids);
+
+	if (err)
+		return err;
+	if (!sw.ntids) {
+		free(tids);
+		return 0;
+	}
+	sw.tids = tids;
+	sw.state = calloc(sw.ntids, 1);
+	sw.ip = calloc(sw.ntids, sizeof(*sw.ip));
+	if (!sw.state || !sw.ip) {
+		free(sw.state);
+		free(sw.ip);
+		free(tids);
+		return -ENOMEM;
+	}
+	/* Pairs with the seq_cst load in sweep_handler(). */
+	__atomic_store_n(&cur_sweep, &sw, __ATOMIC_SEQ_CST);
+	for (;;) {
+		pid_t pid = getpid();
+		size_t waiting, busy;
+
+		/* Ask every thread not yet seen clear (all, the first time). */
+		for (size_t i = 0; i < sw.ntids; i++)
+			if (sw.state[i] != CLEAR) {
+				__atomic_store_n(&sw.state[i], ASKED, __ATOMIC_RELEASE);
+				if (syscall(SYS_tgkill, pid, sw.tids[i], sweep_sig))
+					sw.state[i] = CLEAR;	/* gone */
+			}
+		/* Wait for every answer. */
+		for (int64_t gone_check = now_ns() + 10000000;;) {
+			waiting = busy = 0;
+			for (size_t i = 0; i < sw.ntids; i++) {
+				uint8_t st = __atomic_load_n(&sw.state[i],
+							     __ATOMIC_ACQUIRE);
+
+				waiting += st == ASKED;
+				busy += st == BUSY;
+			}
+			if (!waiting || now_ns() > deadline)
+				break;
+			if (now_ns() > gone_check) {
+				/*
+				 * Threads that exited never answer. Checked by
+				 * time, not by sched_yield() calls: with many
+				 * busy threads one yield can take a time slice
+				 * each of theirs.
+				 */
+				for (size_t i = 0; i < sw.ntids; i++)
+					if (__atomic_load_n(&sw.state[i], __ATOMIC_ACQUIRE) == ASKED &&
+					    thread_gone(sw.tids[i]))
+						sw.state[i] = CLEAR;
+				gone_check = now_ns() + 10000000;
+			}
+			sched_yield();
+		}
+		if (waiting) {
+			err = -EBUSY;
+			break;
+		}
+		if (!until_clear || !busy)
+			break;
+		if (now_ns() > deadline) {
+			err = -EBUSY;
+			break;
+		}
+		{
+			struct timespec ts = { 0, 1000000 };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+	sweep_unpublish();
+	if (err) {
+		size_t stuck = 0;
+
+		for (size_t i = 0; i < sw.ntids; i++)
+			if (sw.state[i] != CLEAR) {
+				stuck++;
+				pk_dbg("probe: thread %d %s at %#" PRIxPTR,
+				       (int)sw.tids[i],
+				       sw.state[i] == BUSY ? "busy" : "silent",
+				       sw.ip[i]);
+			}
+		pk_warn("probe: %zu thread(s) did not answer signal %d (or stayed "
+			"in a probe handler) for %lld ms", stuck, sweep_sig,
+			SWEEP_TIMEOUT_NS / 1000000);
+	}
+	free(sw.state);
+	free(sw.ip);
+	free(tids);
+	return err;
+}
+
+static int site_cmp(const void *a, const void *b)
+{
+	const struct pk_sweep_site *x = a, *y = b;
+
+	return (x->addr > y->addr) - (x->addr < y->addr);
+}
+
+static int addr_cmp(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+int pk_sweep_move(struct pk_sweep_site *sites, size_t n)
+{
+	if (n > 1)
+		qsort(sites, n, sizeof(*sites), site_cmp);
+	return sweep(sites, n, NULL, 0, 0);
+}
+
+int pk_sweep_wait(uintptr_t *slots, size_t n)
+{
+	if (n > 1)
+		qsort(slots, n, sizeof(*slots), addr_cmp);
+	return sweep(NULL, 0, slots, n, 1);
+}
