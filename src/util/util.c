@@ -72,8 +72,10 @@ int pk_env_flag(const char *name)
 }
 
 /* The PK_ATFORK entries of every layer linked in, and util.c's own. */
-extern const struct pk_atfork __start_pk_atfork[] __attribute__((weak, visibility("hidden")));
-extern const struct pk_atfork __stop_pk_atfork[] __attribute__((weak, visibility("hidden")));
+extern const struct pk_atfork __start_pk_atfork[]
+	__attribute__((weak, visibility("hidden")));
+extern const struct pk_atfork __stop_pk_atfork[]
+	__attribute__((weak, visibility("hidden")));
 
 static void log_lock_take(void)
 {
@@ -127,8 +129,10 @@ __attribute__((constructor)) static void pk_util_init(void)
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
-extern const struct pk_span __start_pk_sigdata[] __attribute__((weak, visibility("hidden")));
-extern const struct pk_span __stop_pk_sigdata[] __attribute__((weak, visibility("hidden")));
+extern const struct pk_span __start_pk_sigdata[]
+	__attribute__((weak, visibility("hidden")));
+extern const struct pk_span __stop_pk_sigdata[]
+	__attribute__((weak, visibility("hidden")));
 
 int pk_signal_data_overlaps(uintptr_t lo, uintptr_t hi)
 {
