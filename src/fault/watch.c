@@ -103,7 +103,6 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -114,6 +113,7 @@
 #include "arch/arch.h"
 #include "fault/fault.h"
 #include "internal.h"
+#include "util/maps.h"
 
 #define WATCH_MAX 16	/* watches at once (and watched pages) */
 #define WATCH_MAGIC 0x706b7761ul	/* "pkwa" */
@@ -668,65 +668,31 @@ static int watch_errno(int err)
 	}
 }
 
-/* What /proc/self/maps says about the mapping that holds one page. */
-struct mapinfo {
-	uintptr_t lo, hi;
-	int prot;
-	int shared;		/* 's': MAP_SHARED */
-	char name[32];		/* "[stack]", "[vdso]", a path's start, or "" */
-};
-
-/* The mapping that holds @page: 0, or -EINVAL if unmapped. */
-static int page_map(uintptr_t page, struct mapinfo *mi)
-{
-	FILE *f = fopen("/proc/self/maps", "re");
-	unsigned long lo, hi;
-	char perm[8];
-	int err = -EINVAL;
-
-	if (!f)
-		return -errno;
-	while (fscanf(f, "%lx-%lx %7s %*s %*s %*s", &lo, &hi, perm) == 3) {
-		int c = fgetc(f);
-
-		while (c == ' ')
-			c = fgetc(f);
-		mi->name[0] = 0;
-		for (size_t i = 0; c != '\n' && c != EOF; c = fgetc(f))
-			if (i < sizeof(mi->name) - 1) {
-				mi->name[i++] = (char)c;
-				mi->name[i] = 0;
-			}
-		if (page < lo || page >= hi)
-			continue;
-		mi->lo = lo;
-		mi->hi = hi;
-		mi->prot = (perm[0] == 'r' ? PROT_READ : 0) |
-			   (perm[1] == 'w' ? PROT_WRITE : 0) |
-			   (perm[2] == 'x' ? PROT_EXEC : 0);
-		mi->shared = perm[3] == 's';
-		err = 0;
-		break;
-	}
-	fclose(f);
-	return err;
-}
-
 /*
  * The rule of pk_watch_add() for the page mechanism (probekit.h): the page
  * must be private, writable, not executable data that no signal handler of
- * the calling thread needs. Return: 0, or the -errno to refuse it with.
+ * the calling thread needs. One view of the mappings serves both lookups,
+ * the page's and the caller's stack's.
+ * Return: 0 with *@mi the page's mapping, or the -errno to refuse it with
+ * (-EINVAL where nothing is mapped).
  */
-static int watch_page_allowed(uintptr_t page, size_t psz, struct mapinfo *mi)
+static int watch_page_allowed(uintptr_t page, size_t psz, struct pk_mapinfo *mi)
 {
 	volatile char here = 0;
 	uintptr_t sp = (uintptr_t)&here;
+	struct pk_maps ms = PK_MAPS_INIT;
+	struct pk_mapinfo stack;
 	stack_t ss;
-	struct mapinfo stack;
-	int err = page_map(page, mi);
+	int err, on_stack;
 
+	err = pk_maps_open(&ms, PK_MAPS_NAME);
+	if (!err)
+		err = pk_maps_find(&ms, page, mi);
+	on_stack = !err && !pk_maps_find(&ms, sp, &stack) &&
+		   page >= stack.lo && page < stack.hi;
+	pk_maps_close(&ms);
 	if (err)
-		return err;			/* unmapped */
+		return err == -ENOENT ? -EINVAL : err;	/* unmapped */
 	if (!(mi->prot & PROT_WRITE))
 		return -EINVAL;			/* nothing to watch */
 	if (mi->shared || (mi->prot & PROT_EXEC))
@@ -734,7 +700,7 @@ static int watch_page_allowed(uintptr_t page, size_t psz, struct mapinfo *mi)
 	if (mi->name[0] == '[' && strcmp(mi->name, "[heap]") &&
 	    strncmp(mi->name, "[anon", 5))
 		return -EBUSY;			/* [stack], [vvar], ... */
-	if (!page_map(sp, &stack) && page >= stack.lo && page < stack.hi)
+	if (on_stack)
 		return -EBUSY;			/* the caller's stack */
 	if (!sigaltstack(NULL, &ss) && !(ss.ss_flags & SS_DISABLE) &&
 	    pk_overlaps(page, page + psz,
@@ -881,7 +847,7 @@ static int watch_page_add(struct pk_watch *w)
 		if (wpages[i].nw && wpages[i].page == page)
 			pg = &wpages[i];
 	if (!pg) {
-		struct mapinfo mi;
+		struct pk_mapinfo mi;
 
 		for (unsigned int i = 0; i < WATCH_MAX && !pg; i++)
 			if (!wpages[i].nw)
@@ -1043,7 +1009,8 @@ int pk_watch_add(void *addr, size_t len, unsigned int access, pk_watch_fn fn,
 	int force_page = mech && !strcmp(mech, "page");
 	uintptr_t a = (uintptr_t)addr;
 	struct pk_watch *w = NULL;
-	struct mapinfo mi;
+	struct pk_maps ms = PK_MAPS_INIT;
+	struct pk_mapinfo mi;
 	unsigned int idx;
 	int err;
 
@@ -1055,7 +1022,10 @@ int pk_watch_add(void *addr, size_t len, unsigned int access, pk_watch_fn fn,
 	if (pk_fault_own_data(a, a + len))
 		return -EBUSY;	/* its handler would trap on itself */
 	/* The shadow copy reads it: mapped and readable, or refused. */
-	err = page_map(a, &mi);
+	err = pk_maps_open(&ms, 0);
+	if (!err)
+		err = pk_maps_find(&ms, a, &mi);
+	pk_maps_close(&ms);
 	if (err || !(mi.prot & PROT_READ))
 		return -EINVAL;
 	err = pk_fault_write_lock();
