@@ -96,7 +96,6 @@
  * stored with release and loaded with acquire the same way.
  */
 
-#include <dirent.h>
 #include <errno.h>
 #include <linux/hw_breakpoint.h>
 #include <linux/perf_event.h>
@@ -617,24 +616,23 @@ static int watch_open_all(struct pk_watch *w, unsigned int idx)
 	int err = watch_open(w, idx, pk_gettid()), added;
 
 	while (!err) {
-		DIR *d = opendir("/proc/self/task");
-		struct dirent *de;
+		pid_t *tids;
+		size_t n;
 
-		if (!d)
-			return -errno;
+		err = pk_tasks_list(0, &tids, &n);
+		if (err)
+			return err;
 		added = 0;
-		while (!err && (de = readdir(d))) {
-			pid_t tid = (pid_t)atoi(de->d_name);
-
-			if (tid <= 0 || watch_has(w, tid))
+		for (size_t i = 0; i < n && !err; i++) {
+			if (watch_has(w, tids[i]))
 				continue;
-			err = watch_open(w, idx, tid);
+			err = watch_open(w, idx, tids[i]);
 			if (err == -ESRCH)	/* exited meanwhile */
 				err = 0;
 			else
 				added++;
 		}
-		closedir(d);
+		free(tids);
 		if (!added)
 			break;
 	}
