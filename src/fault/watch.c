@@ -126,8 +126,9 @@ struct pk_watch {
 	uint64_t shadow;	/* last value seen (atomic) */
 	int active;		/* atomic: published ("Memory ordering") */
 	int *fds;		/* one event per thread; pk_fault_lock */
-	size_t nfds, capfds;	/* pk_fault_lock */
-	pid_t *tids;		/* pk_fault_lock */
+	pid_t *tids;		/* fds[i]'s thread; pk_fault_lock */
+	size_t nfds;		/* of both; pk_fault_lock */
+	size_t capfds, captids;	/* room (PK_GROW); pk_fault_lock */
 	struct wpage *pg;	/* page mechanism: the watched page; else NULL */
 };
 
@@ -583,19 +584,10 @@ static int watch_open(struct pk_watch *w, unsigned int idx, pid_t tid)
 			  PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (w->nfds == w->capfds) {
-		size_t cap = w->capfds ? 2 * w->capfds : 16;
-		int *f = realloc(w->fds, cap * sizeof(*f));
-		pid_t *t = f ? realloc(w->tids, cap * sizeof(*t)) : NULL;
-
-		if (f)
-			w->fds = f;
-		if (!t) {
-			close(fd);
-			return -ENOMEM;
-		}
-		w->tids = t;
-		w->capfds = cap;
+	if (PK_GROW(&w->fds, &w->capfds, w->nfds + 1) ||
+	    PK_GROW(&w->tids, &w->captids, w->nfds + 1)) {
+		close(fd);
+		return -ENOMEM;
 	}
 	w->fds[w->nfds] = fd;
 	w->tids[w->nfds++] = tid;
@@ -647,7 +639,7 @@ static void watch_close_all(struct pk_watch *w)
 	free(w->tids);
 	w->fds = NULL;
 	w->tids = NULL;
-	w->nfds = w->capfds = 0;
+	w->nfds = w->capfds = w->captids = 0;
 }
 
 static int watch_errno(int err)
