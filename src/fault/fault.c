@@ -47,11 +47,12 @@
  * its partner by those numbers. One grace period per change, not per
  * entry.
  *
- * Reader slots: a thread claims one on its first fault (a compare-and-
- * swap on a free slot's owner: async-signal-safe), and keeps it. A slot
- * whose owner has died (tgkill says ESRCH) is taken over by the next
- * thread that finds none free. When all RD_SLOTS are held by live threads, a thread uses the
- * shared counts (locked increments, as before), which are waited for too.
+ * Reader slots: a thread claims one on its first fault (pk_slot_claim():
+ * a compare-and-swap on a free slot's owner, async-signal-safe), and keeps
+ * it. A slot whose owner has died (tgkill says ESRCH) with no read side
+ * left open in it is taken over by the next thread that finds none free.
+ * When all RD_SLOTS are held by live threads, a thread uses the shared
+ * counts (locked increments, as before), which are waited for too.
  * The counters of handled faults and traps live in the slot as well.
  *
  * Handlers run inside the read side. A handler (or a die handler) that calls
@@ -191,31 +192,30 @@ PK_SIGNAL_DATA(page_size);
 /* ----------------------------------------------------- the read side */
 
 /*
- * The calling thread's reader slot: a free one, else one whose owner is dead,
- * else the shared counts. Once per thread, on its first read side (in a
- * signal handler: a compare-and-swap and syscalls, no lock; the callers
- * keep errno).
+ * pk_slot_claim()'s test before it takes over a slot whose owner died: no
+ * read side of the dead thread's is left counted in it (a grace period
+ * would wait for it forever, and the new owner's counts would add to it).
+ */
+PK_NOPROBE static int rd_slot_idle(size_t i, void *arg)
+{
+	(void)arg;
+	return !__atomic_load_n(&rd_slots[i].nest[0], __ATOMIC_RELAXED) &&
+	       !__atomic_load_n(&rd_slots[i].nest[1], __ATOMIC_RELAXED);
+}
+
+/*
+ * The calling thread's reader slot: a free one, else one whose owner is dead
+ * and left no read side open (rd_slot_idle()), else the shared counts. Once
+ * per thread, on its first read side (in a signal handler: pk_slot_claim()
+ * is a compare-and-swap and syscalls, no lock, and keeps errno).
  */
 PK_NOPROBE __attribute__((cold)) static struct rd_slot *rd_slot_claim(void)
 {
-	pid_t tid = (pid_t)syscall(SYS_gettid), pid = getpid();
+	int i = pk_slot_claim(&rd_slots[0].owner, sizeof(rd_slots[0]),
+			      rd_nslots, (int)syscall(SYS_gettid), 0,
+			      rd_slot_idle, NULL);
 
-	for (int pass = 0; pass < 2; pass++)
-		for (unsigned int i = 0; i < rd_nslots; i++) {
-			struct rd_slot *s = &rd_slots[i];
-			pid_t o = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
-
-			if (pass == 0 ? o != 0 :
-			    o <= 0 || __atomic_load_n(&s->nest[0], __ATOMIC_RELAXED) ||
-			    __atomic_load_n(&s->nest[1], __ATOMIC_RELAXED) ||
-			    syscall(SYS_tgkill, pid, o, 0) == 0 || errno != ESRCH)
-				continue;
-			if (__atomic_compare_exchange_n(&s->owner, &o, tid, 0,
-							__ATOMIC_ACQUIRE,
-							__ATOMIC_RELAXED))
-				return s;
-		}
-	return &shared_rd;
+	return i < 0 ? &shared_rd : &rd_slots[i];
 }
 
 /* Open a read side; returns the count to pass to rd_unlock(). */
