@@ -281,20 +281,12 @@ PK_NOPROBE void pk_fault_read_leave(struct pk_fault_reader *r)
 static PK_NOPROBE_INLINE const struct ent *tab_find(const struct tab *t,
 					     uintptr_t addr)
 {
-	size_t lo = 0, hi;
+	size_t lo;
 
 	if (!t)
 		return NULL;
-	hi = t->n;
 	/* The first entry that starts above @addr; the one before may hold it. */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (t->e[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = PK_LOWER_BOUND(t->n, i, t->e[i].start <= addr);
 	if (lo == 0 || addr >= t->e[lo - 1].end)
 		return NULL;
 	return &t->e[lo - 1];
