@@ -640,15 +640,19 @@ static int update_hooks(void)
 	return err;
 }
 
+/* Where an entry starting at @start is or would go in @t (sorted). */
+static size_t tab_index(const struct tab *t, uintptr_t start)
+{
+	return t ? PK_LOWER_BOUND(t->n, i, t->e[i].start < start) : 0;
+}
+
 /* A copy of @t with room for one more entry, @e inserted in order. */
 static int tab_insert(struct tab **tabp, const struct ent *e)
 {
 	const struct tab *t = *tabp;
-	size_t n = t ? t->n : 0, i = 0;
+	size_t n = t ? t->n : 0, i = tab_index(t, e->start);
 	struct tab *nt;
 
-	while (i < n && t->e[i].start < e->start)
-		i++;
 	/* Overlap with the neighbour below or above. */
 	if ((i > 0 && t->e[i - 1].end > e->start) ||
 	    (i < n && t->e[i].start < e->end))
@@ -668,12 +672,10 @@ static int tab_insert(struct tab **tabp, const struct ent *e)
 static int tab_remove(struct tab **tabp, uintptr_t start)
 {
 	const struct tab *t = *tabp;
-	size_t n = t ? t->n : 0, i;
+	size_t n = t ? t->n : 0, i = tab_index(t, start);
 	struct tab *nt;
 
-	for (i = 0; i < n && t->e[i].start != start; i++)
-		;
-	if (i == n)
+	if (i == n || t->e[i].start != start)
 		return -ENOENT;
 	nt = tab_alloc(tabp, n - 1);
 	if (!nt)
@@ -852,12 +854,11 @@ int pk_fault_register(void *addr, size_t len, pk_fault_fn fn, void *ctx)
 static int range_is_client(uintptr_t start)
 {
 	const struct tab *t = hot.ranges;
+	size_t i = tab_index(t, start);
 
 	pk_assert_held(&pk_fault_lock);
-	for (size_t i = 0; t && i < t->n; i++)
-		if (t->e[i].start == start)
-			return client && t->e[i].fn == client->range_fn;
-	return 0;
+	return t && i < t->n && t->e[i].start == start && client &&
+	       t->e[i].fn == client->range_fn;
 }
 
 int pk_fault_unregister(void *addr)
