@@ -46,7 +46,7 @@ PK_HIDDEN int pk_arch_decode(const void *code, size_t avail, uint64_t runtime,
 /*
  * How the one data access of a faulting instruction can be moved to another
  * mapping of the same memory, @delta bytes away, without changing what else
- * the instruction does (page watchpoints, src/fault/fault.c):
+ * the instruction does (page watchpoints, src/fault/watch.c):
  *   PK_ACCESS_MOVE_REG  add delta to general register @reg (an index into
  *                       the ucontext's gregs) for the instruction, which
  *                       reads and writes that register nowhere else;

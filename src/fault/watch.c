@@ -42,7 +42,8 @@
  *
  * The page is never opened while its accesses can be moved to an alias
  * ("Alias stepping" below). Where one cannot, what keeps the window of an
- * opened page small (the guarantees in probekit.h):
+ * opened page small (the guarantees: probekit(7), section WATCHPOINTS,
+ * "Open steps", in man/man7/probekit.7):
  *   1. one stepper per page (wpage.stepper): a thread faulting meanwhile
  *      waits for the stepper to protect the page again, then retries;
  *   2. the stepper snapshots the watched values at its fault (nobody else
@@ -259,7 +260,8 @@ PK_NOPROBE static int watch_hit(siginfo_t *si, ucontext_t *uc)
  * So no access by another thread ever goes unseen. Instructions that
  * cannot be moved (a second memory operand, a branch, the register used
  * twice, FS/GS, RSP, a code page that cannot be made executable) fall back
- * to opening the page for the step (the window documented in probekit.h).
+ * to opening the page for the step (the window probekit(7) documents under
+ * WATCHPOINTS, "Open steps").
  *
  * Known gap: a moved instruction that traps for another reason before its
  * step completes (div by zero through a watched operand, SIGSEGV elsewhere)
@@ -346,7 +348,7 @@ PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 		 * again, or another), or the stepped instruction touched a
 		 * second watched page. Open the page until the step ends
 		 * (wpage_step() protects it again); writes other threads make
-		 * meanwhile go unseen (probekit.h).
+		 * meanwhile go unseen (probekit(7), WATCHPOINTS, "Open steps").
 		 */
 		wstep.reopened |= 1u << (pg - wpages);
 		mprotect((void *)pg->page, (size_t)psz, pg->orig_prot);
@@ -659,9 +661,10 @@ static int watch_errno(int err)
 }
 
 /*
- * The rule of pk_watch_add() for the page mechanism (probekit.h): the page
- * must be private, writable, not executable data that no signal handler of
- * the calling thread needs. One view of the mappings serves both lookups,
+ * The rule of pk_watch_add() for the page mechanism (its comment in
+ * include/probekit/watch.h, "What may be watched"): the page must be
+ * private, writable, not executable data that no signal handler of the
+ * calling thread needs. One view of the mappings serves both lookups,
  * the page's and the caller's stack's.
  * Return: 0 with *@mi the page's mapping, or the -errno to refuse it with
  * (-EINVAL where nothing is mapped).
