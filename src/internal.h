@@ -119,8 +119,8 @@ static inline int pk_opts_tail_zero(const void *o, size_t sz, size_t known)
  *   PK_RANK_PROBE   probe_lock (probe.c)     text commits, pk_text_fill(),
  *                                            trap-chain registrations
  *   PK_RANK_SYM     cache_lock (sym.c)       nothing of these
- *   PK_RANK_FAULT   fault_lock (fault.c)     die-chain registrations,
- *                                            handler installs (sig)
+ *   PK_RANK_FAULT   pk_fault_lock (fault.c;  die-chain registrations,
+ *                   watch.c's state too)     handler installs (sig)
  *   PK_RANK_CHAIN   chain locks, urcu-bp's   RCU grace periods
  *   PK_RANK_KEY     pk_key_lock (key.c)      text commits
  *   PK_RANK_TEXT    text_lock (text.c)       handler installs (sig)

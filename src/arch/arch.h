@@ -46,7 +46,7 @@ PK_HIDDEN int pk_arch_decode(const void *code, size_t avail, uint64_t runtime,
 /*
  * How the one data access of a faulting instruction can be moved to another
  * mapping of the same memory, @delta bytes away, without changing what else
- * the instruction does (page watchpoints, src/fault/fault.c):
+ * the instruction does (page watchpoints, src/fault/watch.c):
  *   PK_ACCESS_MOVE_REG  add delta to general register @reg (an index into
  *                       the ucontext's gregs) for the instruction, which
  *                       reads and writes that register nowhere else;
@@ -81,32 +81,12 @@ PK_HIDDEN int pk_arch_access(const void *code, size_t avail,
  * Resuming a signal handler's interrupted context without rt_sigreturn
  * (src/arch/x86_64/resume.c), for a handler installed with SA_NODEFER and an
  * empty sa_mask (then the kernel did not change the signal mask).
+ * pk_arch_resume_ok() (the fault block below) says whether a context can be.
  *
  * pk_arch_resume_usable() - whether this process may (no shadow stack).
  * Once, not on a signal path.
  */
 PK_HIDDEN int pk_arch_resume_usable(void);
-
-/*
- * pk_arch_resume_ok() - whether @uc, as the handler leaves it, can be
- * resumed by pk_arch_resume(): the frame holds XSAVE state, no single-step
- * is asked for (the trap flag: rt_sigreturn's job), and the frame lies just
- * below the interrupted stack pointer (not on an alternate stack, where the
- * interrupted stack may have no room below its red zone and rt_sigreturn
- * re-arms an SS_AUTODISARM stack).
- */
-static inline int pk_arch_resume_ok(const ucontext_t *uc)
-{
-	const uint32_t *sw;
-	uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
-
-	if (!uc->uc_mcontext.fpregs ||
-	    (uc->uc_mcontext.gregs[REG_EFL] & 0x100) ||	/* TF */
-	    (uintptr_t)uc >= sp || sp - (uintptr_t)uc > 65536)
-		return 0;
-	sw = (const uint32_t *)((const char *)uc->uc_mcontext.fpregs + 464);
-	return sw[0] == 0x46505853;	/* FP_XSTATE_MAGIC1 */
-}
 
 /* pk_arch_resume() - resume @uc (see pk_arch_resume_ok()); never returns. */
 PK_HIDDEN __attribute__((noreturn)) void pk_arch_resume(const ucontext_t *uc);
@@ -219,6 +199,16 @@ PK_HIDDEN int pk_arch_relocate_one(const void *src, size_t avail, uint64_t from,
  *                           - pk_arch_access() of the instruction the
  *                             thread resumes at, read from no byte past
  *                             the end of its page.
+ * pk_arch_resume_ok(uc)     - whether @uc, as the handler leaves it, can
+ *                             be resumed by pk_arch_resume() (above): the
+ *                             frame holds the extended state in the form
+ *                             pk_arch_resume() restores, no single step is
+ *                             asked for (that is rt_sigreturn's job), and
+ *                             the frame lies just below the interrupted
+ *                             stack pointer (not on an alternate stack,
+ *                             where the interrupted stack may have no room
+ *                             below its red zone and rt_sigreturn re-arms
+ *                             an SS_AUTODISARM stack).
  * PK_ARCH_PCREL_REACH       - how far a PC-relative data operand reaches
  *                             either way: a copy of the instruction run up
  *                             to this far from the original still encodes

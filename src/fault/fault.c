@@ -47,11 +47,12 @@
  * its partner by those numbers. One grace period per change, not per
  * entry.
  *
- * Reader slots: a thread claims one on its first fault (a compare-and-
- * swap on a free slot's owner: async-signal-safe), and keeps it. A slot
- * whose owner has died (tgkill says ESRCH) is taken over by the next
- * thread that finds none free. When all RD_SLOTS are held by live threads, a thread uses the
- * shared counts (locked increments, as before), which are waited for too.
+ * Reader slots: a thread claims one on its first fault (pk_slot_claim():
+ * a compare-and-swap on a free slot's owner, async-signal-safe), and keeps
+ * it. A slot whose owner has died (tgkill says ESRCH) with no read side
+ * left open in it is taken over by the next thread that finds none free.
+ * When all RD_SLOTS are held by live threads, a thread uses the shared
+ * counts (locked increments, as before), which are waited for too.
  * The counters of handled faults and traps live in the slot as well.
  *
  * Handlers run inside the read side. A handler (or a die handler) that calls
@@ -191,31 +192,30 @@ PK_SIGNAL_DATA(page_size);
 /* ----------------------------------------------------- the read side */
 
 /*
- * The calling thread's reader slot: a free one, else one whose owner is dead,
- * else the shared counts. Once per thread, on its first read side (in a
- * signal handler: a compare-and-swap and syscalls, no lock; the callers
- * keep errno).
+ * pk_slot_claim()'s test before it takes over a slot whose owner died: no
+ * read side of the dead thread's is left counted in it (a grace period
+ * would wait for it forever, and the new owner's counts would add to it).
+ */
+PK_NOPROBE static int rd_slot_idle(size_t i, void *arg)
+{
+	(void)arg;
+	return !__atomic_load_n(&rd_slots[i].nest[0], __ATOMIC_RELAXED) &&
+	       !__atomic_load_n(&rd_slots[i].nest[1], __ATOMIC_RELAXED);
+}
+
+/*
+ * The calling thread's reader slot: a free one, else one whose owner is dead
+ * and left no read side open (rd_slot_idle()), else the shared counts. Once
+ * per thread, on its first read side (in a signal handler: pk_slot_claim()
+ * is a compare-and-swap and syscalls, no lock, and keeps errno).
  */
 PK_NOPROBE __attribute__((cold)) static struct rd_slot *rd_slot_claim(void)
 {
-	pid_t tid = (pid_t)syscall(SYS_gettid), pid = getpid();
+	int i = pk_slot_claim(&rd_slots[0].owner, sizeof(rd_slots[0]),
+			      rd_nslots, (int)syscall(SYS_gettid), 0,
+			      rd_slot_idle, NULL);
 
-	for (int pass = 0; pass < 2; pass++)
-		for (unsigned int i = 0; i < rd_nslots; i++) {
-			struct rd_slot *s = &rd_slots[i];
-			pid_t o = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
-
-			if (pass == 0 ? o != 0 :
-			    o <= 0 || __atomic_load_n(&s->nest[0], __ATOMIC_RELAXED) ||
-			    __atomic_load_n(&s->nest[1], __ATOMIC_RELAXED) ||
-			    syscall(SYS_tgkill, pid, o, 0) == 0 || errno != ESRCH)
-				continue;
-			if (__atomic_compare_exchange_n(&s->owner, &o, tid, 0,
-							__ATOMIC_ACQUIRE,
-							__ATOMIC_RELAXED))
-				return s;
-		}
-	return &shared_rd;
+	return i < 0 ? &shared_rd : &rd_slots[i];
 }
 
 /* Open a read side; returns the count to pass to rd_unlock(). */
@@ -281,20 +281,12 @@ PK_NOPROBE void pk_fault_read_leave(struct pk_fault_reader *r)
 static PK_NOPROBE_INLINE const struct ent *tab_find(const struct tab *t,
 					     uintptr_t addr)
 {
-	size_t lo = 0, hi;
+	size_t lo;
 
 	if (!t)
 		return NULL;
-	hi = t->n;
 	/* The first entry that starts above @addr; the one before may hold it. */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (t->e[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = PK_LOWER_BOUND(t->n, i, t->e[i].start <= addr);
 	if (lo == 0 || addr >= t->e[lo - 1].end)
 		return NULL;
 	return &t->e[lo - 1];
@@ -648,15 +640,19 @@ static int update_hooks(void)
 	return err;
 }
 
+/* Where an entry starting at @start is or would go in @t (sorted). */
+static size_t tab_index(const struct tab *t, uintptr_t start)
+{
+	return t ? PK_LOWER_BOUND(t->n, i, t->e[i].start < start) : 0;
+}
+
 /* A copy of @t with room for one more entry, @e inserted in order. */
 static int tab_insert(struct tab **tabp, const struct ent *e)
 {
 	const struct tab *t = *tabp;
-	size_t n = t ? t->n : 0, i = 0;
+	size_t n = t ? t->n : 0, i = tab_index(t, e->start);
 	struct tab *nt;
 
-	while (i < n && t->e[i].start < e->start)
-		i++;
 	/* Overlap with the neighbour below or above. */
 	if ((i > 0 && t->e[i - 1].end > e->start) ||
 	    (i < n && t->e[i].start < e->end))
@@ -676,12 +672,10 @@ static int tab_insert(struct tab **tabp, const struct ent *e)
 static int tab_remove(struct tab **tabp, uintptr_t start)
 {
 	const struct tab *t = *tabp;
-	size_t n = t ? t->n : 0, i;
+	size_t n = t ? t->n : 0, i = tab_index(t, start);
 	struct tab *nt;
 
-	for (i = 0; i < n && t->e[i].start != start; i++)
-		;
-	if (i == n)
+	if (i == n || t->e[i].start != start)
 		return -ENOENT;
 	nt = tab_alloc(tabp, n - 1);
 	if (!nt)
@@ -860,12 +854,11 @@ int pk_fault_register(void *addr, size_t len, pk_fault_fn fn, void *ctx)
 static int range_is_client(uintptr_t start)
 {
 	const struct tab *t = hot.ranges;
+	size_t i = tab_index(t, start);
 
 	pk_assert_held(&pk_fault_lock);
-	for (size_t i = 0; t && i < t->n; i++)
-		if (t->e[i].start == start)
-			return client && t->e[i].fn == client->range_fn;
-	return 0;
+	return t && i < t->n && t->e[i].start == start && client &&
+	       t->e[i].fn == client->range_fn;
 }
 
 int pk_fault_unregister(void *addr)

@@ -163,8 +163,9 @@ PK_HIDDEN void pk_fault_fork_release(int child);
  * pk_fault_own_data() - whether [@lo, @hi) holds memory that probekit's
  * signal path reads or writes (then it must never fault): every
  * PK_SIGNAL_DATA() object, and the calling thread's PK_FAULT_TLS() objects
- * and errno. Other threads' TLS cannot be found from here (see the rule in
- * probekit.h).
+ * and errno. Other threads' TLS cannot be found from here, as the public
+ * contracts say (pk_fault_register() in include/probekit/fault.h,
+ * pk_watch_add() in include/probekit/watch.h).
  */
 PK_HIDDEN int pk_fault_own_data(uintptr_t lo, uintptr_t hi);
 

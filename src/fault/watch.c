@@ -42,7 +42,8 @@
  *
  * The page is never opened while its accesses can be moved to an alias
  * ("Alias stepping" below). Where one cannot, what keeps the window of an
- * opened page small (the guarantees in probekit.h):
+ * opened page small (the guarantees: probekit(7), section WATCHPOINTS,
+ * "Open steps", in man/man7/probekit.7):
  *   1. one stepper per page (wpage.stepper): a thread faulting meanwhile
  *      waits for the stepper to protect the page again, then retries;
  *   2. the stepper snapshots the watched values at its fault (nobody else
@@ -96,14 +97,12 @@
  * stored with release and loaded with acquire the same way.
  */
 
-#include <dirent.h>
 #include <errno.h>
 #include <linux/hw_breakpoint.h>
 #include <linux/perf_event.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -114,6 +113,7 @@
 #include "arch/arch.h"
 #include "fault/fault.h"
 #include "internal.h"
+#include "util/maps.h"
 
 #define WATCH_MAX 16	/* watches at once (and watched pages) */
 #define WATCH_MAGIC 0x706b7761ul	/* "pkwa" */
@@ -127,8 +127,9 @@ struct pk_watch {
 	uint64_t shadow;	/* last value seen (atomic) */
 	int active;		/* atomic: published ("Memory ordering") */
 	int *fds;		/* one event per thread; pk_fault_lock */
-	size_t nfds, capfds;	/* pk_fault_lock */
-	pid_t *tids;		/* pk_fault_lock */
+	pid_t *tids;		/* fds[i]'s thread; pk_fault_lock */
+	size_t nfds;		/* of both; pk_fault_lock */
+	size_t capfds, captids;	/* room (PK_GROW); pk_fault_lock */
 	struct wpage *pg;	/* page mechanism: the watched page; else NULL */
 };
 
@@ -259,7 +260,8 @@ PK_NOPROBE static int watch_hit(siginfo_t *si, ucontext_t *uc)
  * So no access by another thread ever goes unseen. Instructions that
  * cannot be moved (a second memory operand, a branch, the register used
  * twice, FS/GS, RSP, a code page that cannot be made executable) fall back
- * to opening the page for the step (the window documented in probekit.h).
+ * to opening the page for the step (the window probekit(7) documents under
+ * WATCHPOINTS, "Open steps").
  *
  * Known gap: a moved instruction that traps for another reason before its
  * step completes (div by zero through a watched operand, SIGSEGV elsewhere)
@@ -346,7 +348,7 @@ PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 		 * again, or another), or the stepped instruction touched a
 		 * second watched page. Open the page until the step ends
 		 * (wpage_step() protects it again); writes other threads make
-		 * meanwhile go unseen (probekit.h).
+		 * meanwhile go unseen (probekit(7), WATCHPOINTS, "Open steps").
 		 */
 		wstep.reopened |= 1u << (pg - wpages);
 		mprotect((void *)pg->page, (size_t)psz, pg->orig_prot);
@@ -584,19 +586,10 @@ static int watch_open(struct pk_watch *w, unsigned int idx, pid_t tid)
 			  PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (w->nfds == w->capfds) {
-		size_t cap = w->capfds ? 2 * w->capfds : 16;
-		int *f = realloc(w->fds, cap * sizeof(*f));
-		pid_t *t = f ? realloc(w->tids, cap * sizeof(*t)) : NULL;
-
-		if (f)
-			w->fds = f;
-		if (!t) {
-			close(fd);
-			return -ENOMEM;
-		}
-		w->tids = t;
-		w->capfds = cap;
+	if (PK_GROW(&w->fds, &w->capfds, w->nfds + 1) ||
+	    PK_GROW(&w->tids, &w->captids, w->nfds + 1)) {
+		close(fd);
+		return -ENOMEM;
 	}
 	w->fds[w->nfds] = fd;
 	w->tids[w->nfds++] = tid;
@@ -617,24 +610,23 @@ static int watch_open_all(struct pk_watch *w, unsigned int idx)
 	int err = watch_open(w, idx, pk_gettid()), added;
 
 	while (!err) {
-		DIR *d = opendir("/proc/self/task");
-		struct dirent *de;
+		pid_t *tids;
+		size_t n;
 
-		if (!d)
-			return -errno;
+		err = pk_tasks_list(0, &tids, &n);
+		if (err)
+			return err;
 		added = 0;
-		while (!err && (de = readdir(d))) {
-			pid_t tid = (pid_t)atoi(de->d_name);
-
-			if (tid <= 0 || watch_has(w, tid))
+		for (size_t i = 0; i < n && !err; i++) {
+			if (watch_has(w, tids[i]))
 				continue;
-			err = watch_open(w, idx, tid);
+			err = watch_open(w, idx, tids[i]);
 			if (err == -ESRCH)	/* exited meanwhile */
 				err = 0;
 			else
 				added++;
 		}
-		closedir(d);
+		free(tids);
 		if (!added)
 			break;
 	}
@@ -649,7 +641,7 @@ static void watch_close_all(struct pk_watch *w)
 	free(w->tids);
 	w->fds = NULL;
 	w->tids = NULL;
-	w->nfds = w->capfds = 0;
+	w->nfds = w->capfds = w->captids = 0;
 }
 
 static int watch_errno(int err)
@@ -668,65 +660,32 @@ static int watch_errno(int err)
 	}
 }
 
-/* What /proc/self/maps says about the mapping that holds one page. */
-struct mapinfo {
-	uintptr_t lo, hi;
-	int prot;
-	int shared;		/* 's': MAP_SHARED */
-	char name[32];		/* "[stack]", "[vdso]", a path's start, or "" */
-};
-
-/* The mapping that holds @page: 0, or -EINVAL if unmapped. */
-static int page_map(uintptr_t page, struct mapinfo *mi)
-{
-	FILE *f = fopen("/proc/self/maps", "re");
-	unsigned long lo, hi;
-	char perm[8];
-	int err = -EINVAL;
-
-	if (!f)
-		return -errno;
-	while (fscanf(f, "%lx-%lx %7s %*s %*s %*s", &lo, &hi, perm) == 3) {
-		int c = fgetc(f);
-
-		while (c == ' ')
-			c = fgetc(f);
-		mi->name[0] = 0;
-		for (size_t i = 0; c != '\n' && c != EOF; c = fgetc(f))
-			if (i < sizeof(mi->name) - 1) {
-				mi->name[i++] = (char)c;
-				mi->name[i] = 0;
-			}
-		if (page < lo || page >= hi)
-			continue;
-		mi->lo = lo;
-		mi->hi = hi;
-		mi->prot = (perm[0] == 'r' ? PROT_READ : 0) |
-			   (perm[1] == 'w' ? PROT_WRITE : 0) |
-			   (perm[2] == 'x' ? PROT_EXEC : 0);
-		mi->shared = perm[3] == 's';
-		err = 0;
-		break;
-	}
-	fclose(f);
-	return err;
-}
-
 /*
- * The rule of pk_watch_add() for the page mechanism (probekit.h): the page
- * must be private, writable, not executable data that no signal handler of
- * the calling thread needs. Return: 0, or the -errno to refuse it with.
+ * The rule of pk_watch_add() for the page mechanism (its comment in
+ * include/probekit/watch.h, "What may be watched"): the page must be
+ * private, writable, not executable data that no signal handler of the
+ * calling thread needs. One view of the mappings serves both lookups,
+ * the page's and the caller's stack's.
+ * Return: 0 with *@mi the page's mapping, or the -errno to refuse it with
+ * (-EINVAL where nothing is mapped).
  */
-static int watch_page_allowed(uintptr_t page, size_t psz, struct mapinfo *mi)
+static int watch_page_allowed(uintptr_t page, size_t psz, struct pk_mapinfo *mi)
 {
 	volatile char here = 0;
 	uintptr_t sp = (uintptr_t)&here;
+	struct pk_maps ms = PK_MAPS_INIT;
+	struct pk_mapinfo stack;
 	stack_t ss;
-	struct mapinfo stack;
-	int err = page_map(page, mi);
+	int err, on_stack;
 
+	err = pk_maps_open(&ms, PK_MAPS_NAME);
+	if (!err)
+		err = pk_maps_find(&ms, page, mi);
+	on_stack = !err && !pk_maps_find(&ms, sp, &stack) &&
+		   page >= stack.lo && page < stack.hi;
+	pk_maps_close(&ms);
 	if (err)
-		return err;			/* unmapped */
+		return err == -ENOENT ? -EINVAL : err;	/* unmapped */
 	if (!(mi->prot & PROT_WRITE))
 		return -EINVAL;			/* nothing to watch */
 	if (mi->shared || (mi->prot & PROT_EXEC))
@@ -734,7 +693,7 @@ static int watch_page_allowed(uintptr_t page, size_t psz, struct mapinfo *mi)
 	if (mi->name[0] == '[' && strcmp(mi->name, "[heap]") &&
 	    strncmp(mi->name, "[anon", 5))
 		return -EBUSY;			/* [stack], [vvar], ... */
-	if (!page_map(sp, &stack) && page >= stack.lo && page < stack.hi)
+	if (on_stack)
 		return -EBUSY;			/* the caller's stack */
 	if (!sigaltstack(NULL, &ss) && !(ss.ss_flags & SS_DISABLE) &&
 	    pk_overlaps(page, page + psz,
@@ -881,7 +840,7 @@ static int watch_page_add(struct pk_watch *w)
 		if (wpages[i].nw && wpages[i].page == page)
 			pg = &wpages[i];
 	if (!pg) {
-		struct mapinfo mi;
+		struct pk_mapinfo mi;
 
 		for (unsigned int i = 0; i < WATCH_MAX && !pg; i++)
 			if (!wpages[i].nw)
@@ -1043,7 +1002,8 @@ int pk_watch_add(void *addr, size_t len, unsigned int access, pk_watch_fn fn,
 	int force_page = mech && !strcmp(mech, "page");
 	uintptr_t a = (uintptr_t)addr;
 	struct pk_watch *w = NULL;
-	struct mapinfo mi;
+	struct pk_maps ms = PK_MAPS_INIT;
+	struct pk_mapinfo mi;
 	unsigned int idx;
 	int err;
 
@@ -1055,7 +1015,10 @@ int pk_watch_add(void *addr, size_t len, unsigned int access, pk_watch_fn fn,
 	if (pk_fault_own_data(a, a + len))
 		return -EBUSY;	/* its handler would trap on itself */
 	/* The shadow copy reads it: mapped and readable, or refused. */
-	err = page_map(a, &mi);
+	err = pk_maps_open(&ms, 0);
+	if (!err)
+		err = pk_maps_find(&ms, a, &mi);
+	pk_maps_close(&ms);
 	if (err || !(mi.prot & PROT_READ))
 		return -EINVAL;
 	err = pk_fault_write_lock();
