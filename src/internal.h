@@ -165,16 +165,30 @@ struct pk_atfork {
 /*
  * Data that probekit's signal path reads or writes, so must never fault
  * (the fault layer refuses to watch or protect it). A layer declares each
- * such static object with PK_SIGNAL_DATA(obj) beside its definition;
- * pk_signal_data_overlaps() sees them all. Thread-local objects have no
- * link-time address: their owners check those themselves.
+ * such static object with PK_SIGNAL_DATA(obj) beside its definition, and
+ * each such thread-local one with PK_SIGNAL_TLS(obj) (TLS has no link-time
+ * address: a getter of it goes in the section instead);
+ * pk_signal_data_overlaps() sees them all, the calling thread's copies of
+ * the thread-local ones.
  */
 #define PK_SIGNAL_DATA(obj)                                                    \
 	static const struct pk_span pk_sigdata_##obj                           \
 		__attribute__((used, section("pk_sigdata"), aligned(8))) = {   \
 			&(obj), sizeof(obj) }
 
-/* Whether [@lo, @hi) overlaps an object declared with PK_SIGNAL_DATA(). */
+#define PK_SIGNAL_TLS(obj)                                                     \
+	static struct pk_span pk_sigtls_get_##obj(void)                        \
+	{                                                                      \
+		return (struct pk_span){ &(obj), sizeof(obj) };                \
+	}                                                                      \
+	static struct pk_span (*const pk_sigtls_##obj)(void)                   \
+		__attribute__((used, section("pk_sigtls"), aligned(8))) =      \
+			pk_sigtls_get_##obj
+
+/*
+ * Whether [@lo, @hi) overlaps an object declared with PK_SIGNAL_DATA(), or
+ * the calling thread's copy of one declared with PK_SIGNAL_TLS().
+ */
 PK_HIDDEN int pk_signal_data_overlaps(uintptr_t lo, uintptr_t hi);
 
 PK_HIDDEN void pk_assert_fail(const char *what, const char *file, int line)

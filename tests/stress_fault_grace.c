@@ -93,7 +93,7 @@ static void *short_faulter(void *arg)
 /*
  * The last page's faults come from short-lived threads, one after the
  * other: thousands of them, past the 256 reader slots, so slots of dead
- * threads are taken over (slot_claim()) while the grace periods run.
+ * threads are taken over (rd_slot_claim(), through pk_slot_claim()) while the grace periods run.
  */
 static void *spawner(void *arg)
 {

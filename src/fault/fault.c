@@ -180,7 +180,7 @@ static __thread struct {
 	int *errno_p;		/* &errno, once known (it never moves) */
 	unsigned int depth;	/* inside one of our handlers: -EDEADLK */
 } me __attribute__((tls_model("initial-exec")));
-PK_FAULT_TLS(me);
+PK_SIGNAL_TLS(me);
 
 static unsigned long die_claimed;	/* atomic (stats) */
 PK_SIGNAL_DATA(die_claimed);
@@ -943,24 +943,11 @@ int pk_die_unregister(struct pk_notifier *nb)
 	return err;
 }
 
-/* The PK_FAULT_TLS() getters of the core and its clients. */
-extern struct pk_span (*const __start_pk_fault_tls[])(void)
-	__attribute__((weak, visibility("hidden")));
-extern struct pk_span (*const __stop_pk_fault_tls[])(void)
-	__attribute__((weak, visibility("hidden")));
-
 int pk_fault_own_data(uintptr_t lo, uintptr_t hi)
 {
 	/* errno: fault_entry() and sig.c save and restore it. */
 	struct pk_span err = { &errno, sizeof(errno) };
 
-	for (struct pk_span (*const *g)(void) = __start_pk_fault_tls;
-	     g < __stop_pk_fault_tls; g++) {
-		struct pk_span s = (*g)();
-
-		if (pk_overlaps(lo, hi, &s, 1))
-			return 1;
-	}
 	return pk_overlaps(lo, hi, &err, 1) || pk_signal_data_overlaps(lo, hi);
 }
 

@@ -26,8 +26,8 @@
  *   fork       pk_fault_fork_hold() / pk_fault_fork_release() in its
  *              PK_ATFORK entries, which may then run in any order with the
  *              core's;
- *   own data   PK_FAULT_TLS() beside each thread-local object its signal
- *              path uses (PK_SIGNAL_DATA() beside each static one), and
+ *   own data   PK_SIGNAL_DATA() / PK_SIGNAL_TLS() (internal.h) beside
+ *              each static / thread-local object its signal path uses, and
  *              pk_fault_own_data() to refuse ranges over any of them.
  */
 
@@ -145,25 +145,10 @@ PK_HIDDEN void pk_fault_fork_hold(void);
 PK_HIDDEN void pk_fault_fork_release(int child);
 
 /*
- * PK_FAULT_TLS(obj) - @obj, a thread-local object, is read or written on
- * the fault layer's signal path: pk_fault_own_data() then sees the calling
- * thread's copy (TLS has no link-time address, so a getter of it goes in
- * section pk_fault_tls).
- */
-#define PK_FAULT_TLS(obj)                                                      \
-	static struct pk_span pk_fault_tls_get_##obj(void)                     \
-	{                                                                      \
-		return (struct pk_span){ &(obj), sizeof(obj) };                \
-	}                                                                      \
-	static struct pk_span (*const pk_fault_tls_##obj)(void)                \
-		__attribute__((used, section("pk_fault_tls"), aligned(8))) =   \
-			pk_fault_tls_get_##obj
-
-/*
  * pk_fault_own_data() - whether [@lo, @hi) holds memory that probekit's
  * signal path reads or writes (then it must never fault): every
- * PK_SIGNAL_DATA() object, and the calling thread's PK_FAULT_TLS() objects
- * and errno. Other threads' TLS cannot be found from here, as the public
+ * PK_SIGNAL_DATA() object, the calling thread's PK_SIGNAL_TLS() objects
+ * and its errno. Other threads' TLS cannot be found from here, as the public
  * contracts say (pk_fault_register() in include/probekit/fault.h,
  * pk_watch_add() in include/probekit/watch.h).
  */

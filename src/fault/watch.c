@@ -179,7 +179,7 @@ struct wstep {
 	uint64_t old[WATCH_MAX];
 };
 static __thread struct wstep wstep __attribute__((tls_model("initial-exec")));
-PK_FAULT_TLS(wstep);
+PK_SIGNAL_TLS(wstep);
 
 static struct {
 	unsigned long hits;		/* handlers called */
@@ -512,7 +512,7 @@ static uintptr_t retired[RETIRED_N];	/* atomic; written under pk_fault_lock */
 PK_SIGNAL_DATA(retired);
 static unsigned int retired_pos;	/* pk_fault_lock */
 static __thread uintptr_t retry_addr __attribute__((tls_model("initial-exec")));
-PK_FAULT_TLS(retry_addr);
+PK_SIGNAL_TLS(retry_addr);
 
 PK_NOPROBE __attribute__((cold)) static int wpage_retired(uintptr_t addr)
 {

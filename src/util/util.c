@@ -134,8 +134,20 @@ extern const struct pk_span __start_pk_sigdata[]
 extern const struct pk_span __stop_pk_sigdata[]
 	__attribute__((weak, visibility("hidden")));
 
+extern struct pk_span (*const __start_pk_sigtls[])(void)
+	__attribute__((weak, visibility("hidden")));
+extern struct pk_span (*const __stop_pk_sigtls[])(void)
+	__attribute__((weak, visibility("hidden")));
+
 int pk_signal_data_overlaps(uintptr_t lo, uintptr_t hi)
 {
+	for (struct pk_span (*const *g)(void) = __start_pk_sigtls;
+	     g < __stop_pk_sigtls; g++) {
+		struct pk_span s = (*g)();
+
+		if (pk_overlaps(lo, hi, &s, 1))
+			return 1;
+	}
 	return pk_overlaps(lo, hi, __start_pk_sigdata,
 			   (size_t)(__stop_pk_sigdata - __start_pk_sigdata));
 }
