@@ -4,8 +4,8 @@
 /*
  * What a sweep decides is in sweep.h. How it asks:
  *
- *   1. list the other threads (/proc/self/task), publish the request
- *      (cur_sweep, seq_cst) and tgkill each one;
+ *   1. list the other threads (pk_tasks_list(): sorted, the sweeper left
+ *      out), publish the request (cur_sweep, seq_cst) and tgkill each one;
  *   2. each handler finds its thread in the sorted tid list, moves it
  *      (move sweeps), and stores where it was and whether it is busy in its
  *      own state byte (release; the sweeper's acquire loads pair with it);
@@ -28,7 +28,6 @@
  * said beside them.
  */
 
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -234,48 +233,6 @@ int pk_sweep_init(void)
 	return 0;
 }
 
-static int tid_cmp(const void *a, const void *b)
-{
-	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* Every thread of the process but this one, sorted. */
-static int list_tids(pid_t **out, size_t *n)
-{
-	DIR *d = opendir("/proc/self/task");
-	pid_t self = (pid_t)syscall(SYS_gettid), *v = NULL;
-	size_t cap = 0;
-	struct dirent *e;
-
-	*n = 0;
-	if (!d)
-		return -errno;
-	while ((e = readdir(d))) {
-		pid_t t = (pid_t)atoi(e->d_name);
-
-		if (t <= 0 || t == self)
-			continue;
-		if (*n == cap) {
-			pid_t *nv = realloc(v, (cap = cap ? cap * 2 : 64) * sizeof(*v));
-
-			if (!nv) {
-				free(v);
-				closedir(d);
-				return -ENOMEM;
-			}
-			v = nv;
-		}
-		v[(*n)++] = t;
-	}
-	closedir(d);
-	if (*n > 1)
-		qsort(v, *n, sizeof(*v), tid_cmp);
-	*out = v;
-	return 0;
-}
-
 static int64_t now_ns(void)
 {
 	struct timespec ts;
@@ -310,8 +267,8 @@ static int sweep(const struct pk_sweep_site *sites, size_t nsites,
 {
 	struct sweep sw = { sites, nsites, slots, nslots, NULL, NULL, NULL, 0 };
 	int64_t deadline = now_ns() + SWEEP_TIMEOUT_NS;
-	pid_t *tids = NULL;
-	int err = list_tids(&tids, &sw.ntids);
+	pid_t *tids;
+	int err = pk_tasks_list(pk_gettid(), &tids, &sw.ntids);
 
 	if (err)
 		return err;
