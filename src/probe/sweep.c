@@ -93,17 +93,10 @@ void pk_sweep_busy_code(struct pk_sweep_code *c)
 
 PK_NOPROBE static int in_slots(const struct sweep *sw, uintptr_t ip)
 {
-	size_t lo = 0, hi = sw->nslots;
+	size_t i = PK_LOWER_BOUND(sw->nslots, k,
+				  sw->slots[k] + PK_TRAMP_SLOT_SIZE <= ip);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (sw->slots[mid] + PK_TRAMP_SLOT_SIZE <= ip)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < sw->nslots && sw->slots[lo] <= ip;
+	return i < sw->nslots && sw->slots[i] <= ip;
 }
 
 PK_NOPROBE static int busy_at(const struct sweep *sw, uintptr_t ip)
@@ -132,35 +125,27 @@ PK_NOPROBE static int busy_at(const struct sweep *sw, uintptr_t ip)
 PK_NOPROBE static void move(const struct sweep *sw, ucontext_t *uc)
 {
 	uintptr_t ip = pk_arch_pc(uc);
-	size_t lo = 0, hi = sw->nsites;
+	size_t i = PK_LOWER_BOUND(sw->nsites, k,
+				  sw->sites[k].addr + sw->sites[k].len <= ip);
+	const struct pk_sweep_site *s;
+	size_t off;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (sw->sites[mid].addr + sw->sites[mid].len <= ip)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == sw->nsites || sw->sites[lo].addr >= ip)
+	if (i == sw->nsites || sw->sites[i].addr >= ip)
 		return;		/* not strictly inside a site */
-	{
-		const struct pk_sweep_site *s = &sw->sites[lo];
-		size_t off = ip - s->addr;
-
-		if (!s->arming) {
-			/* Between the NOPs and the jmp: where the jmp goes. */
-			if (off == (size_t)s->len - PK_ARCH_JMP_LEN)
-				pk_arch_set_pc(uc, s->slot + PK_TRAMP_SLOT_ENTRY);
+	s = &sw->sites[i];
+	off = ip - s->addr;
+	if (!s->arming) {
+		/* Between the NOPs and the jmp: where the jmp goes. */
+		if (off == (size_t)s->len - PK_ARCH_JMP_LEN)
+			pk_arch_set_pc(uc, s->slot + PK_TRAMP_SLOT_ENTRY);
+		return;
+	}
+	for (unsigned int j = 1; j < s->map->n; j++)
+		if (s->map->src[j] == off) {
+			pk_arch_set_pc(uc, s->slot + PK_TRAMP_SLOT_COPY +
+					       s->map->dst[j]);
 			return;
 		}
-		for (unsigned int i = 1; i < s->map->n; i++)
-			if (s->map->src[i] == off) {
-				pk_arch_set_pc(uc, s->slot + PK_TRAMP_SLOT_COPY +
-						       s->map->dst[i]);
-				return;
-			}
-	}
 }
 
 PK_NOPROBE static void sweep_handler(int sig, siginfo_t *si, void *ctx)
@@ -169,7 +154,7 @@ PK_NOPROBE static void sweep_handler(int sig, siginfo_t *si, void *ctx)
 	int saved = errno;
 	const struct sweep *sw;
 	pid_t tid;
-	size_t lo = 0, hi;
+	size_t i;
 
 	(void)sig;
 	(void)si;
@@ -179,21 +164,13 @@ PK_NOPROBE static void sweep_handler(int sig, siginfo_t *si, void *ctx)
 	if (!sw)
 		goto out;
 	tid = (pid_t)syscall(SYS_gettid);
-	hi = sw->ntids;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (sw->tids[mid] < tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == sw->ntids || sw->tids[lo] != tid)
+	i = PK_LOWER_BOUND(sw->ntids, k, sw->tids[k] < tid);
+	if (i == sw->ntids || sw->tids[i] != tid)
 		goto out;
 	if (sw->nsites)
 		move(sw, uc);
-	sw->ip[lo] = pk_arch_pc(uc);
-	__atomic_store_n(&sw->state[lo], busy_at(sw, sw->ip[lo]) ? BUSY : CLEAR,
+	sw->ip[i] = pk_arch_pc(uc);
+	__atomic_store_n(&sw->state[i], busy_at(sw, sw->ip[i]) ? BUSY : CLEAR,
 			 __ATOMIC_RELEASE);
 out:
 	__atomic_sub_fetch(&sweep_readers, 1, __ATOMIC_SEQ_CST);
