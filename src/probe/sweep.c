@@ -63,6 +63,10 @@ static int sweep_sig;			/* 0 until installed; not read by
 					   the handler */
 /* Prepended by pk_sweep_busy_code(), release-published; never removed. */
 static const struct pk_sweep_code *busy_code;
+/* sweep_handler() reads or writes these (internal.h's PK_SIGNAL_DATA). */
+PK_SIGNAL_DATA(cur_sweep);
+PK_SIGNAL_DATA(sweep_readers);
+PK_SIGNAL_DATA(busy_code);
 
 __thread struct pk_sweep_self pk_sweep_self
 	__attribute__((tls_model("initial-exec")));
