@@ -70,6 +70,8 @@ PK_SIGNAL_DATA(busy_code);
 
 __thread struct pk_sweep_self pk_sweep_self
 	__attribute__((tls_model("initial-exec")));
+/* busy_at() reads it in the handler. */
+PK_SIGNAL_TLS(pk_sweep_self);
 
 extern const char __start_pk_noprobe_text[] __attribute__((weak, visibility("hidden")));
 extern const char __stop_pk_noprobe_text[] __attribute__((weak, visibility("hidden")));
