@@ -2,16 +2,16 @@
 /* chunk.c - trampoline memory: find a gap within reach, map a chunk, write its head, hand out its slots. */
 
 /*
- * See chunk.h. A new chunk goes in the free gap (from /proc/self/maps)
- * nearest to the code it serves, at an address aligned to its size, mapped
- * with MAP_FIXED_NOREPLACE (a racing mapping makes us look again), and is
- * appended to the chunk list only once its head is written: threads reach
- * a chunk only through a slot handed out after that.
+ * See chunk.h. A new chunk goes in the free gap (between the mappings a
+ * pk_maps view lists, util/maps.h) nearest to the code it serves, at an
+ * address aligned to its size, mapped with MAP_FIXED_NOREPLACE (a racing
+ * mapping makes us look again), and is appended to the chunk list only
+ * once its head is written: threads reach a chunk only through a slot
+ * handed out after that.
  */
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 
@@ -20,6 +20,7 @@
 #include "probe/chunk.h"
 #include "probe/sweep.h"
 #include "text/text.h"
+#include "util/maps.h"
 
 /* Every slot of a chunk must reach the probe point and back with a rel32. */
 #define REACH ((int64_t)INT32_MAX - 2 * PK_TRAMP_CHUNK_SIZE)
@@ -35,46 +36,59 @@ struct pk_chunk {
 /* Appended (caller's lock), each published with release; never shrinks. */
 static struct pk_chunk *chunks;
 
-/* A free gap of PK_TRAMP_CHUNK_SIZE within REACH of @near, from /proc/self/maps. */
+/*
+ * The place for a chunk in the gap [@lo, @hi) nearest to @near, if it is
+ * nearer than *@best_d (then its distance there) and within REACH; else 0.
+ */
+static uintptr_t gap_best(uintptr_t lo, uintptr_t hi, uintptr_t near,
+			  uint64_t *best_d)
+{
+	const uintptr_t mask = ~(uintptr_t)(PK_TRAMP_CHUNK_SIZE - 1);
+	uintptr_t first, last, c;
+	uint64_t d;
+
+	if (hi <= lo || hi - lo < PK_TRAMP_CHUNK_SIZE)
+		return 0;
+	first = (lo + PK_TRAMP_CHUNK_SIZE - 1) & mask;
+	last = (hi - PK_TRAMP_CHUNK_SIZE) & mask;
+	c = near < first ? first : near > last ? last : near & mask;
+	if (first > last || c < first || c > last)
+		return 0;
+	d = c > near ? c - near : near - c;
+	if (d >= *best_d || (int64_t)d >= REACH)
+		return 0;
+	*best_d = d;
+	return c;
+}
+
+/*
+ * A free gap of PK_TRAMP_CHUNK_SIZE within REACH of @near, aligned to its
+ * size, in [PK_ARCH_MMAP_MIN, PK_ARCH_USER_TOP): nearest to @near, or 0
+ * (none, or the mappings could not be read).
+ */
 static uintptr_t find_gap(uintptr_t near)
 {
-	FILE *f = fopen("/proc/self/maps", "re");
-	uintptr_t prev_end = 0x10000, best = 0;
+	struct pk_maps ms = PK_MAPS_INIT;
+	struct pk_mapinfo mi;
+	uintptr_t prev_end = PK_ARCH_MMAP_MIN, best = 0, c;
 	uint64_t best_d = UINT64_MAX;
-	char line[512];
+	int err = pk_maps_open(&ms, 0);
 
-	if (!f)
-		return 0;
-	for (;;) {
-		unsigned long s = UINTPTR_MAX, e = 0;
-		int more = fgets(line, sizeof(line), f) != NULL;
-
-		if (more && sscanf(line, "%lx-%lx", &s, &e) != 2)
-			continue;
-		if (!more)
-			s = 0x7ffffffff000ul;
-		/* Gap [prev_end, s): the candidate nearest to @near. */
-		if (s > prev_end && s - prev_end >= PK_TRAMP_CHUNK_SIZE) {
-			uintptr_t lo = (prev_end + PK_TRAMP_CHUNK_SIZE - 1) & ~(uintptr_t)(PK_TRAMP_CHUNK_SIZE - 1);
-			uintptr_t hi = (s - PK_TRAMP_CHUNK_SIZE) & ~(uintptr_t)(PK_TRAMP_CHUNK_SIZE - 1);
-			uintptr_t c = near < lo ? lo : near > hi ? hi : near & ~(uintptr_t)(PK_TRAMP_CHUNK_SIZE - 1);
-
-			if (lo <= hi && c >= lo && c <= hi) {
-				uint64_t d = c > near ? c - near : near - c;
-
-				if (d < best_d && (int64_t)d < REACH) {
-					best_d = d;
-					best = c;
-				}
-			}
-		}
-		if (!more)
+	/* The gaps below each mapping, then the one up to the top. */
+	for (uintptr_t a = 0; !err; a = mi.hi) {
+		err = pk_maps_next(&ms, a, &mi);
+		if (err || mi.lo >= PK_ARCH_USER_TOP)
 			break;
-		if (e > prev_end)
-			prev_end = e;
+		c = gap_best(prev_end, mi.lo, near, &best_d);
+		best = c ? c : best;
+		if (mi.hi > prev_end)
+			prev_end = mi.hi;
 	}
-	fclose(f);
-	return best;
+	pk_maps_close(&ms);
+	if (err && err != -ENOENT)
+		return 0;
+	c = gap_best(prev_end, PK_ARCH_USER_TOP, near, &best_d);
+	return c ? c : best;
 }
 
 static struct pk_chunk *chunk_new(uintptr_t near, const struct pk_tramp_env *env)

@@ -13,9 +13,9 @@
  *
  * Records are per thread, so a hit writes nothing shared: the region holds
  * `nblk` blocks of PK_RETPROBE_DEPTH records, and a thread claims a block
- * on its first hit (one compare-and-swap; no malloc, so hits may happen in
- * signal handlers) and gives it back in a pthread key destructor when it
- * exits. Records are never freed: a thread still inside a probed call after
+ * on its first hit (pk_slot_claim(): a compare-and-swap on the block's
+ * owner; no malloc, so hits may happen in signal handlers) and gives it
+ * back in a pthread key destructor when it exits. Records are never freed: a thread still inside a probed call after
  * the probe went away returns through them.
  *
  *   code region (read+execute, never writable; filled via /proc/self/mem)
@@ -159,7 +159,8 @@ static PK_NOPROBE_INLINE int rec_is(const struct rec *r, uint64_t word,
 
 /* One thread's records: the owner and unregister read and write these. */
 struct blk {
-	int owner;			/* atomic: tid, or 0 when free */
+	int owner;			/* atomic: tid, or 0 when free (the
+					   owner word of pk_slot_claim()) */
 	unsigned int hw;		/* atomic: records ever used (high water) */
 	struct pk_retprobe *cur;	/* atomic: whose return handler runs */
 } __attribute__((aligned(64)));
@@ -229,35 +230,35 @@ static void ret_release(void *arg)
 		ret_self = NULL;
 		ret_top = 0;
 	}
-	/* Pairs with the acquire CAS in claim(): our record writes are done. */
+	/* Pairs with pk_slot_claim()'s acquire CAS: our record writes are done. */
 	__atomic_store_n(&b->owner, 0, __ATOMIC_RELEASE);
 }
 
-/* This thread's first hit: a free block, or NULL (pool empty). */
+/*
+ * This thread's first hit: a free block, or NULL (pool empty). Taken by
+ * pk_slot_claim(), the scan starting at the tid's block so that threads
+ * spread; no reclaim: a block is free again only once ret_release() ran
+ * for its thread.
+ */
 PK_NOPROBE static struct blk *claim(void)
 {
 	int tid = (int)syscall(SYS_gettid);
-	size_t start = (size_t)tid % ret_nblk;
+	int i = pk_slot_claim(&ret_blks[0].owner, sizeof(ret_blks[0]), ret_nblk,
+			      tid, (size_t)tid, NULL, NULL);
+	struct blk *b;
 
-	for (size_t j = 0; j < ret_nblk; j++) {
-		struct blk *b = &ret_blks[(start + j) % ret_nblk];
-		int free_ = 0;
-
-		if (!__atomic_load_n(&b->owner, __ATOMIC_RELAXED) &&
-		    __atomic_compare_exchange_n(&b->owner, &free_, tid, 0,
-						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
-			if (pthread_setspecific(ret_key, b)) {
-				__atomic_store_n(&b->owner, 0, __ATOMIC_RELEASE);
-				return NULL;
-			}
-			ret_top = 0;
-			ret_mybase = (size_t)(b - ret_blks) * PK_RETPROBE_DEPTH;
-			ret_myrecs = ret_recs + ret_mybase;
-			ret_self = b;
-			return b;
-		}
+	if (i < 0)
+		return NULL;
+	b = &ret_blks[i];
+	if (pthread_setspecific(ret_key, b)) {
+		__atomic_store_n(&b->owner, 0, __ATOMIC_RELEASE);
+		return NULL;
 	}
-	return NULL;
+	ret_top = 0;
+	ret_mybase = (size_t)i * PK_RETPROBE_DEPTH;
+	ret_myrecs = ret_recs + ret_mybase;
+	ret_self = b;
+	return b;
 }
 
 PK_NOPROBE static void miss(struct pk_retprobe *rp)

@@ -4,8 +4,8 @@
 /*
  * What a sweep decides is in sweep.h. How it asks:
  *
- *   1. list the other threads (/proc/self/task), publish the request
- *      (cur_sweep, seq_cst) and tgkill each one;
+ *   1. list the other threads (pk_tasks_list(): sorted, the sweeper left
+ *      out), publish the request (cur_sweep, seq_cst) and tgkill each one;
  *   2. each handler finds its thread in the sorted tid list, moves it
  *      (move sweeps), and stores where it was and whether it is busy in its
  *      own state byte (release; the sweeper's acquire loads pair with it);
@@ -28,7 +28,6 @@
  * said beside them.
  */
 
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -64,9 +63,15 @@ static int sweep_sig;			/* 0 until installed; not read by
 					   the handler */
 /* Prepended by pk_sweep_busy_code(), release-published; never removed. */
 static const struct pk_sweep_code *busy_code;
+/* sweep_handler() reads or writes these (internal.h's PK_SIGNAL_DATA). */
+PK_SIGNAL_DATA(cur_sweep);
+PK_SIGNAL_DATA(sweep_readers);
+PK_SIGNAL_DATA(busy_code);
 
 __thread struct pk_sweep_self pk_sweep_self
 	__attribute__((tls_model("initial-exec")));
+/* busy_at() reads it in the handler. */
+PK_SIGNAL_TLS(pk_sweep_self);
 
 extern const char __start_pk_noprobe_text[] __attribute__((weak, visibility("hidden")));
 extern const char __stop_pk_noprobe_text[] __attribute__((weak, visibility("hidden")));
@@ -94,17 +99,10 @@ void pk_sweep_busy_code(struct pk_sweep_code *c)
 
 PK_NOPROBE static int in_slots(const struct sweep *sw, uintptr_t ip)
 {
-	size_t lo = 0, hi = sw->nslots;
+	size_t i = PK_LOWER_BOUND(sw->nslots, k,
+				  sw->slots[k] + PK_TRAMP_SLOT_SIZE <= ip);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (sw->slots[mid] + PK_TRAMP_SLOT_SIZE <= ip)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < sw->nslots && sw->slots[lo] <= ip;
+	return i < sw->nslots && sw->slots[i] <= ip;
 }
 
 PK_NOPROBE static int busy_at(const struct sweep *sw, uintptr_t ip)
@@ -133,35 +131,27 @@ PK_NOPROBE static int busy_at(const struct sweep *sw, uintptr_t ip)
 PK_NOPROBE static void move(const struct sweep *sw, ucontext_t *uc)
 {
 	uintptr_t ip = pk_arch_pc(uc);
-	size_t lo = 0, hi = sw->nsites;
+	size_t i = PK_LOWER_BOUND(sw->nsites, k,
+				  sw->sites[k].addr + sw->sites[k].len <= ip);
+	const struct pk_sweep_site *s;
+	size_t off;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (sw->sites[mid].addr + sw->sites[mid].len <= ip)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == sw->nsites || sw->sites[lo].addr >= ip)
+	if (i == sw->nsites || sw->sites[i].addr >= ip)
 		return;		/* not strictly inside a site */
-	{
-		const struct pk_sweep_site *s = &sw->sites[lo];
-		size_t off = ip - s->addr;
-
-		if (!s->arming) {
-			/* Between the NOPs and the jmp: where the jmp goes. */
-			if (off == (size_t)s->len - PK_ARCH_JMP_LEN)
-				pk_arch_set_pc(uc, s->slot + PK_TRAMP_SLOT_ENTRY);
+	s = &sw->sites[i];
+	off = ip - s->addr;
+	if (!s->arming) {
+		/* Between the NOPs and the jmp: where the jmp goes. */
+		if (off == (size_t)s->len - PK_ARCH_JMP_LEN)
+			pk_arch_set_pc(uc, s->slot + PK_TRAMP_SLOT_ENTRY);
+		return;
+	}
+	for (unsigned int j = 1; j < s->map->n; j++)
+		if (s->map->src[j] == off) {
+			pk_arch_set_pc(uc, s->slot + PK_TRAMP_SLOT_COPY +
+					       s->map->dst[j]);
 			return;
 		}
-		for (unsigned int i = 1; i < s->map->n; i++)
-			if (s->map->src[i] == off) {
-				pk_arch_set_pc(uc, s->slot + PK_TRAMP_SLOT_COPY +
-						       s->map->dst[i]);
-				return;
-			}
-	}
 }
 
 PK_NOPROBE static void sweep_handler(int sig, siginfo_t *si, void *ctx)
@@ -170,7 +160,7 @@ PK_NOPROBE static void sweep_handler(int sig, siginfo_t *si, void *ctx)
 	int saved = errno;
 	const struct sweep *sw;
 	pid_t tid;
-	size_t lo = 0, hi;
+	size_t i;
 
 	(void)sig;
 	(void)si;
@@ -180,21 +170,13 @@ PK_NOPROBE static void sweep_handler(int sig, siginfo_t *si, void *ctx)
 	if (!sw)
 		goto out;
 	tid = (pid_t)syscall(SYS_gettid);
-	hi = sw->ntids;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (sw->tids[mid] < tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == sw->ntids || sw->tids[lo] != tid)
+	i = PK_LOWER_BOUND(sw->ntids, k, sw->tids[k] < tid);
+	if (i == sw->ntids || sw->tids[i] != tid)
 		goto out;
 	if (sw->nsites)
 		move(sw, uc);
-	sw->ip[lo] = pk_arch_pc(uc);
-	__atomic_store_n(&sw->state[lo], busy_at(sw, sw->ip[lo]) ? BUSY : CLEAR,
+	sw->ip[i] = pk_arch_pc(uc);
+	__atomic_store_n(&sw->state[i], busy_at(sw, sw->ip[i]) ? BUSY : CLEAR,
 			 __ATOMIC_RELEASE);
 out:
 	__atomic_sub_fetch(&sweep_readers, 1, __ATOMIC_SEQ_CST);
@@ -234,48 +216,6 @@ int pk_sweep_init(void)
 	return 0;
 }
 
-static int tid_cmp(const void *a, const void *b)
-{
-	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* Every thread of the process but this one, sorted. */
-static int list_tids(pid_t **out, size_t *n)
-{
-	DIR *d = opendir("/proc/self/task");
-	pid_t self = (pid_t)syscall(SYS_gettid), *v = NULL;
-	size_t cap = 0;
-	struct dirent *e;
-
-	*n = 0;
-	if (!d)
-		return -errno;
-	while ((e = readdir(d))) {
-		pid_t t = (pid_t)atoi(e->d_name);
-
-		if (t <= 0 || t == self)
-			continue;
-		if (*n == cap) {
-			pid_t *nv = realloc(v, (cap = cap ? cap * 2 : 64) * sizeof(*v));
-
-			if (!nv) {
-				free(v);
-				closedir(d);
-				return -ENOMEM;
-			}
-			v = nv;
-		}
-		v[(*n)++] = t;
-	}
-	closedir(d);
-	if (*n > 1)
-		qsort(v, *n, sizeof(*v), tid_cmp);
-	*out = v;
-	return 0;
-}
-
 static int64_t now_ns(void)
 {
 	struct timespec ts;
@@ -310,8 +250,8 @@ static int sweep(const struct pk_sweep_site *sites, size_t nsites,
 {
 	struct sweep sw = { sites, nsites, slots, nslots, NULL, NULL, NULL, 0 };
 	int64_t deadline = now_ns() + SWEEP_TIMEOUT_NS;
-	pid_t *tids = NULL;
-	int err = list_tids(&tids, &sw.ntids);
+	pid_t *tids;
+	int err = pk_tasks_list(pk_gettid(), &tids, &sw.ntids);
 
 	if (err)
 		return err;

@@ -356,19 +356,12 @@ static int cache_fill(const char *path, uintptr_t bias)
 			    GELF_ST_TYPE(s.st_info) != STT_FUNC ||
 			    s.st_shndx == SHN_UNDEF || !s.st_size)
 				continue;
-			if (cache.n == cap) {
-				size_t nc = cap ? cap * 2 : 1024;
-				struct func_ent *nf = realloc(cache.f, nc * sizeof(*nf));
-
-				if (!nf) {
-					elf_end(e);
-					close(fd);
-					free(cache.f);
-					memset(&cache, 0, sizeof(cache));
-					return -ENOMEM;
-				}
-				cache.f = nf;
-				cap = nc;
+			if (PK_GROW(&cache.f, &cap, cache.n + 1)) {
+				elf_end(e);
+				close(fd);
+				free(cache.f);
+				memset(&cache, 0, sizeof(cache));
+				return -ENOMEM;
 			}
 			cache.f[cache.n++] = (struct func_ent){
 				bias + s.st_value, s.st_size,
@@ -401,19 +394,11 @@ int pk_sym_func_at(uintptr_t addr, struct pk_func *out)
 	if (!err) {
 		/* The last function starting at or before @addr, then back over
 		   aliases and nested symbols until one covers it. */
-		size_t lo = 0, hi = cache.n;
+		size_t i = PK_LOWER_BOUND(cache.n, k, cache.f[k].start <= addr);
 
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (cache.f[mid].start <= addr)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
 		err = -ENOENT;
-		while (lo-- > 0) {
-			const struct func_ent *f = &cache.f[lo];
+		while (i-- > 0) {
+			const struct func_ent *f = &cache.f[i];
 
 			if (addr < f->start + f->size) {
 				out->start = f->start;
@@ -421,11 +406,11 @@ int pk_sym_func_at(uintptr_t addr, struct pk_func *out)
 				out->table = f->table;
 				err = 0;
 				/* Prefer the .dynsym entry of the same start. */
-				while (lo > 0 && cache.f[lo - 1].start == f->start) {
-					lo--;
-					out->table = cache.f[lo].table;
-					if (cache.f[lo].size > out->size)
-						out->size = cache.f[lo].size;
+				while (i > 0 && cache.f[i - 1].start == f->start) {
+					i--;
+					out->table = cache.f[i].table;
+					if (cache.f[i].size > out->size)
+						out->size = cache.f[i].size;
 				}
 				break;
 			}

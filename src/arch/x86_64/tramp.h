@@ -67,6 +67,17 @@
 #define PK_TRAMP_COPY_MAX (PK_TRAMP_SLOT_SIZE - PK_TRAMP_SLOT_COPY - 5)
 #define PK_TRAMP_STUB_SP (8 + 128)
 
+/*
+ * Where in the address space chunks may go (x86-64 Linux): below
+ * PK_ARCH_USER_TOP, the end of the 47-bit user half less its guard page
+ * (TASK_SIZE with 4-level paging; with 5-level paging mmap() stays below it
+ * unless asked for more; only [vsyscall] is listed above it), and from
+ * PK_ARCH_MMAP_MIN up, 64 KiB: the highest usual vm.mmap_min_addr, under
+ * which the kernel refuses to map.
+ */
+#define PK_ARCH_USER_TOP 0x7ffffffff000ul
+#define PK_ARCH_MMAP_MIN 0x10000ul
+
 #define PK_RET_ENT0 16
 #define PK_RET_ENT_SIZE 16
 #define PK_RET_ENT_LAND 4
