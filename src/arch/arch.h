@@ -316,7 +316,8 @@ static inline uintptr_t pk_arch_regs_sp(const struct pk_regs *r)
  * word at +0, then @nent entries (PK_RET_ENT_SIZE bytes from PK_RET_ENT0;
  * @len covers them), the rest traps.
  */
-PK_HIDDEN void pk_arch_ret_code(uint8_t *buf, size_t len, size_t nent);
+PK_HIDDEN void pk_arch_ret_code(uint8_t *buf, size_t len, size_t nent,
+			       uintptr_t common);
 
 /*
  * pk_arch_ret_eh() - an .eh_frame (CIE, one FDE, the zero terminator
@@ -332,16 +333,17 @@ PK_HIDDEN size_t pk_arch_ret_eh(uint8_t *buf, uintptr_t code, size_t nent,
 				uintptr_t recs, size_t rec_size);
 
 /*
- * pk_arch_ret_common - where every landing jumps (PK_NOPROBE text, with
- * CFI): builds a struct pk_regs of what is live after a return (the return
- * value registers, the callee-saved ones; the others are undefined), whose
- * pk_private_ret is the stack word the landing was returned through, calls
- * pk_ret_dispatch() (the probe layer's), restores the return value
- * registers, and leaves through that word, which pk_ret_dispatch() has set
- * to the real return address: by ret if it left regs->flags non-zero (the
- * return stack buffer holds the landing: a divert), else by jmp.
+ * PK_ARCH_RET_COMMON(name, dispatch) - defines @name, where every landing
+ * jumps (PK_NOPROBE text, with CFI): it builds a struct pk_regs of what is
+ * live after a return (the return value registers, the callee-saved ones;
+ * the others are undefined), whose pk_private_ret is the stack word the
+ * landing was returned through, calls @dispatch(regs) (the probe layer's),
+ * restores the return value registers, and leaves through that word, which
+ * @dispatch has set to the real return address: by ret if it left
+ * regs->flags non-zero (the return stack buffer holds the landing: a
+ * divert), else by jmp. The probe layer instantiates it once, and passes
+ * @name's address to pk_arch_ret_code().
  */
-PK_HIDDEN void pk_arch_ret_common(void);
-PK_HIDDEN uint64_t pk_ret_dispatch(struct pk_regs *r);
+#include "arch/x86_64/ret_common.h"
 
 #endif /* PK_ARCH_H */

@@ -6,7 +6,7 @@
  * pushes a record { real return address, stack word, probe, data } on this
  * thread's return-address stack and makes the function return to the
  * record's landing in a code region of ours (two ways, see "divert" and
- * "hijack"); from there pk_arch_ret_common and pk_ret_dispatch() call the
+ * "hijack"); from there pk_ret_common and pk_ret_dispatch() call the
  * return handler and go on to the real return address. The stack word is
  * the one that holds the call's return address (the stack pointer at the
  * function's entry).
@@ -21,7 +21,7 @@
  *   code region (read+execute, never writable; filled via /proc/self/mem)
  *	one entry per record, PK_RET_ENT_SIZE bytes each from PK_RET_ENT0
  *	(the layout: src/arch/x86_64/tramp.h): "call *-8(%rsp)", then the
- *	record's landing, which jumps to pk_arch_ret_common
+ *	record's landing, which jumps to pk_ret_common
  *   record region (read+write, mapped with the code)
  *	struct rec [nblk * PK_RETPROBE_DEPTH]
  *
@@ -76,16 +76,16 @@
  * teaching its own unwinders about kretprobe_trampoline; we cannot edit the
  * process's unwinder, but we can describe ourselves to it.
  *
- * pk_arch_ret_common (src/arch/x86_64/tramp.c, in probekit's text with
- * ordinary CFI) saves what is live after a return (rax, rdx, xmm0, xmm1,
- * the callee-saved registers) as a struct pk_regs whose last word is the
- * stack word itself, calls pk_ret_dispatch(), restores rax and rdx (the
- * handler may change them) and returns through the word, where the
- * dispatcher put the real return address back: by ret in divert mode, by
- * jmp *-8(%rsp) in hijack mode ([rsp-8] is safe from signal frames: the
- * kernel skips the 128-byte red zone). rcx, rsi, rdi and r8-r11 are dead
- * after a return (SysV ABI): not saved, so their struct fields are
- * undefined.
+ * pk_ret_common (arch's PK_ARCH_RET_COMMON(), instantiated below:
+ * probekit's text with ordinary CFI) saves what is live after a return
+ * (rax, rdx, xmm0, xmm1, the callee-saved registers) as a struct pk_regs
+ * whose last word is the stack word itself, calls pk_ret_dispatch(),
+ * restores rax and rdx (the handler may change them) and returns through
+ * the word, where the dispatcher put the real return address back: by ret
+ * in divert mode, by jmp *-8(%rsp) in hijack mode ([rsp-8] is safe from
+ * signal frames: the kernel skips the 128-byte red zone). rcx, rsi, rdi
+ * and r8-r11 are dead after a return (SysV ABI): not saved, so their
+ * struct fields are undefined.
  *
  * Stale records. Calls skipped by longjmp or an exception leave records
  * behind. Returning through landing k drops every record above k of the
@@ -417,7 +417,11 @@ call_ret(struct blk *b, struct rec *rec, struct pk_regs *r)
 	__atomic_store_n(&b->cur, NULL, __ATOMIC_RELEASE);
 }
 
-/* Called by pk_arch_ret_common with the registers after a landing. */
+/*
+ * Called by pk_ret_common with the registers after a landing; by name from
+ * its code, so not static.
+ */
+PK_HIDDEN uint64_t pk_ret_dispatch(struct pk_regs *r);
 PK_NOPROBE uint64_t pk_ret_dispatch(struct pk_regs *r)
 {
 	uintptr_t land = r->pk_private_ret, word = pk_arch_regs_sp(r) - 8;
@@ -455,6 +459,10 @@ PK_NOPROBE uint64_t pk_ret_dispatch(struct pk_regs *r)
 	ret_busy = 0;
 	return rec->ret;
 }
+
+/* Where every landing jumps: see PK_ARCH_RET_COMMON() in arch.h. */
+PK_HIDDEN void pk_ret_common(void);
+PK_ARCH_RET_COMMON(pk_ret_common, pk_ret_dispatch);
 
 /* -------------------------------------------------------------- region */
 
@@ -520,7 +528,7 @@ static int region_init(void)
 		goto fail;
 	}
 	memset(blks, 0, nblk * sizeof(*blks));
-	pk_arch_ret_code(code, code_len, nent);
+	pk_arch_ret_code(code, code_len, nent, (uintptr_t)pk_ret_common);
 	if (!pk_arch_ret_eh(eh, (uintptr_t)c, nent, recs, sizeof(struct rec)))
 		abort();	/* struct rec does not suit the unwind info */
 	err = pk_text_fill(c, code, code_len);

@@ -49,7 +49,7 @@
  * The return trampoline (a code region of return probes, one entry per
  * record, PK_RET_ENT_SIZE bytes each):
  *
- *   +0   the address of pk_arch_ret_common
+ *   +0   the address of the common code (PK_ARCH_RET_COMMON())
  *   +8   int3 x 8 (the unwind info starts here: unwinders look up pc - 1)
  *   +16  (PK_RET_ENT0) entry 0:  call *-8(%rsp)
  *   +20  landing 0 (PK_RET_ENT_LAND):  jmp *[rip - 26] (to the word at +0)
