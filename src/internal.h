@@ -248,6 +248,13 @@ static inline int pk_grow(void *pp, size_t *cap, size_t need, size_t size)
 PK_HIDDEN int pk_tasks_list(pid_t except, pid_t **out, size_t *n);
 
 /*
+ * pk_tid_gone() - whether @tid is no longer a thread of this process
+ * (tgkill(2) with signal 0 says ESRCH).
+ * Context: any thread, async-signal-safe, PK_NOPROBE. Never writes errno.
+ */
+PK_HIDDEN int pk_tid_gone(int tid);
+
+/*
  * pk_slot_claim() - a slot of a pool for thread @tid, taken by a
  * compare-and-swap on the slot's owner word: an int holding 0 while the
  * slot is free, else its owner's tid. The scan starts at slot @start % @n
@@ -259,8 +266,9 @@ PK_HIDDEN int pk_tasks_list(pid_t except, pid_t **out, size_t *n);
  *          (&pool[0].owner, sizeof(pool[0]))
  * The successful CAS is an acquire: it pairs with the release store of 0
  * by which the previous owner freed the slot, so its writes are seen.
- * Context: any thread, async-signal-safe (loads, a CAS, getpid and tgkill),
- * PK_NOPROBE; so must @reclaim be. Never writes errno.
+ * Context: any thread, async-signal-safe (loads and a CAS; getpid and
+ * tgkill in the second pass only), PK_NOPROBE; so must @reclaim be. Never
+ * writes errno.
  * Return: the slot's index, or -EBUSY (none to be had).
  */
 PK_HIDDEN int pk_slot_claim(int *owner0, size_t stride, size_t n, int tid,

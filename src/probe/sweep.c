@@ -224,14 +224,6 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static int thread_gone(pid_t tid)
-{
-	char p[64];
-
-	snprintf(p, sizeof(p), "/proc/self/task/%d", (int)tid);
-	return access(p, F_OK) != 0;
-}
-
 static void sweep_unpublish(void)
 {
 	(void)__atomic_exchange_n(&cur_sweep, NULL, __ATOMIC_SEQ_CST);
@@ -302,7 +294,7 @@ static int sweep(const struct pk_sweep_site *sites, size_t nsites,
 				 */
 				for (size_t i = 0; i < sw.ntids; i++)
 					if (__atomic_load_n(&sw.state[i], __ATOMIC_ACQUIRE) == ASKED &&
-					    thread_gone(sw.tids[i]))
+					    pk_tid_gone(sw.tids[i]))
 						sw.state[i] = CLEAR;
 				gone_check = now_ns() + 10000000;
 			}

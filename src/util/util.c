@@ -245,18 +245,21 @@ out:
 	return err;
 }
 
-/* Whether @tid is no thread of process @pid (errno is the caller's). */
-PK_NOPROBE static int tid_gone(pid_t pid, int tid)
+PK_NOPROBE int pk_tid_gone(int tid)
 {
-	return syscall(SYS_tgkill, pid, tid, 0) != 0 && errno == ESRCH;
+	int saved = errno;
+	int gone = syscall(SYS_tgkill, getpid(), tid, 0) != 0 &&
+		   errno == ESRCH;
+
+	errno = saved;
+	return gone;
 }
 
 PK_NOPROBE int pk_slot_claim(int *owner0, size_t stride, size_t n, int tid,
 			     size_t start, int (*reclaim)(size_t i, void *arg),
 			     void *arg)
 {
-	int saved = errno, ret = -EBUSY;
-	pid_t pid = getpid();
+	int ret = -EBUSY;
 
 	for (int pass = 0; pass < (reclaim ? 2 : 1) && ret < 0; pass++)
 		for (size_t j = 0; j < n; j++) {
@@ -266,7 +269,7 @@ PK_NOPROBE int pk_slot_claim(int *owner0, size_t stride, size_t n, int tid,
 
 			if (pass == 0 ? o != 0
 				      : o <= 0 || !reclaim(i, arg) ||
-						!tid_gone(pid, o))
+						!pk_tid_gone(o))
 				continue;
 			if (__atomic_compare_exchange_n(ow, &o, tid, 0,
 							__ATOMIC_ACQUIRE,
@@ -275,7 +278,6 @@ PK_NOPROBE int pk_slot_claim(int *owner0, size_t stride, size_t n, int tid,
 				break;
 			}
 		}
-	errno = saved;
 	return ret;
 }
 
