@@ -232,7 +232,9 @@ PK_HIDDEN void pk_arch_copy_unchecked(void *dst, const void *src, size_t len);
 
 /*
  * Trampoline chunks, slots and the return trampoline: their layout (named
- * offsets PK_TRAMP_* and PK_RET_*) is the ISA's, in arch/<isa>/tramp.h.
+ * offsets PK_TRAMP_* and PK_RET_*) and where chunks may go in the address
+ * space (PK_ARCH_USER_TOP, PK_ARCH_MMAP_MIN) are the ISA's, in
+ * arch/<isa>/tramp.h.
  */
 #if defined(__x86_64__)
 #include "arch/x86_64/tramp.h"
