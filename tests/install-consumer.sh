@@ -29,51 +29,42 @@ case "$flags" in *"$prefix"*) ;; *)
 	echo "install-consumer: flags do not point into the install prefix $prefix"; exit 1 ;;
 esac
 
-fail=0
-build_run() { # $1: compiler, $2: std, $3: source
-	exe=$tmp/$(basename "$3")
-	# shellcheck disable=SC2086 # $flags and $extra are lists of flags
-	if ! "$1" "$2" -Wall -Wextra -Werror $extra "$3" -o "$exe" $flags -Wl,-rpath,"$libdir"; then
-		echo "install-consumer: $3 does not build against the installed probekit"
-		fail=1
-		return
-	fi
-	if "$exe"; then
-		echo "install-consumer: $(basename "$3") ok"
-	else
-		echo "install-consumer: $(basename "$3") failed (exit $?)"
-		fail=1
-	fi
-}
-build_run "$cc" -std=c11 "$src/tests/consumer/consumer.c"
-build_run "$cxx" -std=c++17 "$src/tests/consumer/consumer.cc"
-
 # Static linking as README "Installing" gives it: libprobekit.a into the
 # program, its dependencies shared. The program must not need libprobekit.so
 # and must run without an rpath to it.
 static_flags=$(pkg-config --static --libs probekit)
 echo "pkg-config --static --libs probekit: $static_flags"
-build_run_static() { # $1: compiler, $2: std, $3: source
-	exe=$tmp/static-$(basename "$3")
-	# shellcheck disable=SC2086 # lists of flags
-	if ! "$1" "$2" -Wall -Wextra -Werror $extra "$3" -o "$exe" \
-	     $(pkg-config --cflags probekit) -Wl,-Bstatic $static_flags; then
-		echo "install-consumer: $3 does not link with libprobekit.a (README's static link)"
+
+fail=0
+build_run() { # $1: shared or static, $2: compiler, $3: std, $4: source
+	how=$1
+	shift
+	exe=$tmp/$how-$(basename "$3")
+	if [ "$how" = static ]; then
+		link="$(pkg-config --cflags probekit) -Wl,-Bstatic $static_flags"
+	else
+		link="$flags -Wl,-rpath,$libdir"
+	fi
+	# shellcheck disable=SC2086 # $extra and $link are lists of flags
+	if ! "$1" "$2" -Wall -Wextra -Werror $extra "$3" -o "$exe" $link; then
+		echo "install-consumer: $3 does not build against the installed probekit ($how)"
 		fail=1
 		return
 	fi
-	if readelf -d "$exe" | grep -q 'NEEDED.*libprobekit'; then
+	if [ "$how" = static ] && readelf -d "$exe" | grep -q 'NEEDED.*libprobekit'; then
 		echo "install-consumer: static $(basename "$3") still needs libprobekit.so"
 		fail=1
 	elif "$exe"; then
-		echo "install-consumer: static $(basename "$3") ok"
+		echo "install-consumer: $how $(basename "$3") ok"
 	else
-		echo "install-consumer: static $(basename "$3") failed (exit $?)"
+		echo "install-consumer: $how $(basename "$3") failed (exit $?)"
 		fail=1
 	fi
 }
-build_run_static "$cc" -std=c11 "$src/tests/consumer/consumer.c"
-build_run_static "$cxx" -std=c++17 "$src/tests/consumer/consumer.cc"
+for how in shared static; do
+	build_run $how "$cc" -std=c11 "$src/tests/consumer/consumer.c"
+	build_run $how "$cxx" -std=c++17 "$src/tests/consumer/consumer.cc"
+done
 
 # The installed command finds its installed agent (not the build tree's).
 case "$extra" in *sanitize*)
