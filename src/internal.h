@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* internal.h - helpers shared by every layer: logging, asserts, containers. */
+/* internal.h - what every layer shares: logging, asserts, the lock-order table and fork entries, signal-path data, base-layer helpers. */
 #ifndef PK_INTERNAL_H
 #define PK_INTERNAL_H
 
