@@ -69,6 +69,8 @@ endforeach()
 foreach(name test_fault_watch test_fault_fail)
   pk_test_variant(${name} page PROBEKIT_WATCH=page)
 endforeach()
+# Page watches look their pages up in the mappings: with maps read whole too.
+pk_test_variant(test_fault_fail maps_read PROBEKIT_TEST_MAPS_READ=1)
 # The readers' fallbacks: no membarrier (full fences); more threads than slots.
 pk_test_variant(stress_fault_grace fence PROBEKIT_FAULT_FENCE=1)
 pk_test_variant(stress_fault_grace slots PROBEKIT_FAULT_SLOTS=2)
@@ -99,6 +101,9 @@ endif()
 foreach(name test_probe_ret test_probe_ret_cxx stress_probe_ret)
   pk_test_variant(${name} hijack PROBEKIT_RETPROBE_HIJACK=1)
 endforeach()
+# Trampoline chunks are placed in a gap between mappings: with maps read
+# whole (kernels before 6.11), where [vsyscall] is listed too.
+pk_test_variant(test_probe_basic maps_read PROBEKIT_TEST_MAPS_READ=1)
 # ---- end probe ----
 
 # ---- project: ABI, header, install and bench-smoke checks (scripts/, tests/*.sh) ----
