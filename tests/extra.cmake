@@ -23,6 +23,11 @@ if(TARGET test_arch_reloc)
                                          ${PROJECT_SOURCE_DIR}/src/arch/x86_64/encode.c)
   target_link_libraries(test_arch_reloc PRIVATE Zydis::Zydis)
 endif()
+# test_arch_access calls the hidden decoder: compile it into the test.
+if(TARGET test_arch_access)
+  target_sources(test_arch_access PRIVATE ${PROJECT_SOURCE_DIR}/src/arch/x86_64/decode.c)
+  target_link_libraries(test_arch_access PRIVATE Zydis::Zydis)
+endif()
 # ---- end arch ----
 
 # ---- text: the slower cross-core sync methods; maps read whole ----

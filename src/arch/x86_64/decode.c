@@ -74,7 +74,7 @@ int pk_arch_decode(const void *code, size_t avail, uint64_t runtime,
 }
 
 /* The ucontext gregs index of a 64-bit general register, or -1. */
-static int greg_index(ZydisRegister r)
+static PK_NOPROBE_INLINE int greg_index(ZydisRegister r)
 {
 	static const struct {
 		ZydisRegister zr;
@@ -97,12 +97,12 @@ static int greg_index(ZydisRegister r)
 }
 
 /* Like greg_index(), RSP included: where a register's value is read. */
-static int greg_value_index(ZydisRegister r)
+static PK_NOPROBE_INLINE int greg_value_index(ZydisRegister r)
 {
 	return r == ZYDIS_REGISTER_RSP ? REG_RSP : greg_index(r);
 }
 
-static ZydisRegister reg64(ZydisRegister r)
+static PK_NOPROBE_INLINE ZydisRegister reg64(ZydisRegister r)
 {
 	return r == ZYDIS_REGISTER_NONE ? r :
 	       ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, r);
@@ -118,6 +118,7 @@ PK_NOPROBE int pk_arch_access(const void *code, size_t avail,
 	ZydisRegister moved = ZYDIS_REGISTER_NONE;
 	ZydisDecoder dec;
 	uint32_t size = 0;
+	int stack = 0;
 	uint64_t ea;
 
 	if (ZYAN_FAILED(ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64,
@@ -135,9 +136,12 @@ PK_NOPROBE int pk_arch_access(const void *code, size_t avail,
 			return -ENOTSUP;
 		m = &ops[i].mem;
 		size = ops[i].size / 8;
+		stack = ops[i].visibility == ZYDIS_OPERAND_VISIBILITY_HIDDEN &&
+			reg64(m->base) == ZYDIS_REGISTER_RSP;
 	}
+	/* A stack operation (push, pop) accesses past rsp, not at it. */
 	if (!m || m->segment == ZYDIS_REGISTER_FS ||
-	    m->segment == ZYDIS_REGISTER_GS || !size)
+	    m->segment == ZYDIS_REGISTER_GS || !size || stack)
 		return -ENOTSUP;
 	memset(out, 0, sizeof(*out));
 	out->size = size;
