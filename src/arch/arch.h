@@ -302,14 +302,12 @@ PK_HIDDEN int pk_arch_encode_jmp_site(uint8_t *buf, size_t len, uint64_t from,
  */
 PK_HIDDEN size_t pk_arch_entry_skip(const uint8_t *code, size_t avail);
 
-/* The stack pointer in a struct pk_regs. */
-static inline uintptr_t pk_arch_regs_sp(const struct pk_regs *r)
-{
-	return (uintptr_t)r->rsp;
-}
-
-/* Flags a probe handler may change where they are restored: CF PF AF ZF SF DF OF. */
-#define PK_ARCH_USER_FLAGS 0xcd5ull
+/*
+ * The ISA's tramp.h also gives pk_arch_regs_sp(r), the stack pointer in a
+ * struct pk_regs (PK_NOPROBE_INLINE: the return path reads it), and
+ * PK_ARCH_USER_FLAGS, the flags a probe handler may change where they are
+ * restored.
+ */
 
 /*
  * The return trampoline (return probes, src/probe/ret.c).
@@ -344,8 +342,7 @@ PK_HIDDEN size_t pk_arch_ret_eh(uint8_t *buf, uintptr_t code, size_t nent,
  * @dispatch has set to the real return address: by ret if it left
  * regs->flags non-zero (the return stack buffer holds the landing: a
  * divert), else by jmp. The probe layer instantiates it once, and passes
- * @name's address to pk_arch_ret_code().
+ * @name's address to pk_arch_ret_code(). The ISA's tramp.h defines it.
  */
-#include "arch/x86_64/ret_common.h"
 
 #endif /* PK_ARCH_H */

@@ -3,6 +3,10 @@
 #ifndef PK_ARCH_X86_64_TRAMP_H
 #define PK_ARCH_X86_64_TRAMP_H
 
+#include <stdint.h>
+
+#include "internal.h"
+
 /*
  * This is the one place the layout is written down; tramp.c generates it
  * and checks its code against these offsets, the probe layer (src/probe/)
@@ -81,5 +85,17 @@
 #define PK_RET_ENT0 16
 #define PK_RET_ENT_SIZE 16
 #define PK_RET_ENT_LAND 4
+
+/* The stack pointer in a struct pk_regs (arch.h). */
+static PK_NOPROBE_INLINE uintptr_t pk_arch_regs_sp(const struct pk_regs *r)
+{
+	return (uintptr_t)r->rsp;
+}
+
+/* Flags a probe handler may change where they are restored: CF PF AF ZF SF DF OF. */
+#define PK_ARCH_USER_FLAGS 0xcd5ull
+
+/* PK_ARCH_RET_COMMON(name, dispatch): arch.h's contract. */
+#include "arch/x86_64/ret_common.h"
 
 #endif /* PK_ARCH_X86_64_TRAMP_H */
