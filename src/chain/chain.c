@@ -142,7 +142,7 @@ static bool chain_type_valid(int type)
 }
 
 /* Whether urcu-bp knows this thread (it forgets it at thread exit). */
-static inline bool chain_urcu_known(void)
+static PK_NOPROBE_INLINE bool chain_urcu_known(void)
 {
 	return URCU_TLS(urcu_bp_reader) != NULL;
 }

@@ -71,7 +71,7 @@ PK_SIGNAL_DATA(hooks);
 PK_SIGNAL_DATA(prev);
 PK_SIGNAL_DATA(prev_idx);
 
-static int sig_index(int sig)
+static PK_NOPROBE_INLINE int sig_index(int sig)
 {
 	for (int i = 0; i < NSIGS; i++)
 		if (sig_nums[i] == sig)
@@ -87,7 +87,7 @@ static pk_sig_entry_fn entry_of(int i)
 	return entries[i] ? entries[i] : pk_sig_handler;
 }
 
-static int is_ours(int i, const struct sigaction *sa)
+static PK_NOPROBE_INLINE int is_ours(int i, const struct sigaction *sa)
 {
 	return (sa->sa_flags & SA_SIGINFO) &&
 	       (sa->sa_sigaction == pk_sig_handler ||

@@ -113,6 +113,10 @@ static struct pk_maps maps = PK_MAPS_INIT;
 static int sync_kind;			/* enum sync_kind, 0 until chosen */
 static int trap_installed;
 static struct pk_text_stats stats;	/* counters; .traps is atomic */
+/* What pk_text_trap() reads or writes (internal.h). */
+PK_SIGNAL_DATA(inflight);
+PK_SIGNAL_DATA(trap_readers);
+PK_SIGNAL_DATA(stats);
 /*
  * Test hook: PROBEKIT_TEST_FAIL_WRITE=C:N fails write N (from 0) of the
  * commit that follows C successful ones, once.
