@@ -41,10 +41,7 @@ static void refuse(struct pka_header *h, const char *name)
 	size_t len = sizeof(h->why);
 	int at;
 
-	if (name)
-		at = snprintf(h->why, len, "no mode '%s' (modes:", name);
-	else
-		at = snprintf(h->why, len, "no mode given (modes:");
+	at = snprintf(h->why, len, "no mode '%s' (modes:", name);
 	for (size_t i = 0; i < N_MODES && at > 0 && (size_t)at < len; i++)
 		at += snprintf(h->why + at, len - (size_t)at, " %s",
 			       modes[i]->name);
@@ -62,9 +59,14 @@ __attribute__((constructor)) static void pka_init(void)
 	const struct pka_mode_ops *m = find_mode(name);
 	struct pka_header *h;
 
-	/* Not started by probekit (or no room for a record): do nothing. */
-	if (!dir || !(h = pka_record_open(dir, m ? m->size
-						 : sizeof(struct pka_header))))
+	/*
+	 * Not started by probekit, or by a program that passed on only part
+	 * of probekit's environment (or no room for a record): do nothing,
+	 * as if not preloaded. Only a mode named but unknown is refused.
+	 */
+	if (!dir || !name || !specs ||
+	    !(h = pka_record_open(dir, m ? m->size
+					 : sizeof(struct pka_header))))
 		return;
 	h->version = PKA_VERSION;
 	h->size = m ? m->size : sizeof(struct pka_header);
@@ -77,5 +79,5 @@ __attribute__((constructor)) static void pka_init(void)
 		refuse(h, name);
 	pka_record_publish(h);
 	if (m)
-		pka_arm(h, specs ? specs : "", m);
+		pka_arm(h, specs, m);
 }

@@ -20,9 +20,11 @@
  *     record of its own in the directory: a file named <pid>-XXXXXX
  *     (mkostemp: unique even when a program exec()s in place and keeps its
  *     pid), struct pka_header then the mode's body, mapped shared. It fills
- *     the header, stores magic last (release), arms every spec as one
- *     batch, writing each spec's result into spec[], and sets n. From then
- *     on the mode's handlers write straight into the body. So a record
+ *     the header and stores magic last (release); it creates every spec's
+ *     probe and sets n, then arms them as one batch, writing each spec's
+ *     result into spec[] (a failed batch rewrites them: a reader may see a
+ *     spec's status go from 0 to -errno). From then on the mode's handlers
+ *     write straight into the body. So a record
  *     outlives a process that ends by _exit() or by a signal (no destructor
  *     has to run), and a fork()ed child, which keeps the mapping, adds to
  *     its parent's record.
@@ -33,15 +35,18 @@
  * A mode the agent does not serve is refused, not ignored: the record has
  * mode PKA_MODE_NONE, status -EINVAL and the reason in why, and nothing is
  * armed in that process. magic and version are the first two fields in
- * every version, so the command can tell another probekit's agent from
- * garbage; it reads nothing else of a record whose version is not its own.
+ * every version of this protocol, so the command can tell a record of
+ * another version from garbage; it reads nothing else of a record whose
+ * version is not its own. (Version 2, libprobekit-count.so, had another
+ * magic and environment: it makes no record here at all.) A process
+ * started without all three variables makes no record either.
  */
 #define PKA_ENV_DIR "PROBEKIT_AGENT_DIR"
 #define PKA_ENV_MODE "PROBEKIT_AGENT_MODE"
 #define PKA_ENV_SPECS "PROBEKIT_AGENT_SPECS"
 
 #define PKA_MAGIC 0x706b6167u	/* "pkag" */
-#define PKA_VERSION 3		/* 2: libprobekit-count.so's counts file */
+#define PKA_VERSION 3		/* 2 was libprobekit-count.so's counts file */
 #define PKA_MAX 64		/* probe specs per run */
 #define PKA_SEP '\n'
 #define PKA_PENDING INT32_MIN	/* spec status before the agent tried it */

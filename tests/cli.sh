@@ -121,6 +121,13 @@ check "unwritable report file: 125, named" \
 PROBEKIT_AGENT="$tmp/noexec" run count -p malloc -- true
 check "agent no process could load: 125 though the command succeeded" \
 	'[ $rc -eq 125 ] && grep -q "no process of the command loaded" "$tmp/err"'
+# A program that passes on only part of probekit's environment to its
+# children: those act as if nothing were preloaded.
+for v in PROBEKIT_AGENT_SPECS PROBEKIT_AGENT_MODE; do
+	run count -p malloc -o "$tmp/rep" -- env -u $v sh -c 'exit 0'
+	check "a child without $v: not counted as a process, status 0" \
+		'[ $rc -eq 0 ] && grep -q "1 process," "$tmp/rep"'
+done
 run count -p malloc -- env PROBEKIT_AGENT_MODE=bogus true
 check "agent asked for a mode it lacks: 125, names it and the modes it has" \
 	'[ $rc -eq 125 ] && grep -q "no mode .bogus. (modes: count)" "$tmp/err"'
