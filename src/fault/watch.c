@@ -1104,6 +1104,8 @@ int pk_watch_remove(struct pk_watch *w)
 		pk_fault_wait_readers();
 		w->fn = NULL;
 	}
+	/* Retries a hook install that failed earlier; its error is not ours. */
+	pk_fault_client_join(&watch_client);
 out:
 	pk_fault_write_unlock();
 	return err;
