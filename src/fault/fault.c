@@ -687,6 +687,34 @@ static int tab_remove(struct tab **tabp, uintptr_t start)
 }
 
 /*
+ * Insert @e into *@tabp and hook the signals as that needs; if they cannot
+ * be hooked, take @e out again (a second grace period) and return why.
+ */
+static int tab_add(struct tab **tabp, const struct ent *e)
+{
+	int err = tab_insert(tabp, e);
+
+	if (!err) {
+		err = update_hooks();
+		if (err) {
+			tab_remove(tabp, e->start);
+			update_hooks();
+		}
+	}
+	return err;
+}
+
+/* Remove the entry at @start from *@tabp, then unhook what no one needs. */
+static int tab_del(struct tab **tabp, uintptr_t start)
+{
+	int err = tab_remove(tabp, start);
+
+	if (!err)
+		update_hooks();
+	return err;
+}
+
+/*
  * Barriers A and B (R2 and W2, pk_fault_wait_readers()), chosen before
  * the first read side can run: every read side follows a registration;
  * and whether handled faults may resume without rt_sigreturn. Tests force the
@@ -789,31 +817,17 @@ int pk_fault_range_add(uintptr_t start, uintptr_t end, pk_fault_fn fn,
 		       void *ctx)
 {
 	struct ent e = { start, end, fn, ctx };
-	int err;
 
 	pk_assert_held(&pk_fault_lock);
 	if (tab_pages_overlap(start, end))
 		return -EBUSY;
-	err = tab_insert(&hot.ranges, &e);
-	if (!err) {
-		err = update_hooks();
-		if (err) {
-			tab_remove(&hot.ranges, start);
-			update_hooks();
-		}
-	}
-	return err;
+	return tab_add(&hot.ranges, &e);
 }
 
 int pk_fault_range_remove(uintptr_t start)
 {
-	int err;
-
 	pk_assert_held(&pk_fault_lock);
-	err = tab_remove(&hot.ranges, start);
-	if (!err)
-		update_hooks();
-	return err;
+	return tab_del(&hot.ranges, start);
 }
 
 int pk_fault_client_join(const struct pk_fault_client *c)
@@ -883,14 +897,7 @@ int pk_trap_register(void *addr, pk_fault_fn fn, void *ctx)
 	err = pk_fault_write_lock();
 	if (err)
 		return err;
-	err = tab_insert(&traps, &e);
-	if (!err) {
-		err = update_hooks();
-		if (err) {
-			tab_remove(&traps, e.start);
-			update_hooks();
-		}
-	}
+	err = tab_add(&traps, &e);
 	pk_fault_write_unlock();
 	return err;
 }
@@ -901,9 +908,7 @@ int pk_trap_unregister(void *addr)
 
 	if (err)
 		return err;
-	err = tab_remove(&traps, (uintptr_t)addr);
-	if (!err)
-		update_hooks();
+	err = tab_del(&traps, (uintptr_t)addr);
 	pk_fault_write_unlock();
 	return err;
 }
