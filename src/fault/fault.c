@@ -185,9 +185,9 @@ PK_SIGNAL_TLS(me);
 static unsigned long die_claimed;	/* atomic (stats) */
 PK_SIGNAL_DATA(die_claimed);
 
-/* Set by fault_init(): sysconf() is not on POSIX's async-signal-safe list. */
-static long page_size = 4096;
-PK_SIGNAL_DATA(page_size);
+/* fault.h; set by fault_init(): sysconf() is not async-signal-safe. */
+long pk_page_size = 4096;
+PK_SIGNAL_DATA(pk_page_size);
 
 /* ----------------------------------------------------- the read side */
 
@@ -555,7 +555,7 @@ static struct tab *tab_alloc(struct tab **tabp, size_t n)
 		return t;
 	}
 
-	len = (len + (size_t)page_size - 1) & ~((size_t)page_size - 1);
+	len = (len + (size_t)pk_page_size - 1) & ~((size_t)pk_page_size - 1);
 	t = mmap(NULL, len, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (t == MAP_FAILED)
@@ -810,7 +810,7 @@ PK_ATFORK(fault, PK_RANK_FAULT, pk_fault_fork_hold, fault_fork_parent,
 
 __attribute__((constructor)) static void fault_init(void)
 {
-	page_size = sysconf(_SC_PAGESIZE);
+	pk_page_size = sysconf(_SC_PAGESIZE);
 }
 
 int pk_fault_range_add(uintptr_t start, uintptr_t end, pk_fault_fn fn,
@@ -842,7 +842,7 @@ int pk_fault_client_join(const struct pk_fault_client *c)
 
 int pk_fault_register(void *addr, size_t len, pk_fault_fn fn, void *ctx)
 {
-	uintptr_t a = (uintptr_t)addr, page = (uintptr_t)page_size;
+	uintptr_t a = (uintptr_t)addr, page = (uintptr_t)pk_page_size;
 	int err;
 
 	if (!addr || !fn || !len || a + len < a || (a & (page - 1)) ||

@@ -43,6 +43,13 @@
 #endif
 
 /*
+ * The page size, for the signal path (sysconf() is not async-signal-safe
+ * there): set by fault.c's constructor, 4096 until it has run. Read-only
+ * after it.
+ */
+PK_HIDDEN extern long pk_page_size;
+
+/*
  * Serialises the fault layer's writers, the core's and its clients'; see
  * fault.c for what it guards. A client's data that it guards says so.
  */
