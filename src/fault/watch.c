@@ -126,10 +126,12 @@ struct pk_watch {
 	void *ctx;
 	uint64_t shadow;	/* last value seen (atomic) */
 	int active;		/* atomic: published ("Memory ordering") */
-	int *fds;		/* one event per thread; pk_fault_lock */
-	pid_t *tids;		/* fds[i]'s thread; pk_fault_lock */
-	size_t nfds;		/* of both; pk_fault_lock */
-	size_t capfds, captids;	/* room (PK_GROW); pk_fault_lock */
+	struct {
+		int fd;		/* a perf breakpoint event */
+		pid_t tid;	/* on this thread */
+	} *evs;			/* one per thread; pk_fault_lock */
+	size_t nevs;		/* pk_fault_lock */
+	size_t capevs;		/* room (PK_GROW); pk_fault_lock */
 	struct wpage *pg;	/* page mechanism: the watched page; else NULL */
 };
 
@@ -582,20 +584,19 @@ static int watch_open(struct pk_watch *w, unsigned int idx, pid_t tid)
 			  PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (PK_GROW(&w->fds, &w->capfds, w->nfds + 1) ||
-	    PK_GROW(&w->tids, &w->captids, w->nfds + 1)) {
+	if (PK_GROW(&w->evs, &w->capevs, w->nevs + 1)) {
 		close(fd);
 		return -ENOMEM;
 	}
-	w->fds[w->nfds] = fd;
-	w->tids[w->nfds++] = tid;
+	w->evs[w->nevs].fd = fd;
+	w->evs[w->nevs++].tid = tid;
 	return 0;
 }
 
 static int watch_has(const struct pk_watch *w, pid_t tid)
 {
-	for (size_t i = 0; i < w->nfds; i++)
-		if (w->tids[i] == tid)
+	for (size_t i = 0; i < w->nevs; i++)
+		if (w->evs[i].tid == tid)
 			return 1;
 	return 0;
 }
@@ -631,13 +632,11 @@ static int watch_open_all(struct pk_watch *w, unsigned int idx)
 
 static void watch_close_all(struct pk_watch *w)
 {
-	for (size_t i = 0; i < w->nfds; i++)
-		close(w->fds[i]);
-	free(w->fds);
-	free(w->tids);
-	w->fds = NULL;
-	w->tids = NULL;
-	w->nfds = w->capfds = w->captids = 0;
+	for (size_t i = 0; i < w->nevs; i++)
+		close(w->evs[i].fd);
+	free(w->evs);
+	w->evs = NULL;
+	w->nevs = w->capevs = 0;
 }
 
 static int watch_errno(int err)
