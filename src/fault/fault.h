@@ -106,7 +106,8 @@ PK_HIDDEN void pk_fault_read_leave(struct pk_fault_reader *r);
 
 /*
  * pk_fault_wait_readers() - one grace period: every read side open when it
- * was called has closed (the protocol: fault.c's wait_readers()).
+ * was called has closed (the protocol, R1-R4 and W1-W5: its comment
+ * in fault.c, pk_fault_wait_readers()).
  * Context: pk_fault_lock held; may block.
  */
 PK_HIDDEN void pk_fault_wait_readers(void);
