@@ -185,9 +185,9 @@ PK_SIGNAL_TLS(me);
 static unsigned long die_claimed;	/* atomic (stats) */
 PK_SIGNAL_DATA(die_claimed);
 
-/* Set by fault_init(): sysconf() is not on POSIX's async-signal-safe list. */
-static long page_size = 4096;
-PK_SIGNAL_DATA(page_size);
+/* fault.h; set by fault_init(): sysconf() is not async-signal-safe. */
+long pk_page_size = 4096;
+PK_SIGNAL_DATA(pk_page_size);
 
 /* ----------------------------------------------------- the read side */
 
@@ -555,7 +555,7 @@ static struct tab *tab_alloc(struct tab **tabp, size_t n)
 		return t;
 	}
 
-	len = (len + (size_t)page_size - 1) & ~((size_t)page_size - 1);
+	len = (len + (size_t)pk_page_size - 1) & ~((size_t)pk_page_size - 1);
 	t = mmap(NULL, len, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (t == MAP_FAILED)
@@ -687,6 +687,34 @@ static int tab_remove(struct tab **tabp, uintptr_t start)
 }
 
 /*
+ * Insert @e into *@tabp and hook the signals as that needs; if they cannot
+ * be hooked, take @e out again (a second grace period) and return why.
+ */
+static int tab_add(struct tab **tabp, const struct ent *e)
+{
+	int err = tab_insert(tabp, e);
+
+	if (!err) {
+		err = update_hooks();
+		if (err) {
+			tab_remove(tabp, e->start);
+			update_hooks();
+		}
+	}
+	return err;
+}
+
+/* Remove the entry at @start from *@tabp, then unhook what no one needs. */
+static int tab_del(struct tab **tabp, uintptr_t start)
+{
+	int err = tab_remove(tabp, start);
+
+	if (!err)
+		update_hooks();
+	return err;
+}
+
+/*
  * Barriers A and B (R2 and W2, pk_fault_wait_readers()), chosen before
  * the first read side can run: every read side follows a registration;
  * and whether handled faults may resume without rt_sigreturn. Tests force the
@@ -782,38 +810,24 @@ PK_ATFORK(fault, PK_RANK_FAULT, pk_fault_fork_hold, fault_fork_parent,
 
 __attribute__((constructor)) static void fault_init(void)
 {
-	page_size = sysconf(_SC_PAGESIZE);
+	pk_page_size = sysconf(_SC_PAGESIZE);
 }
 
 int pk_fault_range_add(uintptr_t start, uintptr_t end, pk_fault_fn fn,
 		       void *ctx)
 {
 	struct ent e = { start, end, fn, ctx };
-	int err;
 
 	pk_assert_held(&pk_fault_lock);
 	if (tab_pages_overlap(start, end))
 		return -EBUSY;
-	err = tab_insert(&hot.ranges, &e);
-	if (!err) {
-		err = update_hooks();
-		if (err) {
-			tab_remove(&hot.ranges, start);
-			update_hooks();
-		}
-	}
-	return err;
+	return tab_add(&hot.ranges, &e);
 }
 
 int pk_fault_range_remove(uintptr_t start)
 {
-	int err;
-
 	pk_assert_held(&pk_fault_lock);
-	err = tab_remove(&hot.ranges, start);
-	if (!err)
-		update_hooks();
-	return err;
+	return tab_del(&hot.ranges, start);
 }
 
 int pk_fault_client_join(const struct pk_fault_client *c)
@@ -828,7 +842,7 @@ int pk_fault_client_join(const struct pk_fault_client *c)
 
 int pk_fault_register(void *addr, size_t len, pk_fault_fn fn, void *ctx)
 {
-	uintptr_t a = (uintptr_t)addr, page = (uintptr_t)page_size;
+	uintptr_t a = (uintptr_t)addr, page = (uintptr_t)pk_page_size;
 	int err;
 
 	if (!addr || !fn || !len || a + len < a || (a & (page - 1)) ||
@@ -883,14 +897,7 @@ int pk_trap_register(void *addr, pk_fault_fn fn, void *ctx)
 	err = pk_fault_write_lock();
 	if (err)
 		return err;
-	err = tab_insert(&traps, &e);
-	if (!err) {
-		err = update_hooks();
-		if (err) {
-			tab_remove(&traps, e.start);
-			update_hooks();
-		}
-	}
+	err = tab_add(&traps, &e);
 	pk_fault_write_unlock();
 	return err;
 }
@@ -901,9 +908,7 @@ int pk_trap_unregister(void *addr)
 
 	if (err)
 		return err;
-	err = tab_remove(&traps, (uintptr_t)addr);
-	if (!err)
-		update_hooks();
+	err = tab_del(&traps, (uintptr_t)addr);
 	pk_fault_write_unlock();
 	return err;
 }

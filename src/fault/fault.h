@@ -43,6 +43,13 @@
 #endif
 
 /*
+ * The page size, for the signal path (sysconf() is not async-signal-safe
+ * there): set by fault.c's constructor, 4096 until it has run. Read-only
+ * after it.
+ */
+PK_HIDDEN extern long pk_page_size;
+
+/*
  * Serialises the fault layer's writers, the core's and its clients'; see
  * fault.c for what it guards. A client's data that it guards says so.
  */
@@ -99,7 +106,8 @@ PK_HIDDEN void pk_fault_read_leave(struct pk_fault_reader *r);
 
 /*
  * pk_fault_wait_readers() - one grace period: every read side open when it
- * was called has closed (the protocol: fault.c's wait_readers()).
+ * was called has closed (the protocol, R1-R4 and W1-W5: its comment
+ * in fault.c, pk_fault_wait_readers()).
  * Context: pk_fault_lock held; may block.
  */
 PK_HIDDEN void pk_fault_wait_readers(void);

@@ -126,10 +126,12 @@ struct pk_watch {
 	void *ctx;
 	uint64_t shadow;	/* last value seen (atomic) */
 	int active;		/* atomic: published ("Memory ordering") */
-	int *fds;		/* one event per thread; pk_fault_lock */
-	pid_t *tids;		/* fds[i]'s thread; pk_fault_lock */
-	size_t nfds;		/* of both; pk_fault_lock */
-	size_t capfds, captids;	/* room (PK_GROW); pk_fault_lock */
+	struct {
+		int fd;		/* a perf breakpoint event */
+		pid_t tid;	/* on this thread */
+	} *evs;			/* one per thread; pk_fault_lock */
+	size_t nevs;		/* pk_fault_lock */
+	size_t capevs;		/* room (PK_GROW); pk_fault_lock */
 	struct wpage *pg;	/* page mechanism: the watched page; else NULL */
 };
 
@@ -186,10 +188,6 @@ static struct {
 	unsigned long open_steps;	/* steps that opened their page */
 } wstats;				/* atomic counters */
 PK_SIGNAL_DATA(wstats);
-
-/* Set by watch_init(): sysconf() is not on POSIX's async-signal-safe list. */
-static long page_size = 4096;
-PK_SIGNAL_DATA(page_size);
 
 PK_NOPROBE static uint64_t watch_read(uintptr_t addr, size_t len)
 {
@@ -277,7 +275,7 @@ PK_NOPROBE static int watch_hit(siginfo_t *si, ucontext_t *uc)
 PK_NOPROBE static int wpage_move(struct wpage *pg, ucontext_t *uc,
 				 struct pk_access a)
 {
-	uintptr_t psz = (uintptr_t)page_size, rip = pk_arch_pc(uc);
+	uintptr_t psz = (uintptr_t)pk_page_size, rip = pk_arch_pc(uc);
 	uintptr_t delta = (uintptr_t)pg->alias - pg->page, cp;
 
 	if (a.addr < pg->page || a.addr + a.size > pg->page + psz)
@@ -319,7 +317,7 @@ PK_NOPROBE static void wpage_unmove(struct wpage *pg, ucontext_t *uc)
 				pg->page - (uintptr_t)pg->alias);
 	} else if (wstep.how == PK_ACCESS_MOVE_RIP) {
 		pk_arch_set_pc(uc, wstep.rip_next);
-		mmap((void *)wstep.xol, (size_t)page_size, PROT_NONE,
+		mmap((void *)wstep.xol, (size_t)pk_page_size, PROT_NONE,
 		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
 		     -1, 0);
 	}
@@ -337,7 +335,7 @@ PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 {
 	struct wpage *pg = ctx;
 	ucontext_t *uc = f->ucontext;
-	long psz = page_size;
+	long psz = pk_page_size;
 	struct pk_access a;
 	int decoded;
 
@@ -395,7 +393,7 @@ PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 	 * The range the instruction accesses: an access that starts before
 	 * a watched value (si_addr) but covers it touches it too.
 	 */
-	decoded = !pk_arch_access_at(uc, (uintptr_t)page_size, &a);
+	decoded = !pk_arch_access_at(uc, (uintptr_t)pk_page_size, &a);
 	if (decoded && a.addr <= wstep.addr && a.addr + a.size > wstep.addr) {
 		wstep.addr = (uintptr_t)a.addr;
 		wstep.end = (uintptr_t)a.addr + a.size;
@@ -434,7 +432,7 @@ PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 PK_NOPROBE static int wpage_step(ucontext_t *uc)
 {
 	struct wpage *pg = wstep.pg;
-	long psz = page_size;
+	long psz = pk_page_size;
 	int prot = __atomic_load_n(&pg->prot, __ATOMIC_ACQUIRE);
 	struct pk_watch_hit h[WATCH_MAX];
 	struct pk_watch *hw[WATCH_MAX];
@@ -516,7 +514,7 @@ PK_SIGNAL_TLS(retry_addr);
 
 PK_NOPROBE __attribute__((cold)) static int wpage_retired(uintptr_t addr)
 {
-	uintptr_t page = addr & ~(uintptr_t)(page_size - 1);
+	uintptr_t page = addr & ~(uintptr_t)(pk_page_size - 1);
 
 	for (unsigned int i = 0; i < RETIRED_N; i++) {
 		/* Acquire: pairs with watch_page_remove()'s release. */
@@ -586,20 +584,19 @@ static int watch_open(struct pk_watch *w, unsigned int idx, pid_t tid)
 			  PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (PK_GROW(&w->fds, &w->capfds, w->nfds + 1) ||
-	    PK_GROW(&w->tids, &w->captids, w->nfds + 1)) {
+	if (PK_GROW(&w->evs, &w->capevs, w->nevs + 1)) {
 		close(fd);
 		return -ENOMEM;
 	}
-	w->fds[w->nfds] = fd;
-	w->tids[w->nfds++] = tid;
+	w->evs[w->nevs].fd = fd;
+	w->evs[w->nevs++].tid = tid;
 	return 0;
 }
 
 static int watch_has(const struct pk_watch *w, pid_t tid)
 {
-	for (size_t i = 0; i < w->nfds; i++)
-		if (w->tids[i] == tid)
+	for (size_t i = 0; i < w->nevs; i++)
+		if (w->evs[i].tid == tid)
 			return 1;
 	return 0;
 }
@@ -635,13 +632,11 @@ static int watch_open_all(struct pk_watch *w, unsigned int idx)
 
 static void watch_close_all(struct pk_watch *w)
 {
-	for (size_t i = 0; i < w->nfds; i++)
-		close(w->fds[i]);
-	free(w->fds);
-	free(w->tids);
-	w->fds = NULL;
-	w->tids = NULL;
-	w->nfds = w->capfds = w->captids = 0;
+	for (size_t i = 0; i < w->nevs; i++)
+		close(w->evs[i].fd);
+	free(w->evs);
+	w->evs = NULL;
+	w->nevs = w->capevs = 0;
 }
 
 static int watch_errno(int err)
@@ -726,7 +721,7 @@ static void wpage_quiesce(struct wpage *pg)
 /* Map a new memfd holding @pg's bytes at the alias and at the page. */
 static int wpage_remap(struct wpage *pg, int prot, const void *src)
 {
-	size_t psz = (size_t)page_size;
+	size_t psz = (size_t)pk_page_size;
 	int fd = memfd_create("probekit-watch", MFD_CLOEXEC), err = 0;
 	void *tmp;
 
@@ -764,7 +759,7 @@ out:
  */
 static void wpage_alias(struct wpage *pg)
 {
-	size_t psz = (size_t)page_size;
+	size_t psz = (size_t)pk_page_size;
 	char *resv;
 	int err;
 
@@ -798,7 +793,7 @@ static void wpage_alias(struct wpage *pg)
 /* The last watch went: a private page with the bytes and protection back. */
 static void wpage_unalias(struct wpage *pg)
 {
-	size_t psz = (size_t)page_size;
+	size_t psz = (size_t)pk_page_size;
 	void *tmp;
 
 	pk_assert_held(&pk_fault_lock);
@@ -828,7 +823,7 @@ static void wpage_unalias(struct wpage *pg)
 /* Page mechanism: protect @w's page and join the fault chain. */
 static int watch_page_add(struct pk_watch *w)
 {
-	uintptr_t psz = (uintptr_t)page_size;
+	uintptr_t psz = (uintptr_t)pk_page_size;
 	uintptr_t page = w->addr & ~(psz - 1);
 	struct wpage *pg = NULL;
 	int err, prot;
@@ -875,7 +870,7 @@ static int watch_page_add(struct pk_watch *w)
 /* Page mechanism: stop reporting, wait for steps, unprotect if last. */
 static void watch_page_remove(struct pk_watch *w)
 {
-	uintptr_t psz = (uintptr_t)page_size;
+	uintptr_t psz = (uintptr_t)pk_page_size;
 	struct wpage *pg = w->pg;
 	int last = pg->nw == 1;
 
@@ -937,13 +932,13 @@ static void watch_page_remove(struct pk_watch *w)
 static void snap_free(struct wpage *pg)
 {
 	if (pg->snap)
-		munmap(pg->snap, (size_t)page_size);
+		munmap(pg->snap, (size_t)pk_page_size);
 	pg->snap = NULL;
 }
 
 static void watch_fork_prepare(void)
 {
-	size_t psz = (size_t)page_size;
+	size_t psz = (size_t)pk_page_size;
 
 	pk_fault_fork_hold();
 	pk_assert_held(&pk_fault_lock);
@@ -1104,12 +1099,9 @@ int pk_watch_remove(struct pk_watch *w)
 		pk_fault_wait_readers();
 		w->fn = NULL;
 	}
+	/* Retries a hook install that failed earlier; its error is not ours. */
+	pk_fault_client_join(&watch_client);
 out:
 	pk_fault_write_unlock();
 	return err;
-}
-
-__attribute__((constructor)) static void watch_init(void)
-{
-	page_size = sysconf(_SC_PAGESIZE);
 }
