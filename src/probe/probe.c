@@ -216,7 +216,7 @@ dispatch(struct pk_regs *r, const struct tramp *t, int post)
 	pk_sweep_self.depth = d;
 }
 
-static inline const struct tramp *tramp_of(uintptr_t ret)
+static PK_NOPROBE_INLINE const struct tramp *tramp_of(uintptr_t ret)
 {
 	return *(struct tramp *const *)(ret & ~(uintptr_t)(PK_TRAMP_SLOT_SIZE - 1));
 }
