@@ -155,9 +155,6 @@ static __thread const struct tramp *pre_tramp
 static __thread unsigned long pre_seq
 	__attribute__((tls_model("initial-exec")));
 
-extern const char __start_pk_noprobe_text[] __attribute__((weak, visibility("hidden")));
-extern const char __stop_pk_noprobe_text[] __attribute__((weak, visibility("hidden")));
-
 /* ---------------------------------------------------------- dispatcher */
 
 PK_NOPROBE void pk_probe_dispatch(struct pk_regs *r);
@@ -352,9 +349,7 @@ static int place(struct pk_probe *p, const char *what, size_t offset,
 		       "with a size in a symbol table", what, p->func);
 		return -EINVAL;
 	}
-	if (((uintptr_t)__start_pk_noprobe_text < fn.start + fn.size &&
-	     fn.start < (uintptr_t)__stop_pk_noprobe_text) ||
-	    pk_chunk_contains(fn.start)) {
+	if (pk_probe_in_noprobe(fn.start, fn.size) || pk_chunk_contains(fn.start)) {
 		pk_err("probe: %s is probekit's own trap path or a trampoline", what);
 		return -EINVAL;
 	}
@@ -651,7 +646,7 @@ static void change_fini(struct change *c)
 
 static int addr_order(const void *a, const void *b)
 {
-	return ((uintptr_t)a > (uintptr_t)b) - ((uintptr_t)a < (uintptr_t)b);
+	return pk_probe_addr_order((uintptr_t)a, (uintptr_t)b);
 }
 
 static int by_addr_cmp(const void *a, const void *b)

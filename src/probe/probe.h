@@ -17,6 +17,7 @@
  */
 
 #include <limits.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "arch/arch.h"
@@ -126,6 +127,26 @@ static PK_NOPROBE_INLINE uintptr_t pk_probe_divert_pending(void)
 static PK_NOPROBE_INLINE uintptr_t pk_probe_divert_to(void)
 {
 	return pk_probe_divert_req.to;
+}
+
+/*
+ * Whether [@addr, @addr + @len) overlaps probekit's PK_NOPROBE code
+ * (section pk_noprobe_text): what no probe may go on, and where a thread
+ * the sweep asks is busy.
+ */
+extern const char __start_pk_noprobe_text[] __attribute__((weak, visibility("hidden")));
+extern const char __stop_pk_noprobe_text[] __attribute__((weak, visibility("hidden")));
+
+static PK_NOPROBE_INLINE int pk_probe_in_noprobe(uintptr_t addr, size_t len)
+{
+	return (uintptr_t)__start_pk_noprobe_text < addr + len &&
+	       addr < (uintptr_t)__stop_pk_noprobe_text;
+}
+
+/* Three-way comparison of two addresses, for qsort()'s comparators. */
+static inline int pk_probe_addr_order(uintptr_t x, uintptr_t y)
+{
+	return (x > y) - (x < y);
 }
 
 /*

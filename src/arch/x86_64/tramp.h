@@ -3,6 +3,10 @@
 #ifndef PK_ARCH_X86_64_TRAMP_H
 #define PK_ARCH_X86_64_TRAMP_H
 
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
 /*
  * This is the one place the layout is written down; tramp.c generates it
  * and checks its code against these offsets, the probe layer (src/probe/)
@@ -81,5 +85,12 @@
 #define PK_RET_ENT0 16
 #define PK_RET_ENT_SIZE 16
 #define PK_RET_ENT_LAND 4
+
+/* Store @v at @b, little-endian as the ISA is, unaligned; its size. */
+static inline size_t pk_tramp_put32(uint8_t *b, uint32_t v)
+{
+	memcpy(b, &v, sizeof(v));
+	return sizeof(v);
+}
 
 #endif /* PK_ARCH_X86_64_TRAMP_H */
