@@ -38,21 +38,11 @@
  * does: probes inside a function and post-handlers, where any flag may be
  * live.
  *
- * Which thread may be where (the thread sweep, sweep.h):
- *
- *   arming    (jump probes; an int3 probe changes no instruction boundary)
- *             a thread preempted between two displaced instructions would
- *             resume inside the new jmp. pk_batch_set_hook() calls us after
- *             int3 is on every site's first byte (no new thread gets past
- *             it), and the sweep moves each other thread to the same
- *             instruction in the slot's copy.
- *   disarming a thread between the NOPs and the jmp (len > 5) would resume
- *             inside the restored code; the sweep moves it to the slot's
- *             entry, where the jmp would have taken it.
- *   freeing   a slot is reused, and a probe freed, only once the sweep has
- *             seen every thread, after the disarming commit, outside the
- *             changed slots (going, or with probes unlinked) and their
- *             handlers.
+ * Which thread may be where: the thread sweep, whose move and wait are
+ * described in sweep.h. Here, arming and disarming jump probes (an int3
+ * probe changes no instruction boundary) move threads from the text
+ * commit's hook (pk_batch_set_hook()); a slot is reused, and a probe freed,
+ * only after the wait that follows the disarming commit.
  *
  * An int3 probe's trap entry goes only after the retiring sweep: a thread
  * that hit the int3 before the disarming commit may still be in the signal
