@@ -38,6 +38,8 @@ _Static_assert(SLOT_DIVERT + JCC32_LEN == PK_TRAMP_SLOT_COPY,
 _Static_assert(PK_TRAMP_SLOT_RET == PK_TRAMP_SLOT_ENTRY + 10,
 	       "the return address of call_seq()'s call");
 _Static_assert(HEAD_DISPATCH_FULL + 8 <= PK_TRAMP_HEAD, "the head's words");
+_Static_assert(DIVERT_LEN <= STUB_FULL - HEAD_DIVERT,
+	       "the divert code fits before the full stub");
 _Static_assert(PK_TRAMP_COPY_MAX ==
 	       PK_TRAMP_SLOT_SIZE - PK_TRAMP_SLOT_COPY - PK_ARCH_JMP_LEN,
 	       "the copy, then the jmp back");
@@ -155,7 +157,6 @@ int pk_arch_tramp_head(uint8_t *buf, const struct pk_tramp_env *env)
 	memset(buf, PK_ARCH_TRAP_BYTE, PK_TRAMP_HEAD);
 	if (build_stub(buf + STUB_FAST, STUB_FAST, 0, dsp) > HEAD_DIVERT - STUB_FAST ||
 	    build_stub(buf + STUB_FULL, STUB_FULL, 1, dsp) > HEAD_DISPATCH - STUB_FULL ||
-	    DIVERT_LEN > STUB_FULL - HEAD_DIVERT ||
 	    build_divert(buf + HEAD_DIVERT, env) != DIVERT_LEN)
 		return -E2BIG;
 	memcpy(buf + HEAD_DISPATCH, &env->dispatch, sizeof(env->dispatch));
