@@ -292,19 +292,20 @@ static struct tramp *tramp_find(uintptr_t addr)
 
 /*
  * The indexed trampolines whose sites overlap [@lo, @hi), in address
- * order: start with *@a = @lo - PK_TEXT_MAX + 1 (no site is longer), each
- * call returns the next one (NULL: no more) and moves *@a past it.
+ * order: the first after @prev (NULL: the first of all), or NULL: no more.
  */
-static struct tramp *tramp_over(uintptr_t *a, uintptr_t lo, uintptr_t hi)
+static struct tramp *tramp_over(const struct tramp *prev, uintptr_t lo,
+				uintptr_t hi)
 {
-	pk_assert_held(&probe_lock);
-	for (; *a < hi; (*a)++) {
-		struct tramp *t = tramp_find(*a);
+	/* No site is longer than PK_TEXT_MAX. */
+	uintptr_t a = prev ? prev->addr + 1 : lo - PK_TEXT_MAX + 1;
 
-		if (t && *a + t->len > lo) {
-			(*a)++;
+	pk_assert_held(&probe_lock);
+	for (; a < hi; a++) {
+		struct tramp *t = tramp_find(a);
+
+		if (t && a + t->len > lo)
 			return t;
-		}
 	}
 	return NULL;
 }
@@ -312,11 +313,10 @@ static struct tramp *tramp_over(uintptr_t *a, uintptr_t lo, uintptr_t hi)
 /* The @size bytes at @start as they were before any probe was armed there. */
 static void orig_code(uintptr_t start, size_t size, uint8_t *buf)
 {
-	uintptr_t a = start - PK_TEXT_MAX + 1;
-	const struct tramp *t;
+	const struct tramp *t = NULL;
 
 	memcpy(buf, (const void *)start, size);
-	while ((t = tramp_over(&a, start, start + size)))
+	while ((t = tramp_over(t, start, start + size)))
 		for (size_t i = 0; i < t->len; i++)
 			if (t->addr + i >= start && t->addr + i < start + size)
 				buf[t->addr + i - start] = t->old[i];
@@ -547,10 +547,9 @@ static void tramp_free(struct tramp *t)
 /* An indexed trampoline overlapping [addr, addr+len) but not at @addr. */
 static struct tramp *tramp_overlap(uintptr_t addr, size_t len)
 {
-	uintptr_t a = addr - PK_TEXT_MAX + 1;
-	struct tramp *t;
+	struct tramp *t = NULL;
 
-	while ((t = tramp_over(&a, addr, addr + len)))
+	while ((t = tramp_over(t, addr, addr + len)))
 		if (t->addr != addr)
 			return t;
 	return NULL;
