@@ -886,9 +886,12 @@ static int change_run(struct pk_probe *const *probes, size_t n, int arming)
 	if (!probes || !n)
 		return -EINVAL;
 	err = change_init(&c, probes, n, arming);
+	if (err) {
+		change_fini(&c);
+		return err;
+	}
 	pthread_mutex_lock(&probe_lock);
-	if (!err)
-		err = check_set(&c);
+	err = check_set(&c);
 	if (!err)
 		err = arming ? plan_register(&c) : plan_unregister(&c);
 	if (!err)
