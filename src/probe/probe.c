@@ -174,7 +174,9 @@ dispatch(struct pk_regs *r, const struct tramp *t, int post)
 		lost = pre_tramp != t;
 		upto = lost ? 0 : pre_seq;
 	}
-	/* Pairs with the release stores that link probes (pk_probe_register). */
+	/*
+	 * Pairs with the release stores in link_probe() and unlink_probe().
+	 */
 	for (p = __atomic_load_n(&t->probes, __ATOMIC_ACQUIRE); p;
 	     p = __atomic_load_n(&p->next, __ATOMIC_ACQUIRE)) {
 		pk_probe_handler_fn fn = post ? p->post : p->pre;
@@ -808,7 +810,7 @@ static void link_probe(struct pk_probe *p, struct tramp *t)
 	p->t = t;
 	p->next = NULL;
 	p->seq = ++link_seq;	/* after every probe linked before */
-	/* Pairs with the acquire loads in pk_probe_dispatch(). */
+	/* Pairs with the acquire loads in dispatch(). */
 	__atomic_store_n(pp, p, __ATOMIC_RELEASE);
 	p->armed_kind = t->kind;
 	p->armed_len = t->len;
@@ -823,6 +825,7 @@ static void unlink_probe(struct pk_probe *p)
 
 	while (*pp != p)
 		pp = &(*pp)->next;
+	/* Pairs with the acquire loads in dispatch(). */
 	__atomic_store_n(pp, p->next, __ATOMIC_RELEASE);
 }
 
@@ -935,7 +938,7 @@ int pk_probe_get_info(const struct pk_probe *p, struct pk_probe_info *info)
 	cur.addr = p->addr;
 	cur.func = p->func;
 	cur.armed = __atomic_load_n(&p->armed, __ATOMIC_ACQUIRE);
-	/* Pairs with the release store of armed in pk_probe_register(). */
+	/* Pairs with the release store of armed in link_probe(). */
 	cur.displaced = cur.armed ? p->armed_len : p->len;
 	cur.kind = cur.armed ? p->armed_kind : p->kind;
 	cur.missed = __atomic_load_n(&p->missed, __ATOMIC_RELAXED);

@@ -455,7 +455,7 @@ PK_NOPROBE uint64_t pk_ret_dispatch(struct pk_regs *r)
 		ret_top = i;
 	}
 	call_ret(b, rec, r);
-	r->flags = m == M_DIVERT;	/* how pk_arch_ret_common leaves */
+	r->flags = m == M_DIVERT;	/* how pk_ret_common leaves */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	ret_busy = 0;
 	return rec->ret;

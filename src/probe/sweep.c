@@ -10,8 +10,8 @@
  *      (move sweeps), and stores where it was and whether it is busy in its
  *      own state byte (release; the sweeper's acquire loads pair with it);
  *   3. the sweeper waits for every answer (threads that exited meanwhile
- *      are noticed by their /proc entry); a wait sweep asks the busy ones
- *      again, 1 ms later, until none is;
+ *      are noticed by pk_tid_gone(): tgkill with signal 0 says ESRCH); a
+ *      wait sweep asks the busy ones again, 1 ms later, until none is;
  *   4. unpublish: exchange cur_sweep to NULL, then wait until no handler is
  *      inside (sweep_readers), so the request's arrays may be freed. A
  *      handler increments sweep_readers before it loads cur_sweep (both
