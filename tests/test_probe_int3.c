@@ -400,6 +400,49 @@ static void test_refusals(void)
 	pk_set_log(NULL, NULL);
 }
 
+/*
+ * A batch whose later int3 probe's trap entry is refused: the earlier
+ * one's entry, already taken, must go again, and its code stay as it was.
+ */
+static void test_later_trap_refused(void)
+{
+	struct seen s[2] = { 0 };
+	struct pk_probe *p[2] = { 0 };
+	uint8_t before[8];
+	/* Planned in address order: f2 is the later one. */
+	void *lo = (void *)pt_asm_loop, *hi = (void *)pt_asm_icall;
+	void *f1 = lo < hi ? lo : hi, *f2 = lo < hi ? hi : lo;
+
+	pk_set_log(t_quiet_log, NULL);
+	memcpy(before, f1, sizeof(before));
+	if (!ASSERT_OK(pk_trap_register(f2, trap_fn, NULL), "foreign entry at f2"))
+		goto out;
+	if (ASSERT_OK(create(NULL, f1, 0, PK_PROBE_F_INT3, on_pre, NULL, &s[0], &p[0]),
+		      "int3 at f1") &&
+	    ASSERT_OK(create(NULL, f2, 0, PK_PROBE_F_INT3, on_pre, NULL, &s[1], &p[1]),
+		      "int3 at f2")) {
+		ASSERT_EQ(pk_probe_register(p, 2), -EBUSY, "f2's trap entry taken");
+		ASSERT_MEM_EQ(f1, before, sizeof(before), "f1's code unchanged");
+		ASSERT_EQ(pt_asm_loop(4), 10, "loop result");
+		ASSERT_EQ(pt_asm_icall(9, icallee), 9, "indirect call result");
+		ASSERT_EQ(s[0].pre + s[1].pre, 0, "nothing hit");
+		for (int i = 0; i < 2; i++) {
+			struct pk_probe_info info = { .sz = sizeof(info) };
+
+			ASSERT_OK(pk_probe_get_info(p[i], &info), "info");
+			ASSERT_EQ(info.armed, 0, "not armed");
+		}
+		if (ASSERT_OK(pk_trap_register(f1, trap_fn, NULL),
+			      "no entry left at f1"))
+			ASSERT_OK(pk_trap_unregister(f1), "remove it");
+	}
+	ASSERT_OK(pk_trap_unregister(f2), "remove f2's");
+out:
+	pk_probe_destroy(p[0]);
+	pk_probe_destroy(p[1]);
+	pk_set_log(NULL, NULL);
+}
+
 int main(void)
 {
 	test_fallbacks();
@@ -408,5 +451,6 @@ int main(void)
 	test_offset_live();
 	test_edit_flags();
 	test_refusals();
+	test_later_trap_refused();
 	return t_exit();
 }

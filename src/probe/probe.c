@@ -38,21 +38,11 @@
  * does: probes inside a function and post-handlers, where any flag may be
  * live.
  *
- * Which thread may be where (the thread sweep, sweep.h):
- *
- *   arming    (jump probes; an int3 probe changes no instruction boundary)
- *             a thread preempted between two displaced instructions would
- *             resume inside the new jmp. pk_batch_set_hook() calls us after
- *             int3 is on every site's first byte (no new thread gets past
- *             it), and the sweep moves each other thread to the same
- *             instruction in the slot's copy.
- *   disarming a thread between the NOPs and the jmp (len > 5) would resume
- *             inside the restored code; the sweep moves it to the slot's
- *             entry, where the jmp would have taken it.
- *   freeing   a slot is reused, and a probe freed, only once the sweep has
- *             seen every thread, after the disarming commit, outside the
- *             changed slots (going, or with probes unlinked) and their
- *             handlers.
+ * Which thread may be where: the thread sweep, whose move and wait are
+ * described in sweep.h. Here, arming and disarming jump probes (an int3
+ * probe changes no instruction boundary) move threads from the text
+ * commit's hook (pk_batch_set_hook()); a slot is reused, and a probe freed,
+ * only after the wait that follows the disarming commit.
  *
  * An int3 probe's trap entry goes only after the retiring sweep: a thread
  * that hit the int3 before the disarming commit may still be in the signal
@@ -155,9 +145,6 @@ static __thread const struct tramp *pre_tramp
 static __thread unsigned long pre_seq
 	__attribute__((tls_model("initial-exec")));
 
-extern const char __start_pk_noprobe_text[] __attribute__((weak, visibility("hidden")));
-extern const char __stop_pk_noprobe_text[] __attribute__((weak, visibility("hidden")));
-
 /* ---------------------------------------------------------- dispatcher */
 
 PK_NOPROBE void pk_probe_dispatch(struct pk_regs *r);
@@ -187,7 +174,9 @@ dispatch(struct pk_regs *r, const struct tramp *t, int post)
 		lost = pre_tramp != t;
 		upto = lost ? 0 : pre_seq;
 	}
-	/* Pairs with the release stores that link probes (pk_probe_register). */
+	/*
+	 * Pairs with the release stores in link_probe() and unlink_probe().
+	 */
 	for (p = __atomic_load_n(&t->probes, __ATOMIC_ACQUIRE); p;
 	     p = __atomic_load_n(&p->next, __ATOMIC_ACQUIRE)) {
 		pk_probe_handler_fn fn = post ? p->post : p->pre;
@@ -216,7 +205,7 @@ dispatch(struct pk_regs *r, const struct tramp *t, int post)
 	pk_sweep_self.depth = d;
 }
 
-static inline const struct tramp *tramp_of(uintptr_t ret)
+static PK_NOPROBE_INLINE const struct tramp *tramp_of(uintptr_t ret)
 {
 	return *(struct tramp *const *)(ret & ~(uintptr_t)(PK_TRAMP_SLOT_SIZE - 1));
 }
@@ -305,19 +294,20 @@ static struct tramp *tramp_find(uintptr_t addr)
 
 /*
  * The indexed trampolines whose sites overlap [@lo, @hi), in address
- * order: start with *@a = @lo - PK_TEXT_MAX + 1 (no site is longer), each
- * call returns the next one (NULL: no more) and moves *@a past it.
+ * order: the first after @prev (NULL: the first of all), or NULL: no more.
  */
-static struct tramp *tramp_over(uintptr_t *a, uintptr_t lo, uintptr_t hi)
+static struct tramp *tramp_over(const struct tramp *prev, uintptr_t lo,
+				uintptr_t hi)
 {
-	pk_assert_held(&probe_lock);
-	for (; *a < hi; (*a)++) {
-		struct tramp *t = tramp_find(*a);
+	/* No site is longer than PK_TEXT_MAX. */
+	uintptr_t a = prev ? prev->addr + 1 : lo - PK_TEXT_MAX + 1;
 
-		if (t && *a + t->len > lo) {
-			(*a)++;
+	pk_assert_held(&probe_lock);
+	for (; a < hi; a++) {
+		struct tramp *t = tramp_find(a);
+
+		if (t && a + t->len > lo)
 			return t;
-		}
 	}
 	return NULL;
 }
@@ -325,11 +315,10 @@ static struct tramp *tramp_over(uintptr_t *a, uintptr_t lo, uintptr_t hi)
 /* The @size bytes at @start as they were before any probe was armed there. */
 static void orig_code(uintptr_t start, size_t size, uint8_t *buf)
 {
-	uintptr_t a = start - PK_TEXT_MAX + 1;
-	const struct tramp *t;
+	const struct tramp *t = NULL;
 
 	memcpy(buf, (const void *)start, size);
-	while ((t = tramp_over(&a, start, start + size)))
+	while ((t = tramp_over(t, start, start + size)))
 		for (size_t i = 0; i < t->len; i++)
 			if (t->addr + i >= start && t->addr + i < start + size)
 				buf[t->addr + i - start] = t->old[i];
@@ -352,9 +341,7 @@ static int place(struct pk_probe *p, const char *what, size_t offset,
 		       "with a size in a symbol table", what, p->func);
 		return -EINVAL;
 	}
-	if (((uintptr_t)__start_pk_noprobe_text < fn.start + fn.size &&
-	     fn.start < (uintptr_t)__stop_pk_noprobe_text) ||
-	    pk_chunk_contains(fn.start)) {
+	if (pk_probe_in_noprobe(fn.start, fn.size) || pk_chunk_contains(fn.start)) {
 		pk_err("probe: %s is probekit's own trap path or a trampoline", what);
 		return -EINVAL;
 	}
@@ -562,10 +549,9 @@ static void tramp_free(struct tramp *t)
 /* An indexed trampoline overlapping [addr, addr+len) but not at @addr. */
 static struct tramp *tramp_overlap(uintptr_t addr, size_t len)
 {
-	uintptr_t a = addr - PK_TEXT_MAX + 1;
-	struct tramp *t;
+	struct tramp *t = NULL;
 
-	while ((t = tramp_over(&a, addr, addr + len)))
+	while ((t = tramp_over(t, addr, addr + len)))
 		if (t->addr != addr)
 			return t;
 	return NULL;
@@ -651,7 +637,7 @@ static void change_fini(struct change *c)
 
 static int addr_order(const void *a, const void *b)
 {
-	return ((uintptr_t)a > (uintptr_t)b) - ((uintptr_t)a < (uintptr_t)b);
+	return pk_probe_addr_order((uintptr_t)a, (uintptr_t)b);
 }
 
 static int by_addr_cmp(const void *a, const void *b)
@@ -824,7 +810,7 @@ static void link_probe(struct pk_probe *p, struct tramp *t)
 	p->t = t;
 	p->next = NULL;
 	p->seq = ++link_seq;	/* after every probe linked before */
-	/* Pairs with the acquire loads in pk_probe_dispatch(). */
+	/* Pairs with the acquire loads in dispatch(). */
 	__atomic_store_n(pp, p, __ATOMIC_RELEASE);
 	p->armed_kind = t->kind;
 	p->armed_len = t->len;
@@ -839,6 +825,7 @@ static void unlink_probe(struct pk_probe *p)
 
 	while (*pp != p)
 		pp = &(*pp)->next;
+	/* Pairs with the acquire loads in dispatch(). */
 	__atomic_store_n(pp, p->next, __ATOMIC_RELEASE);
 }
 
@@ -902,9 +889,12 @@ static int change_run(struct pk_probe *const *probes, size_t n, int arming)
 	if (!probes || !n)
 		return -EINVAL;
 	err = change_init(&c, probes, n, arming);
+	if (err) {
+		change_fini(&c);
+		return err;
+	}
 	pthread_mutex_lock(&probe_lock);
-	if (!err)
-		err = check_set(&c);
+	err = check_set(&c);
 	if (!err)
 		err = arming ? plan_register(&c) : plan_unregister(&c);
 	if (!err)
@@ -948,7 +938,7 @@ int pk_probe_get_info(const struct pk_probe *p, struct pk_probe_info *info)
 	cur.addr = p->addr;
 	cur.func = p->func;
 	cur.armed = __atomic_load_n(&p->armed, __ATOMIC_ACQUIRE);
-	/* Pairs with the release store of armed in pk_probe_register(). */
+	/* Pairs with the release store of armed in link_probe(). */
 	cur.displaced = cur.armed ? p->armed_len : p->len;
 	cur.kind = cur.armed ? p->armed_kind : p->kind;
 	cur.missed = __atomic_load_n(&p->missed, __ATOMIC_RELAXED);

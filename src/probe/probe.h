@@ -17,6 +17,7 @@
  */
 
 #include <limits.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "arch/arch.h"
@@ -94,13 +95,15 @@ PK_HIDDEN extern __thread struct pk_probe_divert pk_probe_divert_req
  * Where the function probed by @r's hit continues: what the code at a
  * divert's @to calls. Only in a pre-handler at a function's entry.
  */
-static inline uintptr_t pk_probe_divert_cont(const struct pk_regs *r)
+static PK_NOPROBE_INLINE uintptr_t
+pk_probe_divert_cont(const struct pk_regs *r)
 {
 	return r->pk_private_ret + PK_TRAMP_SLOT_COPY - PK_TRAMP_SLOT_RET;
 }
 
 /* pk_probe_divert() - post this thread's request for @r's hit, to @to. */
-static inline void pk_probe_divert(const struct pk_regs *r, uintptr_t to)
+static PK_NOPROBE_INLINE void
+pk_probe_divert(const struct pk_regs *r, uintptr_t to)
 {
 	pk_probe_divert_req.cont = pk_probe_divert_cont(r);
 	pk_probe_divert_req.to = to;
@@ -113,7 +116,7 @@ static inline void pk_probe_divert(const struct pk_regs *r, uintptr_t to)
  * The stack pointer at the probe point of the hit whose request is
  * pending on this thread (see pk_arch_regs_sp()), or 0: none pending.
  */
-static inline uintptr_t pk_probe_divert_pending(void)
+static PK_NOPROBE_INLINE uintptr_t pk_probe_divert_pending(void)
 {
 	uintptr_t sp = pk_probe_divert_req.sp;
 
@@ -121,9 +124,29 @@ static inline uintptr_t pk_probe_divert_pending(void)
 }
 
 /* The @to of the pending request. */
-static inline uintptr_t pk_probe_divert_to(void)
+static PK_NOPROBE_INLINE uintptr_t pk_probe_divert_to(void)
 {
 	return pk_probe_divert_req.to;
+}
+
+/*
+ * Whether [@addr, @addr + @len) overlaps probekit's PK_NOPROBE code
+ * (section pk_noprobe_text): what no probe may go on, and where a thread
+ * the sweep asks is busy.
+ */
+extern const char __start_pk_noprobe_text[] __attribute__((weak, visibility("hidden")));
+extern const char __stop_pk_noprobe_text[] __attribute__((weak, visibility("hidden")));
+
+static PK_NOPROBE_INLINE int pk_probe_in_noprobe(uintptr_t addr, size_t len)
+{
+	return (uintptr_t)__start_pk_noprobe_text < addr + len &&
+	       addr < (uintptr_t)__stop_pk_noprobe_text;
+}
+
+/* Three-way comparison of two addresses, for qsort()'s comparators. */
+static inline int pk_probe_addr_order(uintptr_t x, uintptr_t y)
+{
+	return (x > y) - (x < y);
 }
 
 /*

@@ -203,18 +203,18 @@ static __thread struct rec *ret_myrecs __attribute__((tls_model("initial-exec"))
 static __thread size_t ret_mybase __attribute__((tls_model("initial-exec")));
 /* ---------------------------------------------------------- hit paths */
 
-static inline uintptr_t land_addr(size_t k)
+static PK_NOPROBE_INLINE uintptr_t land_addr(size_t k)
 {
 	return ret_ents + k * ENT_SIZE + ENT_LAND;
 }
 
 /* The record whose landing is @land (huge for addresses not a landing). */
-static inline size_t land_index(uintptr_t land)
+static PK_NOPROBE_INLINE size_t land_index(uintptr_t land)
 {
 	return (size_t)(land - ENT_LAND - ret_ents) / ENT_SIZE;
 }
 
-static inline void barrier_a(void)
+static PK_NOPROBE_INLINE void barrier_a(void)
 {
 	if (ret_asym)
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -391,7 +391,8 @@ static void ret_entry(struct pk_probe *p, struct pk_regs *r, void *ctx)
 	}
 }
 
-static void die(const char *msg)
+/* Cold: out of line, but in the caller's section. */
+PK_NOPROBE static void die(const char *msg)
 {
 	ssize_t n = write(2, msg, strlen(msg));
 
@@ -454,7 +455,7 @@ PK_NOPROBE uint64_t pk_ret_dispatch(struct pk_regs *r)
 		ret_top = i;
 	}
 	call_ret(b, rec, r);
-	r->flags = m == M_DIVERT;	/* how pk_arch_ret_common leaves */
+	r->flags = m == M_DIVERT;	/* how pk_ret_common leaves */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	ret_busy = 0;
 	return rec->ret;

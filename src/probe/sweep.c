@@ -10,8 +10,8 @@
  *      (move sweeps), and stores where it was and whether it is busy in its
  *      own state byte (release; the sweeper's acquire loads pair with it);
  *   3. the sweeper waits for every answer (threads that exited meanwhile
- *      are noticed by their /proc entry); a wait sweep asks the busy ones
- *      again, 1 ms later, until none is;
+ *      are noticed by pk_tid_gone(): tgkill with signal 0 says ESRCH); a
+ *      wait sweep asks the busy ones again, 1 ms later, until none is;
  *   4. unpublish: exchange cur_sweep to NULL, then wait until no handler is
  *      inside (sweep_readers), so the request's arrays may be freed. A
  *      handler increments sweep_readers before it loads cur_sweep (both
@@ -40,6 +40,7 @@
 
 #include "arch/arch.h"
 #include "internal.h"
+#include "probe/probe.h"
 #include "probe/sweep.h"
 
 #define SWEEP_TIMEOUT_NS 10000000000LL
@@ -72,9 +73,6 @@ __thread struct pk_sweep_self pk_sweep_self
 	__attribute__((tls_model("initial-exec")));
 /* busy_at() reads it in the handler. */
 PK_SIGNAL_TLS(pk_sweep_self);
-
-extern const char __start_pk_noprobe_text[] __attribute__((weak, visibility("hidden")));
-extern const char __stop_pk_noprobe_text[] __attribute__((weak, visibility("hidden")));
 
 /*
  * fork(): the caller's lock (probe_lock) keeps sweeps out of fork, so a
@@ -119,8 +117,7 @@ PK_NOPROBE static int busy_at(const struct sweep *sw, uintptr_t ip)
 		if (!cur || in_slots(sw, *cur))
 			return 1;
 	}
-	if ((uintptr_t)__start_pk_noprobe_text <= ip &&
-	    ip < (uintptr_t)__stop_pk_noprobe_text)
+	if (pk_probe_in_noprobe(ip, 1))
 		return 1;
 	for (c = __atomic_load_n(&busy_code, __ATOMIC_ACQUIRE); c; c = c->next)
 		if (c->lo <= ip && ip < c->hi)
@@ -342,14 +339,12 @@ static int site_cmp(const void *a, const void *b)
 {
 	const struct pk_sweep_site *x = a, *y = b;
 
-	return (x->addr > y->addr) - (x->addr < y->addr);
+	return pk_probe_addr_order(x->addr, y->addr);
 }
 
 static int addr_cmp(const void *a, const void *b)
 {
-	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
-
-	return (x > y) - (x < y);
+	return pk_probe_addr_order(*(const uintptr_t *)a, *(const uintptr_t *)b);
 }
 
 int pk_sweep_move(struct pk_sweep_site *sites, size_t n)

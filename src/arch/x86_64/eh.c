@@ -29,11 +29,6 @@
 #define DWARF_RSP 7
 #define DWARF_RA 16	/* x86-64's return address column */
 
-static void put32(uint8_t *b, uint32_t v)
-{
-	memcpy(b, &v, 4);
-}
-
 static void put64(uint8_t *b, uint64_t v)
 {
 	memcpy(b, &v, 8);
@@ -50,7 +45,7 @@ size_t pk_arch_ret_eh(uint8_t *b, uintptr_t code, size_t nent, uintptr_t recs,
 		return 0;	/* beyond DW_OP_lit31 */
 	/* CIE: version 1, "zR", code align 1, data align -8, RA column 16. */
 	n = 4;
-	put32(b + n, 0);
+	pk_tramp_put32(b + n, 0);
 	n += 4;
 	b[n++] = 1;
 	memcpy(b + n, "zR", 3);
@@ -65,11 +60,11 @@ size_t pk_arch_ret_eh(uint8_t *b, uintptr_t code, size_t nent, uintptr_t recs,
 	b[n++] = 8;
 	while ((n - cie) % 8)
 		b[n++] = 0;	/* DW_CFA_nop */
-	put32(b + cie, (uint32_t)(n - cie - 4));
+	pk_tramp_put32(b + cie, (uint32_t)(n - cie - 4));
 
 	fde = n;
 	n += 4;
-	put32(b + n, (uint32_t)(n - cie));	/* back to the CIE */
+	pk_tramp_put32(b + n, (uint32_t)(n - cie));	/* back to the CIE */
 	n += 4;
 	put64(b + n, pc);
 	n += 8;
@@ -99,8 +94,8 @@ size_t pk_arch_ret_eh(uint8_t *b, uintptr_t code, size_t nent, uintptr_t recs,
 	b[e0] = (uint8_t)(n - e0 - 1);
 	while ((n - fde) % 8)
 		b[n++] = 0;
-	put32(b + fde, (uint32_t)(n - fde - 4));
-	put32(b + n, 0);	/* terminator */
+	pk_tramp_put32(b + fde, (uint32_t)(n - fde - 4));
+	pk_tramp_put32(b + n, 0);	/* terminator */
 	_Static_assert(PK_ARCH_RET_EH_MAX >= 88, "the CIE, the FDE, the end");
 	return n + 4;
 }

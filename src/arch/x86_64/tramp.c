@@ -38,6 +38,8 @@ _Static_assert(SLOT_DIVERT + JCC32_LEN == PK_TRAMP_SLOT_COPY,
 _Static_assert(PK_TRAMP_SLOT_RET == PK_TRAMP_SLOT_ENTRY + 10,
 	       "the return address of call_seq()'s call");
 _Static_assert(HEAD_DISPATCH_FULL + 8 <= PK_TRAMP_HEAD, "the head's words");
+_Static_assert(DIVERT_LEN <= STUB_FULL - HEAD_DIVERT,
+	       "the divert code fits before the full stub");
 _Static_assert(PK_TRAMP_COPY_MAX ==
 	       PK_TRAMP_SLOT_SIZE - PK_TRAMP_SLOT_COPY - PK_ARCH_JMP_LEN,
 	       "the copy, then the jmp back");
@@ -55,11 +57,6 @@ static size_t put(uint8_t *b, const void *bytes, size_t len)
 {
 	memcpy(b, bytes, len);
 	return len;
-}
-
-static size_t put32(uint8_t *b, int32_t v)
-{
-	return put(b, &v, sizeof(v));
 }
 
 /* ------------------------------------------------------------ chunk head */
@@ -112,8 +109,9 @@ static size_t build_stub(uint8_t *b, size_t off, int full, int32_t dsp)
 	size_t n = put(b, save, sizeof(save));
 
 	n += put(b + n, "\xff\x15", 2);		/* call [rip+rel32] */
-	n += put32(b + n, (int32_t)((full ? HEAD_DISPATCH_FULL : HEAD_DISPATCH) -
-				    (off + n + 4)));
+	n += pk_tramp_put32(b + n,
+			    (int32_t)((full ? HEAD_DISPATCH_FULL : HEAD_DISPATCH) -
+				      (off + n + 4)));
 	n += put(b + n, restore, sizeof(restore));
 	if (full) {
 		n += put(b + n, pop_flags, sizeof(pop_flags));
@@ -124,7 +122,7 @@ static size_t build_stub(uint8_t *b, size_t off, int full, int32_t dsp)
 		 * popf must come last, and its slots hold a NOP for the je.
 		 */
 		n += put(b + n, divert_test, sizeof(divert_test));
-		n += put32(b + n, dsp);
+		n += pk_tramp_put32(b + n, dsp);
 	}
 	b[n++] = 0xc3;				/* ret into the slot */
 	return n;
@@ -139,13 +137,13 @@ static size_t build_divert(uint8_t *b, const struct pk_tramp_env *env)
 	size_t n = 0;
 
 	n += put(b + n, "\x64\x4c\x8b\x1c\x25", 5);	/* mov %fs:to,%r11 */
-	n += put32(b + n, tp_off(env->divert_to));
+	n += pk_tramp_put32(b + n, tp_off(env->divert_to));
 	n += put(b + n, "\x64\xff\x34\x25", 4);		/* push %fs:cont */
-	n += put32(b + n, tp_off(env->divert_cont));
+	n += pk_tramp_put32(b + n, tp_off(env->divert_cont));
 	n += put(b + n, "\x8f\x04\x24", 3);		/* popq (%rsp): over
 							   the return address */
 	n += put(b + n, "\x64\x80\x0c\x25", 4);		/* orb $1,%fs:sp */
-	n += put32(b + n, tp_off(env->divert_sp));
+	n += pk_tramp_put32(b + n, tp_off(env->divert_sp));
 	b[n++] = 1;
 	n += put(b + n, "\x48\x8d\x64\x24\x08", 5);	/* lea rsp,[rsp+8] */
 	n += put(b + n, "\x41\xff\xe3", 3);		/* jmp *%r11 */
@@ -159,7 +157,6 @@ int pk_arch_tramp_head(uint8_t *buf, const struct pk_tramp_env *env)
 	memset(buf, PK_ARCH_TRAP_BYTE, PK_TRAMP_HEAD);
 	if (build_stub(buf + STUB_FAST, STUB_FAST, 0, dsp) > HEAD_DIVERT - STUB_FAST ||
 	    build_stub(buf + STUB_FULL, STUB_FULL, 1, dsp) > HEAD_DISPATCH - STUB_FULL ||
-	    DIVERT_LEN > STUB_FULL - HEAD_DIVERT ||
 	    build_divert(buf + HEAD_DIVERT, env) != DIVERT_LEN)
 		return -E2BIG;
 	memcpy(buf + HEAD_DISPATCH, &env->dispatch, sizeof(env->dispatch));
@@ -179,7 +176,7 @@ static void call_seq(uint8_t *b, uintptr_t at, uintptr_t stub)
 	size_t n = put(b, "\x48\x8d\x64\x24\x80", 5);
 
 	b[n++] = 0xe8;
-	n += put32(b + n, (int32_t)(stub - (at + n + 4)));
+	n += pk_tramp_put32(b + n, (int32_t)(stub - (at + n + 4)));
 	put(b + n, "\x48\x8d\xa4\x24\x80\x00\x00\x00", 8);
 }
 
@@ -202,9 +199,9 @@ int pk_arch_tramp_slot(uint8_t *slot, const struct pk_tramp_slot *s,
 		put(slot + SLOT_DIVERT, "\x66\x0f\x1f\x44\x00\x00", JCC32_LEN);
 	} else {
 		put(slot + SLOT_DIVERT, "\x0f\x84", 2);	/* je rel32 */
-		put32(slot + SLOT_DIVERT + 2,
-		      (int32_t)(s->head + HEAD_DIVERT -
-				(s->at + SLOT_DIVERT + JCC32_LEN)));
+		pk_tramp_put32(slot + SLOT_DIVERT + 2,
+			       (int32_t)(s->head + HEAD_DIVERT -
+					 (s->at + SLOT_DIVERT + JCC32_LEN)));
 	}
 	first = s->int3 || s->post ? s->first_len : s->len;
 	if (s->int3)
@@ -264,8 +261,8 @@ void pk_arch_ret_code(uint8_t *buf, size_t len, size_t nent,
 		put(e, "\xff\x54\x24\xf8", 4);		/* call *-8(%rsp) */
 		/* landing: jmp *[rip+rel32], to the word at +0 */
 		put(e + PK_RET_ENT_LAND, "\xff\x25", 2);
-		put32(e + PK_RET_ENT_LAND + 2,
-		      -(int32_t)(at + PK_RET_ENT_LAND + 6));
+		pk_tramp_put32(e + PK_RET_ENT_LAND + 2,
+			       -(int32_t)(at + PK_RET_ENT_LAND + 6));
 	}
 }
 

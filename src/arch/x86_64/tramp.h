@@ -3,7 +3,9 @@
 #ifndef PK_ARCH_X86_64_TRAMP_H
 #define PK_ARCH_X86_64_TRAMP_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -97,5 +99,12 @@ static PK_NOPROBE_INLINE uintptr_t pk_arch_regs_sp(const struct pk_regs *r)
 
 /* PK_ARCH_RET_COMMON(name, dispatch): arch.h's contract. */
 #include "arch/x86_64/ret_common.h"
+
+/* Store @v at @b, little-endian as the ISA is, unaligned; its size. */
+static inline size_t pk_tramp_put32(uint8_t *b, uint32_t v)
+{
+	memcpy(b, &v, sizeof(v));
+	return sizeof(v);
+}
 
 #endif /* PK_ARCH_X86_64_TRAMP_H */
