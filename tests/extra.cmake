@@ -112,6 +112,9 @@ pk_test_variant(test_probe_basic maps_read PROBEKIT_TEST_MAPS_READ=1)
 # ---- end probe ----
 
 # ---- project: ABI, header, install and bench-smoke checks (scripts/, tests/*.sh) ----
+# check-noprobe.sh: the trap and fault paths call nothing a probe can be on.
+add_test(NAME noprobe_check
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/check-noprobe.sh $<TARGET_FILE:probekit>)
 # check-abi.sh: exported symbols == src/probekit.map == PK_API declarations.
 add_test(NAME abi_check
   COMMAND ${PROJECT_SOURCE_DIR}/scripts/check-abi.sh $<TARGET_FILE:probekit>)
@@ -145,7 +148,7 @@ add_test(NAME install_consumer
 add_test(NAME man_pages
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/check-man.sh ${PROJECT_SOURCE_DIR}/man)
 set_tests_properties(man_pages PROPERTIES SKIP_RETURN_CODE 77)
-set_tests_properties(abi_check header_parts header_misuse install_consumer man_pages PROPERTIES
+set_tests_properties(abi_check noprobe_check header_parts header_misuse install_consumer man_pages PROPERTIES
   LABELS quick TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
 # scripts/bench --quick once; checks the JSON lines and tests/bench_required.txt.
 if(PK_BUILD_BENCH)
