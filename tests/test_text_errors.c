@@ -76,6 +76,8 @@ static void bad_sites(void)
 	ASSERT_EQ(poke(data, jmp0, 5, NULL, 0), -EINVAL, "non-executable data");
 	ASSERT_EQ(poke(hole, jmp0, 5, NULL, 0), -EINVAL, "unmapped address");
 	ASSERT_EQ(poke(code + 4094, jmp0, 5, NULL, 0), -EINVAL, "runs off the mapping");
+	ASSERT_EQ(poke((void *)-4, jmp0, 5, NULL, 0), -EINVAL,
+		  "wraps past the end of the address space");
 	ASSERT_EQ(poke(code + 16, jmp0, 5, "\x90\x90\x90\x90\x90", 0), -EBUSY,
 		  "expected bytes differ");
 	ASSERT_EQ(poke(code + 0, jmp0, 5, NULL, 0), -EINVAL,

@@ -916,6 +916,8 @@ int pk_batch_add(struct pk_batch *b, void *addr, const void *bytes, size_t len,
 		return -EINVAL;
 	if (len > PK_TEXT_MAX)
 		return -E2BIG;
+	if ((uintptr_t)addr + len < (uintptr_t)addr)
+		return -EINVAL;		/* wraps: no mapping holds it */
 	if (PK_GROW(&b->sites, &b->cap, b->n + 1))
 		return -ENOMEM;
 	s = &b->sites[b->n++];
