@@ -3,6 +3,7 @@
 #ifndef PK_INTERNAL_H
 #define PK_INTERNAL_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <pthread.h>
@@ -95,19 +96,24 @@ PK_HIDDEN int pk_membarrier_expedited(void);
 
 /*
  * Options structs (`size_t sz` first, STYLE.md "Growth"): field @f of *@o
- * if the caller's struct has it, else 0; and whether the bytes past @known
- * (fields this version does not know) are all zero, as libbpf's
- * OPTS_VALID.
+ * if the caller's struct has it, else 0; and pk_opts_check(): -E2BIG for a
+ * @sz past PK_OPTS_SZ_MAX (no options struct is that large: a wrong sz,
+ * whose "unknown fields" must not be read), -EINVAL if a byte past @known
+ * (a field this version does not know) is set, as libbpf's OPTS_VALID.
  */
 #define PK_OPT(o, type, f)                                                     \
 	((o)->sz >= offsetof(type, f) + sizeof((o)->f) ? (o)->f : 0)
 
-static inline int pk_opts_tail_zero(const void *o, size_t sz, size_t known)
+#define PK_OPTS_SZ_MAX 4096
+
+static inline int pk_opts_check(const void *o, size_t sz, size_t known)
 {
+	if (sz > PK_OPTS_SZ_MAX)
+		return -E2BIG;
 	for (size_t i = known; i < sz; i++)
 		if (((const char *)o)[i])
-			return 0;
-	return 1;
+			return -EINVAL;
+	return 0;
 }
 
 /*

@@ -248,6 +248,32 @@ static void test_refusals(void)
 
 	pk_set_log(t_quiet_log, NULL);
 	ASSERT_EQ(pk_probe_create(&none, &p), -EINVAL, "neither symbol nor address");
+	{
+		/*
+		 * A size no options struct has (a caller's wrong sz): refused
+		 * before its "unknown fields" are read, not read a MiB past
+		 * the caller's struct.
+		 */
+		PK_OPTS(pk_probe_opts, huge, .symbol = "pt_sum6", .pre = record);
+		PK_OPTS(pk_retprobe_opts, rhuge, .symbol = "pt_sum6",
+			.ret = ret_unused);
+		struct pk_retprobe *rp = NULL;
+
+		huge.sz = rhuge.sz = 1 << 20;
+		ASSERT_EQ(pk_probe_create(&huge, &p), -E2BIG, "opts.sz 1 MiB");
+		ASSERT_EQ(pk_retprobe_create(&rhuge, &rp), -E2BIG,
+			  "retprobe opts.sz 1 MiB");
+		/* A larger struct whose unknown tail is zero is fine. */
+		struct { struct pk_probe_opts o; char more[64]; } bigger = {
+			.o = { .sz = sizeof(bigger), .symbol = "pt_sum6",
+			       .pre = record } };
+
+		if (ASSERT_OK(pk_probe_create(&bigger.o, &p), "a newer, larger opts"))
+			pk_probe_destroy(p);
+		bigger.more[10] = 1;
+		ASSERT_EQ(pk_probe_create(&bigger.o, &p), -EINVAL,
+			  "a field this version does not know, set");
+	}
 	/* No jump probe possible: int3 probes, see tests/test_probe_int3.c. */
 	/*
 	 * Neither a jump probe (jrcxz's target is inside the first 5 bytes)

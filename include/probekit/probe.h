@@ -97,7 +97,8 @@ struct pk_probe_opts {
  * of a known function; offset past its end or not on an instruction
  * boundary; probekit's own trap path, a key site or a trampoline), -ENOENT
  * (symbol not found), -ENOTSUP (the probed instruction can be neither moved
- * nor emulated; a post-handler after a branch, call, ret or trap), -ENOMEM.
+ * nor emulated; a post-handler after a branch, call, ret or trap), -E2BIG
+ * (@opts->sz over 4096: no options struct is that large), -ENOMEM.
  */
 PK_API int pk_probe_create(const struct pk_probe_opts *opts,
 			   struct pk_probe **out);

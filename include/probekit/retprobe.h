@@ -70,7 +70,8 @@ struct pk_retprobe_opts {
  *
  * Context: any thread, may block; not from a signal handler or probe handler.
  * Return: 0, or -EINVAL (bad @opts, no return handler; what
- * pk_probe_create() refuses), -E2BIG (@data_size too large), -ENOENT,
+ * pk_probe_create() refuses), -E2BIG (@data_size too large, or @opts->sz
+ * over 4096), -ENOENT,
  * -ENOTSUP, -ENOMEM.
  */
 PK_API int pk_retprobe_create(const struct pk_retprobe_opts *opts,

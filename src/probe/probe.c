@@ -378,10 +378,13 @@ int pk_probe_create(const struct pk_probe_opts *opts, struct pk_probe **out)
 	char what[300];
 	int err;
 
-	if (!opts || !out || opts->sz < offsetof(struct pk_probe_opts, ctx) ||
-	    (!opts->symbol == !opts->addr) ||
-	    (OPT(opts, flags) & ~PK_PROBE_F_INT3) ||
-	    !pk_opts_tail_zero(opts, opts->sz, sizeof(*opts)))
+	if (!opts || !out || opts->sz < offsetof(struct pk_probe_opts, ctx))
+		return -EINVAL;
+	err = pk_opts_check(opts, opts->sz, sizeof(*opts));
+	if (err)
+		return err;
+	if (!opts->symbol == !opts->addr ||
+	    (OPT(opts, flags) & ~PK_PROBE_F_INT3))
 		return -EINVAL;
 	p = calloc(1, sizeof(*p));
 	if (!p)

@@ -577,8 +577,12 @@ int pk_retprobe_create(const struct pk_retprobe_opts *opts,
 	struct pk_retprobe *rp;
 	int err;
 
-	if (!opts || !out || opts->sz < offsetof(struct pk_retprobe_opts, ctx) ||
-	    !opts->ret || !pk_opts_tail_zero(opts, opts->sz, sizeof(*opts)))
+	if (!opts || !out || opts->sz < offsetof(struct pk_retprobe_opts, ctx))
+		return -EINVAL;
+	err = pk_opts_check(opts, opts->sz, sizeof(*opts));
+	if (err)
+		return err;
+	if (!opts->ret)
 		return -EINVAL;
 	if (PK_OPT(opts, struct pk_retprobe_opts, data_size) >
 	    PK_RETPROBE_DATA_MAX)
