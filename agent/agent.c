@@ -53,9 +53,9 @@ static void refuse(struct pka_header *h, const char *name)
 
 __attribute__((constructor)) static void pka_init(void)
 {
-	const char *dir = getenv(PKA_ENV_DIR);
-	const char *name = getenv(PKA_ENV_MODE);
-	const char *specs = getenv(PKA_ENV_SPECS);
+	const char *dir = secure_getenv(PKA_ENV_DIR);
+	const char *name = secure_getenv(PKA_ENV_MODE);
+	const char *specs = secure_getenv(PKA_ENV_SPECS);
 	const struct pka_mode_ops *m = find_mode(name);
 	struct pka_header *h;
 

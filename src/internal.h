@@ -59,6 +59,13 @@ PK_HIDDEN void pk_log(enum pk_log_level level, const char *fmt, ...)
 #define pk_info(...) pk_log(PK_LOG_INFO, __VA_ARGS__)
 #define pk_dbg(...) pk_log(PK_LOG_DEBUG, __VA_ARGS__)
 
+/*
+ * The PROBEKIT_* environment, read through secure_getenv(): in a
+ * secure-execution process (AT_SECURE: set-user-ID, set-group-ID, file
+ * capabilities) every variable reads as unset, so a user who runs such a
+ * program cannot make the library log addresses or change how it works.
+ */
+PK_HIDDEN const char *pk_getenv(const char *name);
 /* True when the PROBEKIT_<name> environment variable is set to "1". */
 PK_HIDDEN int pk_env_flag(const char *name);
 

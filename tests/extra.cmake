@@ -115,6 +115,10 @@ pk_test_variant(test_probe_basic maps_read PROBEKIT_TEST_MAPS_READ=1)
 # check-noprobe.sh: the trap and fault paths call nothing a probe can be on.
 add_test(NAME noprobe_check
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/check-noprobe.sh $<TARGET_FILE:probekit>)
+# secure.sh: set-user-ID programs ignore PROBEKIT_*; no test hooks installed.
+add_test(NAME secure
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/secure.sh ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR})
+set_tests_properties(secure PROPERTIES SKIP_RETURN_CODE 77 LABELS quick TIMEOUT 60)
 # check-abi.sh: exported symbols == src/probekit.map == PK_API declarations.
 add_test(NAME abi_check
   COMMAND ${PROJECT_SOURCE_DIR}/scripts/check-abi.sh $<TARGET_FILE:probekit>)

@@ -724,7 +724,7 @@ static int tab_del(struct tab **tabp, uintptr_t start)
  */
 static void rd_setup(void)
 {
-	const char *v = getenv("PROBEKIT_FAULT_SLOTS");
+	const char *v = pk_getenv("PROBEKIT_FAULT_SLOTS");
 
 	hot.rd_fence = pk_env_flag("FAULT_FENCE") || !pk_membarrier_expedited();
 	if (v && atoi(v) >= 0 && atoi(v) < RD_SLOTS)

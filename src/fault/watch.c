@@ -993,7 +993,7 @@ PK_ATFORK(watch, PK_RANK_FAULT, watch_fork_prepare, watch_fork_parent,
 int pk_watch_add(void *addr, size_t len, unsigned int access, pk_watch_fn fn,
 		 void *ctx, struct pk_watch **out)
 {
-	const char *mech = getenv("PROBEKIT_WATCH");
+	const char *mech = pk_getenv("PROBEKIT_WATCH");
 	int force_page = mech && !strcmp(mech, "page");
 	uintptr_t a = (uintptr_t)addr;
 	struct pk_watch *w = NULL;

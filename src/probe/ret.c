@@ -496,7 +496,7 @@ PK_ATFORK(ret, PK_RANK_RET, ret_fork_prepare, ret_fork_parent, ret_fork_child);
 /* The trampoline and the record pool, once per process. ret_lock held. */
 static int region_init(void)
 {
-	const char *v = getenv("PROBEKIT_RETPROBE_THREADS");
+	const char *v = pk_getenv("PROBEKIT_RETPROBE_THREADS");
 	size_t nblk = RET_THREADS, nent, code_len, rec_len;
 	uint8_t *code = NULL, *eh = NULL;
 	struct blk *blks = NULL;

@@ -185,7 +185,7 @@ out:
 int pk_sweep_init(void)
 {
 	struct sigaction sa, old;
-	const char *v = getenv("PROBEKIT_PROBE_SIGNAL");
+	const char *v = pk_getenv("PROBEKIT_PROBE_SIGNAL");
 	int sig = v ? atoi(v) : SIGRTMAX - 2;
 
 	if (sweep_sig)

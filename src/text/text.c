@@ -117,11 +117,6 @@ static struct pk_text_stats stats;	/* counters; .traps is atomic */
 PK_SIGNAL_DATA(inflight);
 PK_SIGNAL_DATA(trap_readers);
 PK_SIGNAL_DATA(stats);
-/*
- * Test hook: PROBEKIT_TEST_FAIL_WRITE=C:N fails write N (from 0) of the
- * commit that follows C successful ones, once.
- */
-static long fail_commit = -1, fail_write = -1, commit_writes;
 
 enum sync_kind {
 	SYNC_NONE = 0,
@@ -251,13 +246,50 @@ static void text_fork_child(void)
 PK_ATFORK(text, PK_RANK_TEXT, text_fork_prepare, text_fork_parent,
 	  text_fork_child);
 
+#ifdef PK_TEST_HOOKS
+/*
+ * Test hook, compiled only into the tests' copy of the library (never the
+ * installed one): PROBEKIT_TEST_FAIL_WRITE=C:N fails write N (from 0) of
+ * the commit that follows C successful ones, once.
+ */
+static long fail_commit = -1, fail_write = -1, commit_writes;
+
 static void text_once(void)
 {
-	const char *v = getenv("PROBEKIT_TEST_FAIL_WRITE");
+	const char *v = pk_getenv("PROBEKIT_TEST_FAIL_WRITE");
 
 	if (v && sscanf(v, "%ld:%ld", &fail_commit, &fail_write) != 2)
 		fail_commit = fail_write = -1;
 }
+
+static void fail_hook_start(void)
+{
+	commit_writes = 0;
+}
+
+static int fail_hook_write(uintptr_t addr)
+{
+	if ((long)stats.commits != fail_commit || commit_writes++ != fail_write)
+		return 0;
+	fail_commit = -1;	/* once */
+	pk_err("text: injected write failure at %#" PRIxPTR, addr);
+	return -EIO;
+}
+#else
+static void text_once(void)
+{
+}
+
+static void fail_hook_start(void)
+{
+}
+
+static int fail_hook_write(uintptr_t addr)
+{
+	(void)addr;
+	return 0;
+}
+#endif
 
 static int open_mem(void)
 {
@@ -286,12 +318,9 @@ static int mem_write(uintptr_t addr, const void *buf, size_t len)
 	while (len) {
 		ssize_t r;
 
-		if ((long)stats.commits == fail_commit &&
-		    commit_writes++ == fail_write) {
-			fail_commit = -1;	/* once */
-			pk_err("text: injected write failure at %#" PRIxPTR, addr);
-			return -EIO;
-		}
+		r = fail_hook_write(addr);
+		if (r)
+			return (int)r;
 		r = pwrite(mem_fd, p, len, (off_t)addr);
 		stats.writes++;
 		if (r < 0 && errno == EINTR)
@@ -316,7 +345,7 @@ static int mem_write(uintptr_t addr, const void *buf, size_t len)
 
 static void choose_sync(void)
 {
-	const char *force = getenv("PROBEKIT_SYNC");
+	const char *force = pk_getenv("PROBEKIT_SYNC");
 	long have = pk_membarrier(MEMBARRIER_CMD_QUERY);
 
 	if (have < 0)
@@ -794,7 +823,7 @@ static int commit_locked(struct pk_batch *b)
 
 	pk_assert_held(&text_lock);
 	reap_retired();
-	commit_writes = 0;
+	fail_hook_start();
 	err = open_mem();
 	if (err)
 		return err;

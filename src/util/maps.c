@@ -29,6 +29,19 @@ struct pk_procmap_query {
 /* Whether PROCMAP_QUERY answers here: -1 not known yet (atomic, relaxed). */
 static int query_ok = -1;
 
+/*
+ * PROBEKIT_TEST_MAPS_READ=1 keeps the reading path tested on kernels that
+ * have PROCMAP_QUERY. A test hook: only the tests' copy of the library has it.
+ */
+static int test_maps_read(void)
+{
+#ifdef PK_TEST_HOOKS
+	return pk_env_flag("TEST_MAPS_READ");
+#else
+	return 0;
+#endif
+}
+
 static void copy_name(char dst[32], const char *src, size_t len)
 {
 	if (len > 31)
@@ -164,8 +177,7 @@ int pk_maps_open(struct pk_maps *ms, unsigned int flags)
 	if (q < 0) {
 		struct pk_mapinfo mi;
 
-		/* PROBEKIT_TEST_MAPS_READ=1 keeps the older path tested. */
-		q = !pk_env_flag("TEST_MAPS_READ") &&
+		q = !test_maps_read() &&
 		    !query(ms, (uintptr_t)pk_maps_open, 0, &mi);
 		__atomic_store_n(&query_ok, q, __ATOMIC_RELAXED);
 		pk_dbg("maps: mappings by %s",

@@ -14,7 +14,8 @@
  *
  * A view belongs to one thread at a time (the caller's lock guards it).
  * Nothing here is async-signal-safe (open, ioctl, malloc), and nothing
- * writes errno. PROBEKIT_TEST_MAPS_READ=1 forces the reading path.
+ * writes errno. PROBEKIT_TEST_MAPS_READ=1 forces the reading path (in the
+ * tests' copy of the library only).
  */
 
 #include <stddef.h>

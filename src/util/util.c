@@ -32,7 +32,7 @@ void pk_set_log(pk_log_fn fn, void *ctx)
 static int env_level(void)
 {
 	static const char *const names[] = { "error", "warn", "info", "debug" };
-	const char *v = getenv("PROBEKIT_LOG");
+	const char *v = pk_getenv("PROBEKIT_LOG");
 
 	if (!v)
 		return PK_LOG_WARN;	/* errors and warnings, as libbpf does */
@@ -61,13 +61,18 @@ void pk_log(enum pk_log_level level, const char *fmt, ...)
 	errno = saved;
 }
 
+const char *pk_getenv(const char *name)
+{
+	return secure_getenv(name);
+}
+
 int pk_env_flag(const char *name)
 {
 	char var[64];
 	const char *v;
 
 	snprintf(var, sizeof(var), "PROBEKIT_%s", name);
-	v = getenv(var);
+	v = pk_getenv(var);
 	return v && !strcmp(v, "1");
 }
 
