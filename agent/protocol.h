@@ -19,7 +19,10 @@
  *  2. In each process the agent's constructor, before main(), creates a
  *     record of its own in the directory: a file named <pid>-XXXXXX
  *     (mkostemp: unique even when a program exec()s in place and keeps its
- *     pid), struct pka_header then the mode's body, mapped shared. It fills
+ *     pid), struct pka_header then the mode's body, its blocks reserved
+     (posix_fallocate: a full file system must not become a SIGBUS in the
+     program; without room the file stays empty and the agent does
+     nothing else) and mapped shared. It fills
  *     the header and stores magic last (release); it creates every spec's
  *     probe and sets n, then arms them as one batch, writing each spec's
  *     result into spec[] (a failed batch rewrites them: a reader may see a
@@ -46,11 +49,15 @@
 #define PKA_ENV_SPECS "PROBEKIT_AGENT_SPECS"
 
 #define PKA_MAGIC 0x706b6167u	/* "pkag" */
-#define PKA_VERSION 3		/* 2 was libprobekit-count.so's counts file */
+#define PKA_VERSION 4		/* 3: why was 96 bytes; 2: libprobekit-count.so */
 #define PKA_MAX 64		/* probe specs per run */
 #define PKA_SEP '\n'
 #define PKA_PENDING INT32_MIN	/* spec status before the agent tried it */
-#define PKA_WHY_LEN 96
+/*
+ * A log line of the library is at most 511 bytes (pk_log()'s buffer): a
+ * why holds any of them whole, so the command never prints a cut message.
+ */
+#define PKA_WHY_LEN 512
 
 /*
  * What the agent does with the specs. PROBEKIT_AGENT_MODE names one; the

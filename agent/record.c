@@ -21,6 +21,12 @@
  *     to run at exit. The command removes the files.
  * The descriptor is closed once the file is mapped (and is close-on-exec
  * until then): the program sees no descriptor of ours.
+ *
+ * The file's blocks are reserved before it is mapped: a page of a sparse
+ * file on a full file system cannot be allocated when first written, and
+ * the kernel says so with SIGBUS, which would kill the program before its
+ * main(). Without room the file is left empty (the command reports it as
+ * a process that found no room) and nothing is mapped.
  */
 struct pka_header *pka_record_open(const char *dir, uint32_t size)
 {
@@ -34,9 +40,11 @@ struct pka_header *pka_record_open(const char *dir, uint32_t size)
 	fd = mkostemp(path, O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
-	if (ftruncate(fd, size)) {
+	if (posix_fallocate(fd, 0, size)) {
+		/* Undo a partial reservation; keep the empty file as the sign. */
+		if (ftruncate(fd, 0))
+			unlink(path);
 		close(fd);
-		unlink(path);
 		return NULL;
 	}
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
