@@ -172,4 +172,13 @@ add_test(NAME cli
           $<TARGET_FILE:cli_target> ${PK_CLI_SANITIZED})
 set_tests_properties(cli PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+# cli_signals.sh: signals sent to probekit, a closed report pipe, SIGKILL;
+# cli_room.sh: TMPDIR on a full tmpfs it mounts (77 where it cannot).
+foreach(script cli_signals cli_room)
+  add_test(NAME ${script}
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/${script}.sh $<TARGET_FILE:probekit_cli>
+            $<TARGET_FILE:cli_target> ${PK_CLI_SANITIZED})
+  set_tests_properties(${script} PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+    TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+endforeach()
 # ---- end cli ----

@@ -1,0 +1,65 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# cli_room.sh - the probekit command with TMPDIR on a small, full file
+# system (a 64 KiB tmpfs mounted here): refused with 125 before COMMAND
+# runs when not even one record fits; a process whose record finds no room
+# runs untouched (no SIGBUS) and probekit says it was not counted.
+# usage: cli_room.sh PROBEKIT CLI_TARGET [sanitized]
+set -u
+pk=$1
+target=$2
+if [ "${3:-}" = 1 ]; then
+	echo "SKIP: sanitizer build: the agent needs the ASan runtime loaded first, which an uninstrumented COMMAND does not do"
+	exit 77
+fi
+fails=0
+tmp=$(mktemp -d)
+small="$tmp/small"
+mkdir "$small"
+if ! mount -t tmpfs -o size=64k,mode=0700 tmpfs "$small" 2>"$tmp/mount.err"; then
+	echo "SKIP: cannot mount a tmpfs: $(cat "$tmp/mount.err")"
+	rm -rf "$tmp"
+	exit 77
+fi
+trap 'umount "$small"; rm -rf "$tmp"' EXIT
+export TMPDIR="$small"
+
+check() { # description, then a shell condition
+	desc=$1
+	shift
+	if eval "$@"; then
+		echo "ok   $desc"
+	else
+		echo "FAIL $desc   [$*]"
+		fails=$((fails + 1))
+	fi
+}
+
+run() { # run probekit with the report in $tmp/rep; status in $rc
+	"$pk" "$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+}
+
+# Room for one record of the image (a record is about 38 KiB, the file
+# system 64 KiB): the first image counts, the ten it execs find no room,
+# run untouched (each says "cli_target done") and are reported uncounted.
+# (Sparse records used to fill the file system and kill them by SIGBUS.)
+run count -p cli_target_fn -o "$tmp/rep" -- "$target" 3 exec 1 exec 1 exec 1 exec 1 \
+	exec 1 exec 1 exec 1 exec 1 exec 1 exec 1
+check "no room for ten of eleven records: all eleven processes ran to the end" \
+	'[ "$(grep -c "^cli_target done$" "$tmp/out")" -eq 11 ]'
+check "... 125, says so and where" \
+	'[ $rc -eq 125 ] && grep -q "no room for the counts in $small: 10 processes of the command not counted" "$tmp/err"'
+check "... the first counted" 'grep -Eq "^ +3  cli_target_fn$" "$tmp/rep"'
+check "... nothing left behind" '[ -z "$(ls -A "$small")" ]'
+
+# Full: not one record fits. Refused before COMMAND does anything.
+dd if=/dev/zero of="$small/fill" bs=4096 2>/dev/null
+run count -p cli_target_fn -o "$tmp/rep" -- sh -c ": >\"$tmp/ran\"; \"$target\" 1"
+check "full TMPDIR: 125, no room for the counts in TMPDIR" \
+	'[ $rc -eq 125 ] && grep -q "no room for the counts in $small" "$tmp/err"'
+check "full TMPDIR: COMMAND never started" '[ ! -e "$tmp/ran" ]'
+check "full TMPDIR: nothing left behind" '[ "$(ls -A "$small")" = fill ]'
+
+[ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
+echo "all checks passed"

@@ -1,0 +1,130 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# cli_signals.sh - the probekit command when it is signalled: SIGINT,
+# SIGTERM, SIGHUP and SIGQUIT sent to probekit reach COMMAND and the report
+# still prints with COMMAND's status; a report to a closed pipe does not
+# orphan COMMAND; a SIGKILLed probekit leaves no directory and COMMAND is
+# told (SIGTERM).
+# usage: cli_signals.sh PROBEKIT CLI_TARGET [sanitized]
+set -u
+pk=$1
+target=$2
+if [ "${3:-}" = 1 ]; then
+	echo "SKIP: sanitizer build: the agent needs the ASan runtime loaded first, which an uninstrumented COMMAND does not do"
+	exit 77
+fi
+fails=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export TMPDIR="$tmp/td"
+mkdir "$TMPDIR"
+ulimit -c 0
+
+check() { # description, then a shell condition
+	desc=$1
+	shift
+	if eval "$@"; then
+		echo "ok   $desc"
+	else
+		echo "FAIL $desc   [$*]"
+		fails=$((fails + 1))
+	fi
+}
+
+wait_for() { # until file $1 exists, 10 s at most
+	i=0
+	while [ ! -e "$1" ] && [ $i -lt 200 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+}
+
+fresh() { # an empty TMPDIR: one case's leftovers do not fail the next
+	find "$TMPDIR" -mindepth 1 -delete
+}
+
+# Wait for background job $1 into $rc; SIGKILL it after $2 s (rc 137).
+reap() {
+	(sleep "$2"; kill -KILL "$1") >/dev/null 2>&1 &
+	dog=$!
+	wait "$1"
+	rc=$?
+	kill "$dog" 2>/dev/null
+}
+
+# Each signal, sent to probekit alone (kill(1), not the terminal): it
+# reaches COMMAND (here sleep, which it kills: 128+N), probekit reports
+# the counts so far and leaves nothing behind. env --default-signal: a
+# shell starts background jobs with SIGINT and SIGQUIT ignored, and
+# probekit passes on what it was given.
+for sn in INT:2 TERM:15 HUP:1 QUIT:3; do
+	sig=${sn%:*}
+	n=${sn#*:}
+	rm -f "$tmp/ready" "$tmp/rep"
+	env --default-signal=INT,QUIT "$pk" count -p cli_target_fn -o "$tmp/rep" -- \
+		sh -c "\"$target\" 10 >/dev/null; : >\"$tmp/ready\"; exec sleep 30" \
+		>"$tmp/out" 2>"$tmp/err" &
+	pid=$!
+	wait_for "$tmp/ready"
+	kill -"$sig" "$pid"
+	reap "$pid" 10
+	check "SIG$sig to probekit: COMMAND killed by it, status $((128 + n))" \
+		'[ $rc -eq $((128 + n)) ]'
+	check "SIG$sig to probekit: the report printed, 10 counted" \
+		'grep -Eq "^ +10  cli_target_fn" "$tmp/rep"'
+	check "SIG$sig to probekit: nothing left behind" '[ -z "$(ls -A "$TMPDIR")" ]'
+	fresh
+done
+
+# A COMMAND that takes SIGTERM as its own and ends its own way: its status.
+rm -f "$tmp/ready"
+"$pk" count -p malloc -o "$tmp/rep" -- sh -c \
+	"trap 'exit 3' TERM; : >\"$tmp/ready\"; while :; do sleep 0.05; done" \
+	>"$tmp/out" 2>"$tmp/err" &
+pid=$!
+wait_for "$tmp/ready"
+kill -TERM "$pid"
+reap "$pid" 10
+check "SIGTERM handled by COMMAND: its exit status 3 and a report" \
+	'[ $rc -eq 3 ] && grep -q "probekit count: .*exit status 3" "$tmp/rep"'
+fresh
+
+# The report to a pipe whose reader went away (-I ... 2>&1 | head -1):
+# probekit is not killed by SIGPIPE, waits for COMMAND (which goes on to
+# its end), removes the directory and exits 125.
+rm -f "$tmp/done" "$tmp/st"
+{
+	"$pk" count -I 50 -p cli_target_fn -- \
+		sh -c "\"$target\" 1 >/dev/null; sleep 1; : >\"$tmp/done\""
+	echo $? >"$tmp/st"
+} 2>&1 | head -n 1 >"$tmp/first"
+check "report to a closed pipe: COMMAND ran to its end under probekit" \
+	'[ -e "$tmp/done" ]'
+check "report to a closed pipe: 125" '[ "$(cat "$tmp/st" 2>/dev/null)" = 125 ]'
+check "report to a closed pipe: the first line was the report's" \
+	'grep -q "cli_target_fn" "$tmp/first"'
+check "report to a closed pipe: nothing left behind" '[ -z "$(ls -A "$TMPDIR")" ]'
+fresh
+
+# probekit killed by SIGKILL: its guard removes the directory, and COMMAND
+# gets SIGTERM (PR_SET_PDEATHSIG) instead of running on unwatched.
+rm -f "$tmp/ready" "$tmp/got" "$tmp/cmdpid"
+"$pk" count -p cli_target_fn -o "$tmp/rep" -- sh -c \
+	"echo \$\$ >\"$tmp/cmdpid\"; trap ': >\"$tmp/got\"; exit 0' TERM; : >\"$tmp/ready\"; while :; do sleep 0.05; done" \
+	>"$tmp/out" 2>"$tmp/err" &
+pid=$!
+wait_for "$tmp/ready"
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null
+wait_for "$tmp/got"
+i=0
+while [ -n "$(ls -A "$TMPDIR")" ] && [ $i -lt 100 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
+check "SIGKILLed probekit: COMMAND got SIGTERM" '[ -e "$tmp/got" ]'
+check "SIGKILLed probekit: nothing left behind" '[ -z "$(ls -A "$TMPDIR")" ]'
+[ -e "$tmp/got" ] || kill -KILL "$(cat "$tmp/cmdpid")" 2>/dev/null
+
+[ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
+echo "all checks passed"
