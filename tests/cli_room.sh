@@ -4,41 +4,16 @@
 # system (a 64 KiB tmpfs mounted here): refused with 125 before COMMAND
 # runs when not even one record fits; a process whose record finds no room
 # runs untouched (no SIGBUS) and probekit says it was not counted.
-# usage: cli_room.sh PROBEKIT CLI_TARGET [sanitized]
-set -u
-pk=$1
-target=$2
-if [ "${3:-}" = 1 ]; then
-	echo "SKIP: sanitizer build: the agent needs the ASan runtime loaded first, which an uninstrumented COMMAND does not do"
-	exit 77
-fi
-fails=0
-tmp=$(mktemp -d)
+# usage: cli_room.sh PROBEKIT CLI_TARGET [SANITIZED] (see cli_common.sh)
+. "$(dirname "$0")/cli_common.sh"
 small="$tmp/small"
 mkdir "$small"
 if ! mount -t tmpfs -o size=64k,mode=0700 tmpfs "$small" 2>"$tmp/mount.err"; then
 	echo "SKIP: cannot mount a tmpfs: $(cat "$tmp/mount.err")"
-	rm -rf "$tmp"
 	exit 77
 fi
 trap 'umount "$small"; rm -rf "$tmp"' EXIT
 export TMPDIR="$small"
-
-check() { # description, then a shell condition
-	desc=$1
-	shift
-	if eval "$@"; then
-		echo "ok   $desc"
-	else
-		echo "FAIL $desc   [$*]"
-		fails=$((fails + 1))
-	fi
-}
-
-run() { # run probekit with the report in $tmp/rep; status in $rc
-	"$pk" "$@" >"$tmp/out" 2>"$tmp/err"
-	rc=$?
-}
 
 # Room for one record of the image (a record is about 38 KiB, the file
 # system 64 KiB): the first image counts, the ten it execs find no room,
@@ -61,5 +36,4 @@ check "full TMPDIR: 125, no room for the counts in TMPDIR" \
 check "full TMPDIR: COMMAND never started" '[ ! -e "$tmp/ran" ]'
 check "full TMPDIR: nothing left behind" '[ "$(ls -A "$small")" = fill ]'
 
-[ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
-echo "all checks passed"
+finish

@@ -5,31 +5,9 @@
 # still prints with COMMAND's status; a report to a closed pipe does not
 # orphan COMMAND; a SIGKILLed probekit leaves no directory and COMMAND is
 # told (SIGTERM).
-# usage: cli_signals.sh PROBEKIT CLI_TARGET [sanitized]
-set -u
-pk=$1
-target=$2
-if [ "${3:-}" = 1 ]; then
-	echo "SKIP: sanitizer build: the agent needs the ASan runtime loaded first, which an uninstrumented COMMAND does not do"
-	exit 77
-fi
-fails=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export TMPDIR="$tmp/td"
-mkdir "$TMPDIR"
+# usage: cli_signals.sh PROBEKIT CLI_TARGET [SANITIZED] (see cli_common.sh)
+. "$(dirname "$0")/cli_common.sh"
 ulimit -c 0
-
-check() { # description, then a shell condition
-	desc=$1
-	shift
-	if eval "$@"; then
-		echo "ok   $desc"
-	else
-		echo "FAIL $desc   [$*]"
-		fails=$((fails + 1))
-	fi
-}
 
 wait_for() { # until file $1 exists, 10 s at most
 	i=0
@@ -126,5 +104,4 @@ check "SIGKILLed probekit: COMMAND got SIGTERM" '[ -e "$tmp/got" ]'
 check "SIGKILLed probekit: nothing left behind" '[ -z "$(ls -A "$TMPDIR")" ]'
 [ -e "$tmp/got" ] || kill -KILL "$(cat "$tmp/cmdpid")" 2>/dev/null
 
-[ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
-echo "all checks passed"
+finish
