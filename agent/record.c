@@ -28,11 +28,18 @@
  * main(). Without room the file is left empty (the command reports it as
  * a process that found no room) and nothing is mapped.
  */
-struct pka_header *pka_record_open(const char *dir, uint32_t size)
+struct pka_header *pka_record_open(const char *dir, uint32_t base,
+				   const char *specs)
 {
+	uint32_t n = 1, size;
+	struct pka_header *h;
 	char path[4096];
 	void *p;
 	int fd;
+
+	for (const char *s = specs; *s && n < PKA_MAX; s++)
+		n += *s == PKA_SEP;
+	size = PKA_RECORD_SIZE(base, n);
 
 	if (snprintf(path, sizeof(path), "%s/%d-XXXXXX", dir, (int)getpid()) >=
 	    (int)sizeof(path))
@@ -53,7 +60,11 @@ struct pka_header *pka_record_open(const char *dir, uint32_t size)
 		unlink(path);
 		return NULL;
 	}
-	return p;
+	h = p;
+	h->size = size;
+	h->why_at = base;
+	h->nwhy = n;
+	return h;
 }
 
 void pka_record_publish(struct pka_header *h)

@@ -44,9 +44,10 @@ void pkc_json_str(FILE *o, const char *s);
 struct pkc_run {
 	const char *mode_name;	/* its PROBEKIT_AGENT_MODE */
 	uint32_t mode;		/* the enum pka_mode records must have */
-	uint32_t size;		/* and the size they must have */
+	uint32_t size;		/* and the size of its struct */
 	char **specs;		/* -p arguments, at most PKA_MAX */
 	int n;
+	uint32_t rec_size;	/* a record's: PKA_RECORD_SIZE(size, n) */
 
 	char agent[4096];	/* the agent preloaded */
 	char dir[4096];		/* the run's record directory */
@@ -92,8 +93,8 @@ int pkc_run_wait(struct pkc_run *r, long interval_ms,
 		 void (*tick)(double elapsed, void *ctx), void *ctx);
 
 /*
- * pkc_run_collect() - read every record of the run into @rec (r->size
- * bytes), sum each spec's arming into @t (r->n of them, zeroed by the
+ * pkc_run_collect() - read every record of the run into @rec (r->rec_size
+ * bytes, set by pkc_run_start()), sum each spec's arming into @t (r->n of them, zeroed by the
  * caller), and hand each record to @add for the mode's figures. Unusable
  * records are skipped, the first one's reason kept in r->refused.
  * @consume: remove the records (at the end; while COMMAND runs they are

@@ -21,6 +21,7 @@
 /* What the interval reports need between two ticks. */
 struct tick_ctx {
 	struct pkc_run *run;
+	void *rec;			/* room for one record */
 	int json;
 	FILE *out;
 	int failed;			/* a report line could not be written */
@@ -95,7 +96,6 @@ static void tick(double el, void *arg)
 {
 	struct tick_ctx *c = arg;
 	struct pkc_run *r = c->run;
-	struct pka_count_record rec;
 	struct pkc_spec t[PKA_MAX];
 	unsigned long long hits[PKA_MAX] = { 0 };
 
@@ -103,7 +103,7 @@ static void tick(double el, void *arg)
 	if (c->failed)
 		return;
 	memset(t, 0, sizeof(t));
-	pkc_run_collect(r, &rec, t, 0, add_hits, hits);
+	pkc_run_collect(r, c->rec, t, 0, add_hits, hits);
 	if (c->json)
 		fprintf(c->out, "{\"interval_s\":%.3f,\"probes\":[", el);
 	for (int i = 0; i < r->n; i++) {
@@ -183,7 +183,6 @@ static int count_main(int argc, char **argv)
 		.size = sizeof(struct pka_count_record),
 		.specs = specs,
 	};
-	struct pka_count_record rec;
 	struct pkc_spec t[PKA_MAX];
 	unsigned long long hits[PKA_MAX] = { 0 };
 	struct tick_ctx tc = { .run = &r };
@@ -247,9 +246,17 @@ static int count_main(int argc, char **argv)
 		fprintf(stderr, "probekit: %s: %s\n", out_path, strerror(errno));
 		return PKC_EXIT_OWN;
 	}
+	/* Any record a reader gets, whatever its size claims, fits in this. */
+	tc.rec = calloc(1, PKA_RECORD_SIZE(r.size, n));
+	if (!tc.rec) {
+		fprintf(stderr, "probekit: %s\n", strerror(ENOMEM));
+		return PKC_EXIT_OWN;
+	}
 	code = pkc_run_start(&r, &argv[optind]);
-	if (code)
+	if (code) {
+		free(tc.rec);
 		return code;
+	}
 	tc.json = json;
 	tc.out = out;
 	code = pkc_run_wait(&r, interval_ms, interval_ms ? tick : NULL, &tc);
@@ -257,8 +264,9 @@ static int count_main(int argc, char **argv)
 	memset(t, 0, sizeof(t));
 	for (int i = 0; i < n; i++)
 		t[i].spec = specs[i];
-	procs = pkc_run_collect(&r, &rec, t, 1, add_hits, hits);
+	procs = pkc_run_collect(&r, tc.rec, t, 1, add_hits, hits);
 	pkc_run_end(&r);
+	free(tc.rec);
 	if (!tc.failed)
 		report(out, json, &argv[optind], code, procs, t, hits, n);
 	wrote = report_done(out, out_path, tc.failed);

@@ -345,7 +345,7 @@ static int check_room(struct pkc_run *r)
 
 	if (fd < 0)
 		return errno;
-	err = posix_fallocate(fd, 0, r->size);
+	err = posix_fallocate(fd, 0, r->rec_size);
 	close(fd);
 	unlinkat(r->dir_fd, ".room", 0);
 	return err;
@@ -364,6 +364,7 @@ int pkc_run_start(struct pkc_run *r, char **argv)
 	r->dir_fd = -1;
 	r->guard_fd = -1;
 	r->guard = 0;
+	r->rec_size = PKA_RECORD_SIZE(r->size, r->n);
 	if (!(tmp && *tmp))
 		tmp = "/tmp";
 	catch_signals();
@@ -394,7 +395,7 @@ int pkc_run_start(struct pkc_run *r, char **argv)
 		if (no_room(err))
 			fprintf(stderr, "probekit: no room for the counts in "
 					"%s (a record is %u bytes)\n", tmp,
-				r->size);
+				r->rec_size);
 		else
 			fprintf(stderr, "probekit: %s: %s\n", r->dir,
 				strerror(err));
@@ -505,7 +506,8 @@ static int usable(struct pkc_run *r, struct pka_header *h, ssize_t got)
 	} else if (h->status) {
 		h->why[sizeof(h->why) - 1] = 0;
 		why = h->why;
-	} else if (h->mode != r->mode || h->size != r->size) {
+	} else if (h->mode != r->mode || h->size != r->rec_size ||
+		   h->why_at != r->size || h->nwhy != (uint32_t)r->n) {
 		snprintf(buf, sizeof(buf), "it served mode %u, not %s",
 			 h->mode, r->mode_name);
 		why = buf;
@@ -515,7 +517,7 @@ static int usable(struct pkc_run *r, struct pka_header *h, ssize_t got)
 			snprintf(r->refused, sizeof(r->refused), "%s", why);
 		return 0;
 	}
-	return got == (ssize_t)r->size;
+	return got == (ssize_t)r->rec_size;
 }
 
 /* Add what arming each spec gave in record @h to @t. */
@@ -528,11 +530,14 @@ static void add_specs(struct pka_header *h, struct pkc_spec *t, int n)
 			t[i].armed++;
 			t[i].int3 += s->int3 != 0;
 		} else if (s->status != PKA_PENDING) {
+			char *why = pka_spec_why(h, (uint32_t)i);
+
 			t[i].failed++;
 			t[i].last_err = -s->status;
-			s->why[sizeof(s->why) - 1] = 0;
-			if (s->why[0])
-				memcpy(t[i].why, s->why, sizeof(t[i].why));
+			if (why && why[0]) {
+				why[PKA_WHY_LEN - 1] = 0;
+				memcpy(t[i].why, why, sizeof(t[i].why));
+			}
 		}
 	}
 }
@@ -597,7 +602,7 @@ int pkc_run_collect(struct pkc_run *r, void *rec, struct pkc_spec *t,
 		fd = open_record(dirfd(d), e->d_name, &size);
 		if (fd < 0)
 			continue;
-		got = pread(fd, rec, r->size, 0);
+		got = pread(fd, rec, r->rec_size, 0);
 		close(fd);
 		if (consume) {
 			unlinkat(dirfd(d), e->d_name, 0);

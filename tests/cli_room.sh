@@ -15,11 +15,14 @@ fi
 trap 'umount "$small"; rm -rf "$tmp"' EXIT
 export TMPDIR="$small"
 
-# Room for one record of the image (a record is about 38 KiB, the file
-# system 64 KiB): the first image counts, the ten it execs find no room,
+# Room for one record of the image (with 64 specs a record is about 38
+# KiB, the file system 64 KiB): the first image counts, the ten it execs
+# find no room,
 # run untouched (each says "cli_target done") and are reported uncounted.
 # (Sparse records used to fill the file system and kill them by SIGBUS.)
-run count -p cli_target_fn -o "$tmp/rep" -- "$target" 3 exec 1 exec 1 exec 1 exec 1 \
+many=$(for i in $(seq 63); do printf -- '-p f%d ' "$i"; done)
+# shellcheck disable=SC2086 # one word per -p and name, wanted
+run count -p cli_target_fn $many -o "$tmp/rep" -- "$target" 3 exec 1 exec 1 exec 1 exec 1 \
 	exec 1 exec 1 exec 1 exec 1 exec 1 exec 1
 check "no room for ten of eleven records: all eleven processes ran to the end" \
 	'[ "$(grep -c "^cli_target done$" "$tmp/out")" -eq 11 ]'
