@@ -94,11 +94,14 @@ int pkc_run_wait(struct pkc_run *r, long interval_ms,
 
 /*
  * pkc_run_collect() - read every record of the run into @rec (r->rec_size
- * bytes, set by pkc_run_start()), sum each spec's arming into @t (r->n of them, zeroed by the
- * caller), and hand each record to @add for the mode's figures. Unusable
- * records are skipped, the first one's reason kept in r->refused.
- * @consume: remove the records (at the end; while COMMAND runs they are
- * read live). Returns the processes whose records were read.
+ * bytes, set by pkc_run_start()), sum each spec's arming into @t (r->n of
+ * them, zeroed by the caller), and hand each record to @add for the mode's
+ * figures. Only regular files of ours named as the agent names records are
+ * opened, never through a link, never blocking; unusable records are
+ * skipped, the first one's reason kept in r->refused. @consume: the last
+ * read, once COMMAND ended: remove the records and count the empty ones
+ * (no room) in r->no_room; while COMMAND runs they are read live. Returns
+ * the processes whose records were read.
  */
 int pkc_run_collect(struct pkc_run *r, void *rec, struct pkc_spec *t,
 		    int consume, void (*add)(const void *rec, void *ctx),
