@@ -54,6 +54,50 @@ for sn in INT:2 TERM:15 HUP:1 QUIT:3; do
 	fresh
 done
 
+# ^C on a terminal: the terminal sends SIGINT to the whole foreground
+# process group, probekit and COMMAND (not forwarded a second time);
+# COMMAND dies of it, probekit reports and exits 130. A pty from python3.
+if command -v python3 >/dev/null; then
+	rm -f "$tmp/ready" "$tmp/rep"
+	python3 - "$pk" "$target" "$tmp" >"$tmp/pty.out" 2>&1 <<'PY'
+import os, pty, sys, time
+pk, target, tmp = sys.argv[1:4]
+pid, fd = pty.fork()
+if pid:
+    os.set_blocking(fd, False)
+if pid == 0:
+    os.execv(pk, [pk, "count", "-p", "cli_target_fn", "-o", tmp + "/rep", "--",
+                  "sh", "-c", '"$0" 10 >/dev/null; : >"$1/ready"; exec sleep 30',
+                  target, tmp])
+for _ in range(200):
+    if os.path.exists(tmp + "/ready"):
+        break
+    time.sleep(0.05)
+time.sleep(0.2)
+os.write(fd, b"\x03")
+end = time.time() + 10
+while time.time() < end:
+    got, status = os.waitpid(pid, os.WNOHANG)
+    if got:
+        print("status", os.waitstatus_to_exitcode(status))
+        break
+    try:
+        os.read(fd, 4096)
+    except OSError:
+        pass
+    time.sleep(0.05)
+else:
+    os.kill(pid, 9)
+    print("status timeout")
+PY
+	check "^C on a terminal: COMMAND killed by it, probekit reports, 130" \
+		'grep -qx "status 130" "$tmp/pty.out" && grep -Eq "^ +10  cli_target_fn" "$tmp/rep"'
+	check "^C on a terminal: nothing left behind" '[ -z "$(ls -A "$TMPDIR")" ]'
+	fresh
+else
+	echo "skip ^C on a terminal (no python3)"
+fi
+
 # A COMMAND that takes SIGTERM as its own and ends its own way: its status.
 rm -f "$tmp/ready"
 "$pk" count -p malloc -o "$tmp/rep" -- sh -c \
