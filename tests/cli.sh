@@ -4,6 +4,7 @@
 # numbers (tests/cli_target.c), fork/exec aggregation, exit statuses, JSON,
 # failure paths, and a real program (ls).
 # usage: cli.sh PROBEKIT CLI_TARGET [SANITIZED] (see cli_common.sh)
+# shellcheck source=tests/cli_common.sh
 . "$(dirname "$0")/cli_common.sh"
 
 # Counts equal to the calls the program made, in a static function.
@@ -63,7 +64,7 @@ check "killed by SIGTERM: 128+15, 60 calls counted" \
 # calls in a sanitizer build).
 run count -p malloc -p libc.so.6:free -- ls /
 check "ls: status 0 and its listing on stdout" '[ $rc -eq 0 ] && grep -qx proc "$tmp/out"'
-[ $sanitized = 1 ] || check "ls: malloc and free counted" \
+[ "$sanitized" = 1 ] || check "ls: malloc and free counted" \
 	'grep -Eq "^ +[1-9][0-9]*  malloc$" "$tmp/err" && grep -Eq "^ +[1-9][0-9]*  libc.so.6:free$" "$tmp/err"'
 
 # Failure paths: clear message, the right status, nothing left behind.

@@ -5,6 +5,7 @@
 # runs when not even one record fits; a process whose record finds no room
 # runs untouched (no SIGBUS) and probekit says it was not counted.
 # usage: cli_room.sh PROBEKIT CLI_TARGET [SANITIZED] (see cli_common.sh)
+# shellcheck source=tests/cli_common.sh
 . "$(dirname "$0")/cli_common.sh"
 small="$tmp/small"
 mkdir "$small"

@@ -6,6 +6,7 @@
 # orphan COMMAND; a SIGKILLed probekit leaves no directory and COMMAND is
 # told (SIGTERM).
 # usage: cli_signals.sh PROBEKIT CLI_TARGET [SANITIZED] (see cli_common.sh)
+# shellcheck source=tests/cli_common.sh
 . "$(dirname "$0")/cli_common.sh"
 ulimit -c 0
 
