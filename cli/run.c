@@ -124,7 +124,7 @@ static int set_env(const struct pkc_run *r)
 static const int fwd_sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 #define N_FWD (sizeof(fwd_sigs) / sizeof(fwd_sigs[0]))
 static volatile sig_atomic_t fwd_pid;
-static struct sigaction old_act[N_FWD], old_pipe;
+static struct sigaction old_act[N_FWD], old_pipe, old_chld;
 static sigset_t old_mask;
 
 static void forward(int sig, siginfo_t *si, void *uc)
@@ -143,6 +143,7 @@ static void catch_signals(void)
 	struct sigaction fwd = { .sa_sigaction = forward,
 				 .sa_flags = SA_SIGINFO | SA_RESTART };
 	struct sigaction ign = { .sa_handler = SIG_IGN };
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
 	sigset_t block;
 
 	sigemptyset(&block);
@@ -153,6 +154,8 @@ static void catch_signals(void)
 	for (size_t i = 0; i < N_FWD; i++)
 		sigaction(fwd_sigs[i], &fwd, &old_act[i]);
 	sigaction(SIGPIPE, &ign, &old_pipe);
+	/* SIGCHLD ignored (inherited) would reap COMMAND before we wait. */
+	sigaction(SIGCHLD, &dfl, &old_chld);
 }
 
 /* In a child: the dispositions and mask probekit was started with. */
@@ -161,6 +164,7 @@ static void restore_signals(void)
 	for (size_t i = 0; i < N_FWD; i++)
 		sigaction(fwd_sigs[i], &old_act[i], NULL);
 	sigaction(SIGPIPE, &old_pipe, NULL);
+	sigaction(SIGCHLD, &old_chld, NULL);
 	sigprocmask(SIG_SETMASK, &old_mask, NULL);
 }
 

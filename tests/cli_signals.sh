@@ -99,6 +99,25 @@ else
 	echo "skip ^C on a terminal (no python3)"
 fi
 
+# Started with SIGCHLD ignored (inherited: the kernel would reap COMMAND
+# unseen): probekit takes SIGCHLD back and still gives COMMAND's status.
+if command -v python3 >/dev/null; then
+	python3 - "$pk" "$tmp" >"$tmp/chld.out" 2>&1 <<'PY'
+import os, signal, sys
+pk, tmp = sys.argv[1:3]
+pid = os.fork()
+if pid == 0:
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    fd = os.open(tmp + "/chld.err", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    os.dup2(fd, 2)
+    os.execv(pk, [pk, "count", "-p", "malloc", "--", "sh", "-c", "exit 4"])
+print("status", os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+PY
+	check "SIGCHLD ignored by probekit's parent: COMMAND's status 4" \
+		'grep -qx "status 4" "$tmp/chld.out"'
+	fresh
+fi
+
 # A COMMAND that takes SIGTERM as its own and ends its own way: its status.
 rm -f "$tmp/ready"
 "$pk" count -p malloc -o "$tmp/rep" -- sh -c \
