@@ -24,7 +24,13 @@ fresh() { # an empty TMPDIR: one case's leftovers do not fail the next
 
 # Wait for background job $1 into $rc; SIGKILL it after $2 s (rc 137).
 reap() {
-	(sleep "$2"; kill -KILL "$1") >/dev/null 2>&1 &
+	(
+		trap 'kill "$s"; exit 0' TERM
+		sleep "$2" &
+		s=$!
+		wait "$s"
+		kill -KILL "$1"
+	) >/dev/null 2>&1 &
 	dog=$!
 	wait "$1"
 	rc=$?
@@ -39,9 +45,9 @@ reap() {
 for sn in INT:2 TERM:15 HUP:1 QUIT:3; do
 	sig=${sn%:*}
 	n=${sn#*:}
-	rm -f "$tmp/ready" "$tmp/rep"
+	rm -f "$tmp/ready" "$tmp/rep" "$tmp/cmdpid"
 	env --default-signal=INT,QUIT "$pk" count -p cli_target_fn -o "$tmp/rep" -- \
-		sh -c "\"$target\" 10 >/dev/null; : >\"$tmp/ready\"; exec sleep 30" \
+		sh -c "\"$target\" 10 >/dev/null; echo \$\$ >\"$tmp/cmdpid\"; : >\"$tmp/ready\"; exec sleep 30" \
 		>"$tmp/out" 2>"$tmp/err" &
 	pid=$!
 	wait_for "$tmp/ready"
@@ -52,6 +58,9 @@ for sn in INT:2 TERM:15 HUP:1 QUIT:3; do
 	check "SIG$sig to probekit: the report printed, 10 counted" \
 		'grep -Eq "^ +10  cli_target_fn" "$tmp/rep"'
 	check "SIG$sig to probekit: nothing left behind" '[ -z "$(ls -A "$TMPDIR")" ]'
+	# (Where probekit died instead, its sleep runs on: end it.)
+	cpid=$(cat "$tmp/cmdpid")
+	grep -qs sleep "/proc/$cpid/cmdline" && kill -KILL "$cpid"
 	fresh
 done
 
@@ -119,9 +128,9 @@ PY
 fi
 
 # A COMMAND that takes SIGTERM as its own and ends its own way: its status.
-rm -f "$tmp/ready"
+rm -f "$tmp/ready" "$tmp/cmdpid"
 "$pk" count -p malloc -o "$tmp/rep" -- sh -c \
-	"trap 'exit 3' TERM; : >\"$tmp/ready\"; while :; do sleep 0.05; done" \
+	"echo \$\$ >\"$tmp/cmdpid\"; trap 'exit 3' TERM; : >\"$tmp/ready\"; while :; do sleep 0.05; done" \
 	>"$tmp/out" 2>"$tmp/err" &
 pid=$!
 wait_for "$tmp/ready"
@@ -129,6 +138,8 @@ kill -TERM "$pid"
 reap "$pid" 10
 check "SIGTERM handled by COMMAND: its exit status 3 and a report" \
 	'[ $rc -eq 3 ] && grep -q "probekit count: .*exit status 3" "$tmp/rep"'
+# (Where probekit died instead, COMMAND runs on: end it.)
+[ $rc -eq 3 ] || kill -KILL "$(cat "$tmp/cmdpid")" 2>/dev/null
 fresh
 
 # The report to a pipe whose reader went away (-I ... 2>&1 | head -1):
