@@ -60,7 +60,9 @@ for sn in INT:2 TERM:15 HUP:1 QUIT:3; do
 	check "SIG$sig to probekit: nothing left behind" '[ -z "$(ls -A "$TMPDIR")" ]'
 	# (Where probekit died instead, its sleep runs on: end it.)
 	cpid=$(cat "$tmp/cmdpid")
-	grep -qs sleep "/proc/$cpid/cmdline" && kill -KILL "$cpid"
+	if ! grep -Eq "^ +10  cli_target_fn" "$tmp/rep" 2>/dev/null; then
+		grep -qs sleep "/proc/$cpid/cmdline" && kill -KILL "$cpid"
+	fi
 	fresh
 done
 
