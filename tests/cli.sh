@@ -190,6 +190,19 @@ d = json.load(open(sys.argv[1]))
 assert d[\"probes\"][1][\"error\"] == sys.argv[2], d[\"probes\"][1]
 " "$tmp/rep" "$msg"'
 fi
+# A sanitizer build: no leak in probekit (LeakSanitizer on, every process
+# instrumented), a live -I run with fork and exec, and a refused spec.
+if [ "$sanitized" = 1 ]; then
+	"$pk_leaks" count -j -I 20 -p cli_target_fn -o "$tmp/rep" -- "$target" 50 \
+		fork 2 exec 3 >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	check "LeakSanitizer: a -I run with fork and exec, no leak" \
+		'[ $rc -eq 0 ] && ! grep -q LeakSanitizer "$tmp/err"'
+	"$pk_leaks" count -p : -- "$target" 1 >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	check "LeakSanitizer: a refused spec, no leak" \
+		'[ $rc -eq 125 ] && ! grep -q LeakSanitizer "$tmp/err"'
+fi
 check "no temporary directory left behind" '[ -z "$(ls -A "$TMPDIR")" ]'
 run --version
 check "--version" '[ $rc -eq 0 ] && grep -q "^probekit [0-9]" "$tmp/out"'

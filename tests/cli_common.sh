@@ -19,7 +19,8 @@ mkdir "$TMPDIR"
 # of COMMAND, which an uninstrumented COMMAND (sh, ls) does not load: run
 # probekit, and so COMMAND, with it preloaded (the agent goes before it;
 # verify_asan_link_order=0 lets that be). Leaks are not looked for there:
-# sh and python3 have their own.
+# sh and python3 have their own; $pk_leaks looks for them, for runs whose
+# every process is probekit or the instrumented cli_target.
 sanitized=0
 case "${3:-0}" in
 0) ;;
@@ -32,8 +33,10 @@ LD_PRELOAD="$3\${LD_PRELOAD:+:\$LD_PRELOAD}" \\
 ASAN_OPTIONS="\${ASAN_OPTIONS:-}:verify_asan_link_order=0:detect_leaks=0" \\
 	exec "$pk" "\$@"
 WRAP
-	chmod +x "$tmp/pk"
+	sed 's/detect_leaks=0/detect_leaks=1/' "$tmp/pk" >"$tmp/pk_leaks"
+	chmod +x "$tmp/pk" "$tmp/pk_leaks"
 	pk="$tmp/pk"
+	pk_leaks="$tmp/pk_leaks"
 	;;
 *)
 	echo "SKIP: sanitizer build without a known ASan runtime ($3)"
