@@ -394,21 +394,23 @@ int pkc_run_start(struct pkc_run *r, char **argv)
 		unblock_signals();
 		return PKC_EXIT_OWN;
 	}
-	err = check_room(r);
-	if (err) {
-		if (no_room(err))
-			fprintf(stderr, "probekit: no room for the counts in "
-					"%s (a record is %u bytes)\n", tmp,
-				r->rec_size);
-		else
-			fprintf(stderr, "probekit: %s: %s\n", r->dir,
-				strerror(err));
-		code = PKC_EXIT_OWN;
-		goto fail;
-	}
+	/* From here on the directory goes if probekit does. */
 	err = start_guard(r);
-	if (!err)
+	if (!err) {
+		err = check_room(r);
+		if (err) {
+			if (no_room(err))
+				fprintf(stderr, "probekit: no room for the counts "
+						"in %s (a record is %u bytes)\n",
+					tmp, r->rec_size);
+			else
+				fprintf(stderr, "probekit: %s: %s\n", r->dir,
+					strerror(err));
+			code = PKC_EXIT_OWN;
+			goto fail;
+		}
 		err = set_env(r);
+	}
 	if (err) {
 		fprintf(stderr, "probekit: cannot start: %s\n", strerror(-err));
 		code = PKC_EXIT_OWN;
