@@ -66,10 +66,9 @@ __attribute__((constructor)) static void pka_init(void)
 	 */
 	if (!dir || !name || !specs ||
 	    !(h = pka_record_open(dir, m ? m->size
-					 : sizeof(struct pka_header))))
+					 : sizeof(struct pka_header), specs)))
 		return;
 	h->version = PKA_VERSION;
-	h->size = m ? m->size : sizeof(struct pka_header);
 	for (int i = 0; i < PKA_MAX; i++)
 		h->spec[i].status = PKA_PENDING;
 	pka_log_quiet(h);

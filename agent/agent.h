@@ -28,11 +28,14 @@ struct pka_mode_ops {
 extern const struct pka_mode_ops pka_mode_count;
 
 /*
- * pka_record_open() - this process's record: a new file in @dir of @size
- * bytes, mapped shared, zeroed. NULL if it cannot be made (then the
- * command finds no record of this process and says so).
+ * pka_record_open() - this process's record: a new file in @dir, a mode
+ * struct of @base bytes and a why line for each spec of @specs, its blocks
+ * reserved, mapped shared, zeroed but for size, why_at and nwhy. NULL if
+ * it cannot be made (then the command finds no record of this process, or
+ * an empty one where there was no room, and says so).
  */
-struct pka_header *pka_record_open(const char *dir, uint32_t size);
+struct pka_header *pka_record_open(const char *dir, uint32_t base,
+				   const char *specs);
 
 /* pka_record_publish() - store magic: the header is ready to be read. */
 void pka_record_publish(struct pka_header *h);

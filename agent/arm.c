@@ -15,12 +15,15 @@ static int cur_spec = -1;
 /* Keep the first error line per spec; stay silent on the program's stderr. */
 static void quiet_log(enum pk_log_level level, const char *msg, void *ctx)
 {
+	char *why;
+
 	(void)ctx;
-	if (level != PK_LOG_ERROR || cur_spec < 0 ||
-	    log_rec->spec[cur_spec].why[0])
+	if (level != PK_LOG_ERROR || cur_spec < 0)
 		return;
-	snprintf(log_rec->spec[cur_spec].why, sizeof(log_rec->spec[0].why),
-		 "%s", msg);
+	why = pka_spec_why(log_rec, (uint32_t)cur_spec);
+	/* Whole: pk_log() lines are shorter than PKA_WHY_LEN. */
+	if (why && !why[0])
+		snprintf(why, PKA_WHY_LEN, "%s", msg);
 }
 
 void pka_log_quiet(struct pka_header *h)

@@ -21,12 +21,25 @@
  *     to run at exit. The command removes the files.
  * The descriptor is closed once the file is mapped (and is close-on-exec
  * until then): the program sees no descriptor of ours.
+ *
+ * The file's blocks are reserved before it is mapped: a page of a sparse
+ * file on a full file system cannot be allocated when first written, and
+ * the kernel says so with SIGBUS, which would kill the program before its
+ * main(). Without room the file is left empty (the command reports it as
+ * a process that found no room) and nothing is mapped.
  */
-struct pka_header *pka_record_open(const char *dir, uint32_t size)
+struct pka_header *pka_record_open(const char *dir, uint32_t base,
+				   const char *specs)
 {
+	uint32_t n = 1, size;
+	struct pka_header *h;
 	char path[4096];
 	void *p;
 	int fd;
+
+	for (const char *s = specs; *s && n < PKA_MAX; s++)
+		n += *s == PKA_SEP;
+	size = PKA_RECORD_SIZE(base, n);
 
 	if (snprintf(path, sizeof(path), "%s/%d-XXXXXX", dir, (int)getpid()) >=
 	    (int)sizeof(path))
@@ -34,9 +47,11 @@ struct pka_header *pka_record_open(const char *dir, uint32_t size)
 	fd = mkostemp(path, O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
-	if (ftruncate(fd, size)) {
+	if (posix_fallocate(fd, 0, size)) {
+		/* Undo a partial reservation; keep the empty file as the sign. */
+		if (ftruncate(fd, 0))
+			unlink(path);
 		close(fd);
-		unlink(path);
 		return NULL;
 	}
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -45,7 +60,11 @@ struct pka_header *pka_record_open(const char *dir, uint32_t size)
 		unlink(path);
 		return NULL;
 	}
-	return p;
+	h = p;
+	h->size = size;
+	h->why_at = base;
+	h->nwhy = n;
+	return h;
 }
 
 void pka_record_publish(struct pka_header *h)

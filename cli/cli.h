@@ -13,7 +13,7 @@
  * Exit statuses, as timeout(1) and env(1) have them: COMMAND's own, or
  * 128+N when signal N killed it; these when it could not come to that.
  */
-#define PKC_EXIT_OWN 125	/* probekit failed: usage, agent, no room */
+#define PKC_EXIT_OWN 125	/* probekit failed: usage, agent, no room, report */
 #define PKC_EXIT_CANNOT_RUN 126	/* COMMAND found but not executable */
 #define PKC_EXIT_NOT_FOUND 127	/* COMMAND not found */
 
@@ -30,7 +30,11 @@ extern const struct pkc_cmd pkc_cmd_count;
 /* pkc_usage() - the usage of @cmd, or of every subcommand if NULL. */
 void pkc_usage(FILE *f, const struct pkc_cmd *cmd);
 
-/* pkc_json_str() - @s as a JSON string, quoted and escaped. */
+/*
+ * pkc_json_str() - @s as a JSON string, quoted and escaped; a byte that is
+ * not part of valid UTF-8 is written as \ufffd, so the output is valid
+ * UTF-8 whatever @s holds.
+ */
 void pkc_json_str(FILE *o, const char *s);
 
 /*
@@ -40,13 +44,18 @@ void pkc_json_str(FILE *o, const char *s);
 struct pkc_run {
 	const char *mode_name;	/* its PROBEKIT_AGENT_MODE */
 	uint32_t mode;		/* the enum pka_mode records must have */
-	uint32_t size;		/* and the size they must have */
+	uint32_t size;		/* and the size of its struct */
 	char **specs;		/* -p arguments, at most PKA_MAX */
 	int n;
+	uint32_t rec_size;	/* a record's: PKA_RECORD_SIZE(size, n) */
 
 	char agent[4096];	/* the agent preloaded */
 	char dir[4096];		/* the run's record directory */
+	int dir_fd;		/* open on it from pkc_run_start() to pkc_run_end() */
 	pid_t pid;		/* COMMAND */
+	pid_t guard;		/* removes dir if probekit is killed */
+	int guard_fd;		/* its pipe: EOF when probekit is gone */
+	int no_room;		/* processes whose record found no room */
 	char refused[2 * PKA_WHY_LEN + 64]; /* first unusable record's why */
 };
 
@@ -67,9 +76,11 @@ struct pkc_spec {
 int pkc_run_find_agent(struct pkc_run *r);
 
 /*
- * pkc_run_start() - make the record directory and start @argv with the
- * agent preloaded. 0, or the exit status to give after saying why (the
- * directory is gone then).
+ * pkc_run_start() - make the record directory, check a record fits in it,
+ * and start @argv with the agent preloaded; from then on SIGINT, SIGTERM,
+ * SIGHUP and SIGQUIT sent to probekit go to COMMAND and SIGPIPE is
+ * ignored (a report that cannot be written is an error, not a death). 0,
+ * or the exit status to give after saying why (the directory is gone then).
  */
 int pkc_run_start(struct pkc_run *r, char **argv);
 
@@ -82,24 +93,31 @@ int pkc_run_wait(struct pkc_run *r, long interval_ms,
 		 void (*tick)(double elapsed, void *ctx), void *ctx);
 
 /*
- * pkc_run_collect() - read every record of the run into @rec (r->size
- * bytes), sum each spec's arming into @t (r->n of them, zeroed by the
- * caller), and hand each record to @add for the mode's figures. Unusable
- * records are skipped, the first one's reason kept in r->refused.
- * @consume: remove the records (at the end; while COMMAND runs they are
- * read live). Returns the processes whose records were read.
+ * pkc_run_collect() - read every record of the run into @rec (r->rec_size
+ * bytes, set by pkc_run_start()), sum each spec's arming into @t (r->n of
+ * them, zeroed by the caller), and hand each record to @add for the mode's
+ * figures. Only regular files of ours named as the agent names records are
+ * opened, never through a link, never blocking; unusable records are
+ * skipped, the first one's reason kept in r->refused. @consume: the last
+ * read, once COMMAND ended: remove the records and count the empty ones
+ * (no room) in r->no_room; while COMMAND runs they are read live. Returns
+ * the processes whose records were read.
  */
 int pkc_run_collect(struct pkc_run *r, void *rec, struct pkc_spec *t,
 		    int consume, void (*add)(const void *rec, void *ctx),
 		    void *ctx);
 
-/* pkc_run_end() - remove the (emptied) record directory. */
+/*
+ * pkc_run_end() - remove the record directory and everything in it,
+ * whatever made it, never following a link; stop the guard.
+ */
 void pkc_run_end(struct pkc_run *r);
 
 /*
  * pkc_run_verdict() - the exit status to give once the report is out:
  * @code (from pkc_run_wait()), or PKC_EXIT_OWN after saying why when an
- * agent was unusable, no process loaded it, or no spec was armed anywhere.
+ * agent was unusable or found no room, no process loaded it, or no spec
+ * was armed anywhere.
  */
 int pkc_run_verdict(const struct pkc_run *r, int procs,
 		    const struct pkc_spec *t, int code);

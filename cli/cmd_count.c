@@ -21,8 +21,10 @@
 /* What the interval reports need between two ticks. */
 struct tick_ctx {
 	struct pkc_run *run;
+	void *rec;			/* room for one record */
 	int json;
 	FILE *out;
+	int failed;			/* a report line could not be written */
 	double prev;			/* seconds at the previous report */
 	unsigned long long last[PKA_MAX]; /* hits at the previous report */
 };
@@ -94,12 +96,14 @@ static void tick(double el, void *arg)
 {
 	struct tick_ctx *c = arg;
 	struct pkc_run *r = c->run;
-	struct pka_count_record rec;
 	struct pkc_spec t[PKA_MAX];
 	unsigned long long hits[PKA_MAX] = { 0 };
 
+	/* The reader is gone (EPIPE) or the disk full: COMMAND runs on. */
+	if (c->failed)
+		return;
 	memset(t, 0, sizeof(t));
-	pkc_run_collect(r, &rec, t, 0, add_hits, hits);
+	pkc_run_collect(r, c->rec, t, 0, add_hits, hits);
 	if (c->json)
 		fprintf(c->out, "{\"interval_s\":%.3f,\"probes\":[", el);
 	for (int i = 0; i < r->n; i++) {
@@ -118,8 +122,48 @@ static void tick(double el, void *arg)
 	}
 	if (c->json)
 		fprintf(c->out, "]}\n");
-	fflush(c->out);
+	if (fflush(c->out) || ferror(c->out))
+		c->failed = errno ? errno : EIO;
 	c->prev = el;
+}
+
+/*
+ * Why @spec can name no function in any process, or NULL: NAME or
+ * OBJECT:NAME (split at the last ':', as the library does), neither part
+ * empty, OBJECT under 256 bytes.
+ */
+static const char *bad_spec(const char *spec)
+{
+	const char *colon = strrchr(spec, ':');
+
+	if (!*spec || strchr(spec, PKA_SEP))
+		return "empty or multi-line probe spec";
+	if (!colon)
+		return NULL;
+	if (colon == spec)
+		return "no object before the ':' (a spec is NAME or OBJECT:NAME)";
+	if (!colon[1])
+		return "no function after the ':' (a spec is NAME or OBJECT:NAME)";
+	if (colon - spec >= 256)
+		return "object name too long (at most 255 bytes)";
+	return NULL;
+}
+
+/*
+ * Whether the report went out: every write, the flush and (of -o FILE)
+ * the close. 0, or 125 after saying why.
+ */
+static int report_done(FILE *out, const char *path, int err)
+{
+	if (fflush(out) || ferror(out))
+		err = err ? err : errno ? errno : EIO;
+	if (out != stderr && fclose(out) && !err)
+		err = errno ? errno : EIO;
+	if (!err)
+		return 0;
+	fprintf(stderr, "probekit: cannot write the report to %s: %s\n",
+		path ? path : "standard error", strerror(err));
+	return PKC_EXIT_OWN;
 }
 
 static int count_main(int argc, char **argv)
@@ -139,26 +183,31 @@ static int count_main(int argc, char **argv)
 		.size = sizeof(struct pka_count_record),
 		.specs = specs,
 	};
-	struct pka_count_record rec;
 	struct pkc_spec t[PKA_MAX];
 	unsigned long long hits[PKA_MAX] = { 0 };
 	struct tick_ctx tc = { .run = &r };
 	const char *out_path = NULL;
-	int n = 0, json = 0, c, code, procs;
+	int n = 0, json = 0, c, code, procs, wrote;
 	long interval_ms = 0;
 	FILE *out = stderr;
 
 	while ((c = getopt_long(argc, argv, "+p:jo:hI:", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'p':
-			if (n == PKA_MAX || !*optarg || strchr(optarg, PKA_SEP)) {
-				fprintf(stderr, "probekit: %s\n", n == PKA_MAX
-					? "too many probes (at most 64)"
-					: "empty or multi-line probe spec");
+		case 'p': {
+			const char *why = bad_spec(optarg);
+
+			if (n == PKA_MAX) {
+				fprintf(stderr, "probekit: too many probes (at most 64)\n");
+				return PKC_EXIT_OWN;
+			}
+			if (why) {
+				fprintf(stderr, "probekit: -p '%s': %s\n", optarg,
+					why);
 				return PKC_EXIT_OWN;
 			}
 			specs[n++] = optarg;
 			break;
+		}
 		case 'j':
 			json = 1;
 			break;
@@ -197,9 +246,17 @@ static int count_main(int argc, char **argv)
 		fprintf(stderr, "probekit: %s: %s\n", out_path, strerror(errno));
 		return PKC_EXIT_OWN;
 	}
+	/* Any record a reader gets, whatever its size claims, fits in this. */
+	tc.rec = calloc(1, PKA_RECORD_SIZE(r.size, n));
+	if (!tc.rec) {
+		fprintf(stderr, "probekit: %s\n", strerror(ENOMEM));
+		return PKC_EXIT_OWN;
+	}
 	code = pkc_run_start(&r, &argv[optind]);
-	if (code)
+	if (code) {
+		free(tc.rec);
 		return code;
+	}
 	tc.json = json;
 	tc.out = out;
 	code = pkc_run_wait(&r, interval_ms, interval_ms ? tick : NULL, &tc);
@@ -207,12 +264,14 @@ static int count_main(int argc, char **argv)
 	memset(t, 0, sizeof(t));
 	for (int i = 0; i < n; i++)
 		t[i].spec = specs[i];
-	procs = pkc_run_collect(&r, &rec, t, 1, add_hits, hits);
+	procs = pkc_run_collect(&r, tc.rec, t, 1, add_hits, hits);
 	pkc_run_end(&r);
-	report(out, json, &argv[optind], code, procs, t, hits, n);
-	if (out != stderr)
-		fclose(out);
-	return pkc_run_verdict(&r, procs, t, code);
+	free(tc.rec);
+	if (!tc.failed)
+		report(out, json, &argv[optind], code, procs, t, hits, n);
+	wrote = report_done(out, out_path, tc.failed);
+	code = pkc_run_verdict(&r, procs, t, code);
+	return wrote ? wrote : code;
 }
 
 const struct pkc_cmd pkc_cmd_count = {

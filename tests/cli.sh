@@ -3,37 +3,9 @@
 # cli.sh - the probekit command end to end: counts against known call
 # numbers (tests/cli_target.c), fork/exec aggregation, exit statuses, JSON,
 # failure paths, and a real program (ls).
-# usage: cli.sh PROBEKIT CLI_TARGET [sanitized]
-set -u
-pk=$1
-target=$2
-if [ "${3:-}" = 1 ]; then
-	echo "SKIP: sanitizer build: the agent needs the ASan runtime loaded first, which an uninstrumented COMMAND does not do"
-	exit 77
-fi
-fails=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-# probekit makes its counts directory under $TMPDIR: a private one, so the
-# leftover check sees only this script's runs (others may run concurrently).
-export TMPDIR="$tmp/td"
-mkdir "$TMPDIR"
-
-check() { # description, then a shell condition
-	desc=$1
-	shift
-	if eval "$@"; then
-		echo "ok   $desc"
-	else
-		echo "FAIL $desc   [$*]"
-		fails=$((fails + 1))
-	fi
-}
-
-run() { # run probekit with the report in $tmp/rep; status in $rc
-	"$pk" "$@" >"$tmp/out" 2>"$tmp/err"
-	rc=$?
-}
+# usage: cli.sh PROBEKIT CLI_TARGET [SANITIZED] (see cli_common.sh)
+# shellcheck source=tests/cli_common.sh
+. "$(dirname "$0")/cli_common.sh"
 
 # Counts equal to the calls the program made, in a static function.
 run count -p cli_target_fn -o "$tmp/rep" -- "$target" 1000
@@ -88,10 +60,11 @@ run count -p cli_target_fn -o "$tmp/rep" -- "$target" 60 kill
 check "killed by SIGTERM: 128+15, 60 calls counted" \
 	'[ $rc -eq 143 ] && grep -Eq "^ +60  cli_target_fn$" "$tmp/rep"'
 
-# A real program: ls, probing libc's malloc.
+# A real program: ls, probing libc's malloc (ASan's, preloaded, takes its
+# calls in a sanitizer build).
 run count -p malloc -p libc.so.6:free -- ls /
 check "ls: status 0 and its listing on stdout" '[ $rc -eq 0 ] && grep -qx proc "$tmp/out"'
-check "ls: malloc and free counted" \
+[ "$sanitized" = 1 ] || check "ls: malloc and free counted" \
 	'grep -Eq "^ +[1-9][0-9]*  malloc$" "$tmp/err" && grep -Eq "^ +[1-9][0-9]*  libc.so.6:free$" "$tmp/err"'
 
 # Failure paths: clear message, the right status, nothing left behind.
@@ -140,9 +113,98 @@ run count -p "$(printf 'a\nb')" -- true
 check "multi-line spec: 125" '[ $rc -eq 125 ] && grep -q "multi-line" "$tmp/err"'
 run count -I abc -p malloc -- true
 check "-I abc: 125" '[ $rc -eq 125 ] && grep -q "milliseconds" "$tmp/err"'
+# The counts directory is hostile territory: a program of COMMAND may put
+# anything there. A FIFO named like a record must not hang probekit (it
+# is not opened for reading); links are not followed (nor their targets
+# removed); a subdirectory (even mode 0) is removed with the rest. Each in
+# a TMPDIR of its own, so that one's leftovers do not fail the other.
+export TMPDIR="$tmp/td-fifo"
+mkdir "$TMPDIR"
+timeout 20 "$pk" count -p cli_target_fn -o "$tmp/rep" -- sh -c '
+	mkfifo "$PROBEKIT_AGENT_DIR/1-fifoxx" "$PROBEKIT_AGENT_DIR/fifo"
+	exec "$1" 4' sh "$target" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+check "FIFOs in the counts directory: no hang, 4 counted" \
+	'[ $rc -eq 0 ] && grep -Eq "^ +4  cli_target_fn" "$tmp/rep"'
+check "... nothing left behind" '[ -z "$(ls -A "$TMPDIR")" ]'
+export TMPDIR="$tmp/td-dir"
+mkdir "$TMPDIR"
+printf 'keep\n' >"$tmp/victim"
+timeout 20 "$pk" count -p cli_target_fn -o "$tmp/rep" -- sh -c '
+	d=$PROBEKIT_AGENT_DIR
+	mkdir -p "$d/sub/deeper" && touch "$d/sub/deeper/f" && chmod 0 "$d/sub"
+	ln -s "$2" "$d/2-linkxx"
+	ln "$2" "$d/3-hardxx"
+	exec "$1" 4' sh "$target" "$tmp/victim" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+check "subdirectory and links in the counts directory: 4 counted" \
+	'[ $rc -eq 0 ] && grep -Eq "^ +4  cli_target_fn" "$tmp/rep"'
+check "... the links' target untouched" '[ "$(cat "$tmp/victim")" = keep ]'
+check "... nothing left behind" '[ -z "$(ls -A "$TMPDIR")" ]'
+export TMPDIR="$tmp/td"
+
+# A report that cannot be written is an error, not a silent exit 0.
+run count -p cli_target_fn -o /dev/full -- "$target" 1
+check "-o /dev/full: 125, says the report was not written" \
+	'[ $rc -eq 125 ] && grep -q "cannot write the report to /dev/full: No space left on device" "$tmp/err"'
+
+# JSON is valid UTF-8 whatever bytes a spec holds: each byte that is not
+# part of a well-formed sequence is \ufffd (checked by a real parser).
+run count --json -p cli_target_fn -p "$(printf 'caf\303\251')" \
+	-p "$(printf 'a\377b')" -p "$(printf '\355\240\200')" \
+	-p "$(printf '\300\257')" -p "$(printf 'x\342\202')" -o "$tmp/rep" -- "$target" 2
+if command -v python3 >/dev/null; then
+	check "json: valid UTF-8 with invalid bytes in specs (python3 json)" \
+		'python3 -c "
+import json, sys
+d = json.loads(open(sys.argv[1], \"rb\").read().decode(\"utf-8\"))
+s = [p[\"spec\"] for p in d[\"probes\"]]
+want = [\"cli_target_fn\", \"caf\u00e9\", \"a\ufffdb\", \"\ufffd\" * 3, \"\ufffd\" * 2, \"x\ufffd\ufffd\"]
+assert s == want, s
+assert all(\"\ufffd\" in p[\"error\"] for p in d[\"probes\"][2:]), d
+" "$tmp/rep"'
+else
+	echo "skip json: valid UTF-8 (no python3)"
+fi
+
+# A spec that cannot name a function is refused before COMMAND runs.
+for spec in ':' ':malloc' 'libc.so.6:'; do
+	rm -f "$tmp/ran"
+	run count -p "$spec" -- sh -c ": >\"$tmp/ran\""
+	check "-p '$spec': 125 before COMMAND runs" \
+		'[ $rc -eq 125 ] && [ ! -e "$tmp/ran" ] && grep -q "^probekit: -p .*: no" "$tmp/err"'
+done
+
+# An error message is never cut (it was at 95 bytes).
+long=no_such_function_whose_name_is_long_enough_that_the_message_about_it_runs_well_past_ninety_five_bytes
+msg="sym: \"libc.so.6:$long\": no function of that name in libc.so.6"
+run count -p cli_target_fn -p "libc.so.6:$long" -o "$tmp/rep" -- "$target" 1
+check "a long error message whole in the text report" \
+	'[ $rc -eq 0 ] && grep -qF "(not probed in 1 of 1: $msg)" "$tmp/rep"'
+run count --json -p cli_target_fn -p "libc.so.6:$long" -o "$tmp/rep" -- "$target" 1
+if command -v python3 >/dev/null; then
+	check "a long error message whole in the JSON report" \
+		'python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d[\"probes\"][1][\"error\"] == sys.argv[2], d[\"probes\"][1]
+" "$tmp/rep" "$msg"'
+fi
+# A sanitizer build: no leak in probekit (LeakSanitizer on, every process
+# instrumented), a live -I run with fork and exec, and a refused spec.
+if [ "$sanitized" = 1 ]; then
+	"$pk_leaks" count -j -I 20 -p cli_target_fn -o "$tmp/rep" -- "$target" 50 \
+		fork 2 exec 3 >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	check "LeakSanitizer: a -I run with fork and exec, no leak" \
+		'[ $rc -eq 0 ] && ! grep -q LeakSanitizer "$tmp/err"'
+	"$pk_leaks" count -p : -- "$target" 1 >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	check "LeakSanitizer: a refused spec, no leak" \
+		'[ $rc -eq 125 ] && ! grep -q LeakSanitizer "$tmp/err"'
+fi
 check "no temporary directory left behind" '[ -z "$(ls -A "$TMPDIR")" ]'
 run --version
 check "--version" '[ $rc -eq 0 ] && grep -q "^probekit [0-9]" "$tmp/out"'
 
-[ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
-echo "all checks passed"
+finish

@@ -166,14 +166,24 @@ endif()
 
 # ---- cli: the probekit command end to end ----
 add_executable(cli_target cli_target.c)
+# A sanitizer build's scripts preload the ASan runtime into COMMAND (see
+# cli_common.sh): they get its path, 0 otherwise.
+set(PK_CLI_SANITIZED 0)
 if(PK_SANITIZE)
-  set(PK_CLI_SANITIZED 1)
-else()
-  set(PK_CLI_SANITIZED 0)
+  execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libasan.so
+    OUTPUT_VARIABLE PK_CLI_SANITIZED OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(NOT IS_ABSOLUTE "${PK_CLI_SANITIZED}")
+    set(PK_CLI_SANITIZED 1)
+  endif()
 endif()
-add_test(NAME cli
-  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli.sh $<TARGET_FILE:probekit_cli>
-          $<TARGET_FILE:cli_target> ${PK_CLI_SANITIZED})
-set_tests_properties(cli PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
-  TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+# cli.sh: counts, fork/exec, statuses, JSON, failure paths, a hostile counts
+# directory; cli_signals.sh: signals sent to probekit, a closed report pipe,
+# SIGKILL; cli_room.sh: TMPDIR on a full tmpfs it mounts (77 where it cannot).
+foreach(script cli cli_signals cli_room)
+  add_test(NAME ${script}
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/${script}.sh $<TARGET_FILE:probekit_cli>
+            $<TARGET_FILE:cli_target> ${PK_CLI_SANITIZED})
+  set_tests_properties(${script} PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+    TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+endforeach()
 # ---- end cli ----
