@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* test_noprobe_repro.c - the reproductions of issue 9, item 2 (probes on what probekit's own trap path called: __errno_location, getpid, syscall), and handlers that call a probed function: a miss, not a recursion. */
+/* test_noprobe_repro.c - the reproductions of issue 9, item 2 (probes on what probekit's own trap path called: __errno_location, getpid, syscall), handlers that call a probed function (a miss, not a recursion), errno kept across a thread's first trap and fault. */
 
 /*
  * Each case runs in a child of its own, so that a crash (unfixed: SIGSEGV,
@@ -15,7 +15,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/ucontext.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -159,6 +161,76 @@ static int nested(unsigned int flags)
 	return 0;
 }
 
+/*
+ * (e) errno across a thread's first trap and first fault, whose handlers
+ * (called by probekit from its signal handler) change it: probekit keeps
+ * it through the thread pointer (pk_errno_ptr()), so a wrong address
+ * would show here as the handler's value, or as a crash.
+ */
+__asm__(".pushsection .text\n"
+	".globl t_int3_site\n"
+	".type t_int3_site, @function\n"
+	"t_int3_site:\n"
+	"\tint3\n"
+	"\tret\n"
+	".size t_int3_site, . - t_int3_site\n"
+	".popsection\n");
+void t_int3_site(void);
+
+static char *e_page;
+static int e_bad;
+
+static int e_trap(const struct pk_fault *f, void *ctx)
+{
+	(void)f;
+	(void)ctx;
+	errno = 99;
+	return PK_FAULT_HANDLED;	/* on after the int3 */
+}
+
+/* "mov (%rbx), %eax" (8b 03): skipped. */
+static int e_fault(const struct pk_fault *f, void *ctx)
+{
+	(void)ctx;
+	errno = 98;
+	((ucontext_t *)f->ucontext)->uc_mcontext.gregs[REG_RIP] += 2;
+	return PK_FAULT_HANDLED;
+}
+
+static void *e_thread(void *arg)
+{
+	int v;
+
+	(void)arg;
+	errno = 1234;
+	t_int3_site();
+	if (errno != 1234)
+		__atomic_add_fetch(&e_bad, 1, __ATOMIC_RELAXED);
+	errno = 4321;
+	__asm__ volatile("mov (%%rbx), %%eax" : "=a"(v) : "b"(e_page) : "memory");
+	if (errno != 4321)
+		__atomic_add_fetch(&e_bad, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static int errno_kept(const void *arg)
+{
+	pthread_t th[16];
+
+	(void)arg;
+	e_page = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (e_page == MAP_FAILED || pk_trap_register((void *)t_int3_site, e_trap, NULL) ||
+	    pk_fault_register(e_page, 4096, e_fault, NULL))
+		return 2;
+	e_thread(NULL);
+	for (int i = 0; i < 16; i++)
+		pthread_create(&th[i], NULL, e_thread, NULL);
+	for (int i = 0; i < 16; i++)
+		pthread_join(th[i], NULL);
+	printf("  errno changed on %d of 34 traps and faults\n", e_bad);
+	return e_bad ? 5 : 0;
+}
+
 /* Run @fn(@arg) in a child; its status, reported. */
 static void run_case(const char *name, int (*fn)(const void *), const void *arg)
 {
@@ -206,10 +278,10 @@ int main(void)
 	static const struct lp errno_int3 = { "__errno_location", PK_PROBE_F_INT3, set_errno, 2, 100 };
 	/* (b) the reader slot claim called getpid. */
 	static const struct lp getpid_int3 = { "getpid", PK_PROBE_F_INT3, call_getpid, 2, 50 };
-	static const struct lp getpid_jump = { "getpid", 0, call_getpid, 2, 50 };
+	static const struct lp getpid_jump = { "getpid", 0, call_getpid, 2, 20 };
 	/* (c) the reader slot claim called syscall(SYS_gettid). */
 	static const struct lp syscall_int3 = { "syscall", PK_PROBE_F_INT3, call_syscall, 2, 50 };
-	static const struct lp syscall_jump = { "syscall", 0, call_syscall, 2, 50 };
+	static const struct lp syscall_jump = { "syscall", 0, call_syscall, 2, 20 };
 	static const unsigned int jump = 0, int3 = PK_PROBE_F_INT3;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -223,5 +295,7 @@ int main(void)
 		 run_nested, &jump);
 	run_case("(d) int3 probe handlers calling probed functions: misses",
 		 run_nested, &int3);
+	run_case("(e) errno across a thread's first trap and fault: kept",
+		 errno_kept, NULL);
 	return t_exit();
 }
