@@ -26,7 +26,8 @@
 #    where a nested hit counts a miss). A probe hit there is one more
 #    SIGTRAP (probekit's handlers are SA_NODEFER), which the clean path
 #    recognises and sends to the probe's trampoline without calling
-#    anything: it cannot recurse.
+#    anything: it cannot recurse. Not where SIGTRAP may be blocked, where
+#    any int3 is fatal: pthread_sigmask, so refused as a probe target.
 set -u
 list=0
 if [ "${1:-}" = --list ]; then
@@ -36,7 +37,7 @@ fi
 lib=$1
 
 ALLOW='
-call_prev	pthread_sigmask	the program'"'"'s own handler follows: its sa_mask around it
+call_prev	pthread_sigmask	refused as a probe target (src/probe/noprobe.c): it restores the mask while the program'"'"'s sa_mask may block SIGTRAP
 take_default	sigaction	the default action: SIG_DFL, as without probekit
 take_default	sigemptyset	the default action: SIG_DFL, as without probekit
 take_default	raise	the default action: a sent signal sent again
