@@ -279,8 +279,8 @@ PK_HIDDEN int pk_tid_gone(int tid);
  *          (&pool[0].owner, sizeof(pool[0]))
  * The successful CAS is an acquire: it pairs with the release store of 0
  * by which the previous owner freed the slot, so its writes are seen.
- * Context: any thread, async-signal-safe (loads and a CAS; getpid and
- * tgkill in the second pass only), PK_NOPROBE; so must @reclaim be. Never
+ * Context: any thread, async-signal-safe (loads and a CAS; raw getpid and
+ * tgkill syscalls in the second pass only), PK_NOPROBE; so must @reclaim be. Never
  * writes errno.
  * Return: the slot's index, or -EBUSY (none to be had).
  */

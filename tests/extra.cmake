@@ -187,3 +187,17 @@ foreach(script cli cli_signals cli_room)
     TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
 endforeach()
 # ---- end cli ----
+
+# ---- noprobe: what probekit's own signal path calls (issue 9, item 2) ----
+# test_noprobe_all probes every function check-noprobe.sh --list derives
+# from the library (and the fixed list of tests/noprobe_drivers.h), some of
+# which are Zydis's: it calls them. Again with the page watch mechanism, so
+# the watch's fault and step code (mprotect, mmap, Zydis) runs under probes.
+if(TARGET test_noprobe_all)
+  target_link_libraries(test_noprobe_all PRIVATE Zydis::Zydis)
+  pk_test_variant(test_noprobe_all page PROBEKIT_WATCH=page)
+endif()
+# One reader slot: a thread's first trap takes pk_slot_claim()'s second
+# pass (pk_tid_gone(): getpid, tgkill) in the trap handler.
+pk_test_variant(test_noprobe_repro slots1 PROBEKIT_FAULT_SLOTS=1)
+# ---- end noprobe ----

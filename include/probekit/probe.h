@@ -98,7 +98,9 @@ struct pk_probe_opts {
  * boundary; probekit's own trap path, a key site or a trampoline), -ENOENT
  * (symbol not found), -ENOTSUP (the probed instruction can be neither moved
  * nor emulated; a post-handler after a branch, call, ret or trap), -E2BIG
- * (@opts->sz over 4096: no options struct is that large), -ENOMEM.
+ * (@opts->sz over 4096: no options struct is that large), -EPERM (a
+ * function probekit's own signal path calls where a hit would be fatal:
+ * pthread_sigmask; probekit(7), PROBES), -ENOMEM.
  */
 PK_API int pk_probe_create(const struct pk_probe_opts *opts,
 			   struct pk_probe **out);

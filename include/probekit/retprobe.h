@@ -72,7 +72,7 @@ struct pk_retprobe_opts {
  * Return: 0, or -EINVAL (bad @opts, no return handler; what
  * pk_probe_create() refuses), -E2BIG (@data_size too large, or @opts->sz
  * over 4096), -ENOENT,
- * -ENOTSUP, -ENOMEM.
+ * -ENOTSUP, -EPERM (as pk_probe_create()), -ENOMEM.
  */
 PK_API int pk_retprobe_create(const struct pk_retprobe_opts *opts,
 			      struct pk_retprobe **out);

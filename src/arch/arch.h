@@ -175,6 +175,23 @@ PK_HIDDEN int pk_arch_relocate_one(const void *src, size_t avail, uint64_t from,
 #error "probekit: no src/arch/<isa>/context.h for this instruction set"
 #endif
 
+/* ---- the signal path's system calls (x86-64: syscall.h) ----------------
+ *
+ * For PK_NOPROBE code, which must call no function a probe can be on (not
+ * libc's syscall(), getpid(), gettid(), __errno_location()); all inline:
+ *
+ * pk_sys3(nr, a, b, c)  - raw system call: its result, or -errno; errno is
+ *                         not written.
+ * pk_errno_ptr()        - the calling thread's &errno, by the thread
+ *                         pointer and pk_errno_off (set once by util.c's
+ *                         constructor).
+ */
+#if defined(__x86_64__)
+#include "arch/x86_64/syscall.h"
+#else
+#error "probekit: no src/arch/<isa>/syscall.h for this instruction set"
+#endif
+
 /* ---- fault layer: a faulting thread's context (src/arch/x86_64/fault_context.h) ----
  *
  * What the fault layer (src/fault/) reads and edits in the context @uc of

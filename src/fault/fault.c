@@ -177,7 +177,6 @@ PK_SIGNAL_DATA(shared_rd);
  */
 static __thread struct {
 	struct rd_slot *slot;	/* NULL until the first read side */
-	int *errno_p;		/* &errno, once known (it never moves) */
 	unsigned int depth;	/* inside one of our handlers: -EDEADLK */
 } me __attribute__((tls_model("initial-exec")));
 PK_SIGNAL_TLS(me);
@@ -212,7 +211,7 @@ PK_NOPROBE static int rd_slot_idle(size_t i, void *arg)
 PK_NOPROBE __attribute__((cold)) static struct rd_slot *rd_slot_claim(void)
 {
 	int i = pk_slot_claim(&rd_slots[0].owner, sizeof(rd_slots[0]),
-			      rd_nslots, (int)syscall(SYS_gettid), 0,
+			      rd_nslots, pk_gettid(), 0,
 			      rd_slot_idle, NULL);
 
 	return i < 0 ? &shared_rd : &rd_slots[i];
@@ -314,6 +313,16 @@ static PK_NOPROBE_INLINE int dispatch(struct tab **tabp, uintptr_t addr,
 }
 
 /*
+ * The first 64 signals of @m, the kernel's whole mask, read as one word: a
+ * load, where memcpy() or memcmp() would be a call in a -O0 build, to a
+ * function a probe can be on (tests/check-noprobe.sh).
+ */
+static PK_NOPROBE_INLINE unsigned long mask_of(const sigset_t *m)
+{
+	return m->__val[0];
+}
+
+/*
  * The kernel's entry for SIGSEGV and SIGBUS (pk_sig_set_entry(), sig.h).
  * The hot path, a fault that a range claims (a GC barrier, a watched
  * page), is straight-line code that touches few cache lines (see hot and
@@ -331,11 +340,11 @@ PK_NOPROBE static void fault_entry(int sig, siginfo_t *si, void *ctx)
 
 	if (__builtin_expect(si->si_code <= 0, 0))
 		goto other;
-	memcpy(&mask, &uc->uc_sigmask, sizeof(mask));
+	/* No memcpy()/memcmp() calls (a -O0 build makes them): see mask_of(). */
+	mask = mask_of(&uc->uc_sigmask);
 	ss = uc->uc_stack;
-	ep = me.errno_p;
-	if (__builtin_expect(!ep, 0))
-		ep = me.errno_p = &errno;
+	/* Not &errno: __errno_location() may carry a probe (arch.h). */
+	ep = pk_errno_ptr();
 	saved_errno = *ep;
 	me.depth++;
 	__asm__ volatile("" ::: "memory");
@@ -357,7 +366,7 @@ PK_NOPROBE static void fault_entry(int sig, siginfo_t *si, void *ctx)
 		 * sa_mask): unless the handler asked rt_sigreturn to set a
 		 * mask or an alternate stack, resume here (resume.c).
 		 */
-		if (hot.resume && !memcmp(&mask, &uc->uc_sigmask, sizeof(mask)) &&
+		if (hot.resume && mask == mask_of(&uc->uc_sigmask) &&
 		    ss.ss_sp == uc->uc_stack.ss_sp &&
 		    ss.ss_size == uc->uc_stack.ss_size &&
 		    ss.ss_flags == uc->uc_stack.ss_flags &&
@@ -388,17 +397,18 @@ static PK_NOPROBE_INLINE int client_hook(int sig, siginfo_t *si,
  */
 PK_NOPROBE static int fault_hook(int sig, siginfo_t *si, ucontext_t *uc)
 {
-	struct pk_fault f;
+	/* Members, not memset(): no call a probe can be on (check-noprobe.sh). */
+	struct pk_fault f = {
+		.signo = sig,
+		.code = si->si_code,
+		.siginfo = si,
+		.ucontext = uc,
+	};
 	struct rd_slot *rs;
 	int ret = 0, r;
 
 	me.depth++;
 	__asm__ volatile("" ::: "memory");
-	memset(&f, 0, sizeof(f));
-	f.signo = sig;
-	f.code = si->si_code;
-	f.siginfo = si;
-	f.ucontext = uc;
 	switch (sig) {
 	case SIGSEGV:
 	case SIGBUS:

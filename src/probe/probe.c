@@ -60,6 +60,7 @@
 #include "arch/arch.h"
 #include "internal.h"
 #include "probe/chunk.h"
+#include "probe/noprobe.h"
 #include "probe/probe.h"
 #include "probe/sweep.h"
 #include "text/text.h"
@@ -345,6 +346,9 @@ static int place(struct pk_probe *p, const char *what, size_t offset,
 		pk_err("probe: %s is probekit's own trap path or a trampoline", what);
 		return -EINVAL;
 	}
+	err = pk_probe_sigpath_check(fn.start, fn.size, what);
+	if (err)
+		return err;	/* -EPERM: src/probe/noprobe.c */
 	if (offset >= fn.size) {
 		pk_err("probe: %s: offset %zu is past the function's end (%zu "
 		       "bytes)", what, offset, fn.size);

@@ -154,7 +154,8 @@ PK_NOPROBE static void move(const struct sweep *sw, ucontext_t *uc)
 PK_NOPROBE static void sweep_handler(int sig, siginfo_t *si, void *ctx)
 {
 	ucontext_t *uc = ctx;
-	int saved = errno;
+	/* Nothing here calls libc, which a probe may be on (arch.h). */
+	int *ep = pk_errno_ptr(), saved = *ep;
 	const struct sweep *sw;
 	pid_t tid;
 	size_t i;
@@ -166,7 +167,7 @@ PK_NOPROBE static void sweep_handler(int sig, siginfo_t *si, void *ctx)
 	sw = __atomic_load_n(&cur_sweep, __ATOMIC_SEQ_CST);
 	if (!sw)
 		goto out;
-	tid = (pid_t)syscall(SYS_gettid);
+	tid = (pid_t)pk_gettid();
 	i = PK_LOWER_BOUND(sw->ntids, k, sw->tids[k] < tid);
 	if (i == sw->ntids || sw->tids[i] != tid)
 		goto out;
@@ -177,7 +178,7 @@ PK_NOPROBE static void sweep_handler(int sig, siginfo_t *si, void *ctx)
 			 __ATOMIC_RELEASE);
 out:
 	__atomic_sub_fetch(&sweep_readers, 1, __ATOMIC_SEQ_CST);
-	errno = saved;
+	*ep = saved;
 }
 
 /* ------------------------------------------------------------- sweeper */

@@ -164,7 +164,12 @@ PK_NOPROBE static int call_prev(int i, int sig, siginfo_t *si, void *ctx)
 PK_NOPROBE void pk_sig_handler(int sig, siginfo_t *si, void *ctx)
 {
 	ucontext_t *uc = ctx;
-	int saved_errno = errno;
+	/*
+	 * Not errno, which is a call of __errno_location(): a probe there
+	 * would trap again here before any hook could know it (arch.h).
+	 */
+	int *ep = pk_errno_ptr();
+	int saved_errno = *ep;
 	int i = sig_index(sig);
 
 	if (i < 0)
@@ -179,7 +184,7 @@ PK_NOPROBE void pk_sig_handler(int sig, siginfo_t *si, void *ctx)
 	if (!call_prev(i, sig, si, ctx))
 		take_default(sig, si, uc);
 out:
-	errno = saved_errno;
+	*ep = saved_errno;
 }
 
 static int install(int i)

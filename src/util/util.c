@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "arch/arch.h"
 #include "internal.h"
 
 const char *pk_version(void)
@@ -128,9 +129,18 @@ static void fork_child(void)
 	fork_release(1);
 }
 
-/* At load, so the handlers exist before any lock can be taken. */
+/* arch.h: &errno - thread pointer; the signal path reads it. */
+intptr_t pk_errno_off;
+PK_SIGNAL_DATA(pk_errno_off);
+
+/*
+ * At load, so the handlers exist before any lock can be taken, and errno's
+ * place is known before any probe, hook or signal handler of ours can (a
+ * library that uses probekit runs its constructors after ours).
+ */
 __attribute__((constructor)) static void pk_util_init(void)
 {
+	pk_errno_off = (intptr_t)((uintptr_t)&errno - pk_arch_tp());
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
@@ -157,9 +167,10 @@ int pk_signal_data_overlaps(uintptr_t lo, uintptr_t hi)
 			   (size_t)(__stop_pk_sigdata - __start_pk_sigdata));
 }
 
-int pk_gettid(void)
+/* The signal path's too (fault.c, sweep.c): a raw syscall, no libc call. */
+PK_NOPROBE int pk_gettid(void)
 {
-	return (int)syscall(SYS_gettid);
+	return (int)pk_sys3(SYS_gettid, 0, 0, 0);
 }
 
 static int membarrier_ok;
@@ -250,14 +261,12 @@ out:
 	return err;
 }
 
+/* Raw syscalls: libc's syscall() and getpid() may carry probes. */
 PK_NOPROBE int pk_tid_gone(int tid)
 {
-	int saved = errno;
-	int gone = syscall(SYS_tgkill, getpid(), tid, 0) != 0 &&
-		   errno == ESRCH;
+	long pid = pk_sys3(SYS_getpid, 0, 0, 0);
 
-	errno = saved;
-	return gone;
+	return pk_sys3(SYS_tgkill, pid, tid, 0) == -ESRCH;
 }
 
 PK_NOPROBE int pk_slot_claim(int *owner0, size_t stride, size_t n, int tid,
