@@ -177,3 +177,11 @@ add_test(NAME cli
 set_tests_properties(cli PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end cli ----
+
+# ---- probes: unloads (test_probe_unload dlopens libunloadtarget.so) ----
+if(TARGET test_probe_unload AND TARGET unloadtarget)
+  add_dependencies(test_probe_unload unloadtarget)
+  # Retiring looks the sites up in the mappings: with maps read whole too.
+  pk_test_variant(test_probe_unload maps_read PROBEKIT_TEST_MAPS_READ=1)
+endif()
+# ---- end probes: unloads ----
