@@ -631,8 +631,8 @@ static void retire(struct tramp **ts, size_t n, uintptr_t *slots,
  * Why here and not by interposing dlclose(): no symbol outside the ABI
  * (scripts/check-abi.sh), whoever calls dlclose() (a library bound to
  * libc's directly), and munmap() too; one dl_iterate_phdr() per call
- * costs a microsecond. The price: pk_probe_get_info() says armed until the
- * next API call on any probe notices.
+ * costs about 40 ns here (it stops at the first object). The price:
+ * pk_probe_get_info() says armed until the next API call notices.
  */
 static unsigned long long unload_seen;	/* under probe_lock */
 
