@@ -69,8 +69,8 @@ int main(void)
 	const char *dir = getenv("PK_TARGET_DIR");
 	struct pk_probe_info info = { .sz = sizeof(info) };
 	struct pk_retprobe_info rinfo = { .sz = sizeof(rinfo) };
-	struct pk_probe *p, *fresh, *third;
-	struct pk_retprobe *rp, *rfresh;
+	struct pk_probe *p, *fresh, *third, *unarmed;
+	struct pk_retprobe *rp, *rfresh, *runarmed;
 	fn_t fn, ret, fn2, ret2, fn3, ret3;
 	void *h;
 
@@ -85,7 +85,10 @@ int main(void)
 		PK_OPTS(pk_retprobe_opts, ro, .addr = (void *)ret, .ret = on_ret);
 
 		if (!ASSERT_OK(pk_probe_create(&o, &p), "create") ||
+		    !ASSERT_OK(pk_probe_create(&o, &unarmed), "create unarmed") ||
 		    !ASSERT_OK(pk_retprobe_create(&ro, &rp), "retprobe create") ||
+		    !ASSERT_OK(pk_retprobe_create(&ro, &runarmed),
+			       "retprobe create unarmed") ||
 		    !ASSERT_OK(pk_probe_register(&p, 1), "register") ||
 		    !ASSERT_OK(pk_retprobe_register(&rp, 1), "retprobe register"))
 			return t_exit();
@@ -111,6 +114,13 @@ int main(void)
 	ASSERT_EQ(rinfo.armed, 0, "stale return probe not armed");
 	ASSERT_EQ(pk_retprobe_unregister(&rp, 1), -ESTALE,
 		  "retprobe unregister again: stale");
+	/* Created before the unload, never armed: its code is not read. */
+	ASSERT_EQ(pk_probe_register(&unarmed, 1), -ESTALE,
+		  "register a probe created before the unload");
+	ASSERT_EQ(pk_retprobe_register(&runarmed, 1), -ESTALE,
+		  "register a return probe created before the unload");
+	pk_probe_destroy(unarmed);
+	pk_retprobe_destroy(runarmed);
 
 	/* Loaded again: where it was before, usually. */
 	h = load(&fn2, &ret2);

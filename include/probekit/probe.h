@@ -133,7 +133,8 @@ PK_API int pk_probe_create(const struct pk_probe_opts *opts,
  * or without post-handlers, is armed at the address; the trap chain has an
  * entry at an int3 probe's address), -ENOTSUP (the trampoline could not be
  * built), -EPERM (code writes refused), -ESTALE (a probe whose code was
- * unloaded: only pk_probe_destroy() is left for it), -EDEADLK (called from
+ * unloaded, also since pk_probe_create() while not armed: only
+ * pk_probe_destroy() is left for it), -EDEADLK (called from
  * a handler, or a signal handler inside a probe call).
  * On failure no probe of the set is armed.
  */

@@ -101,6 +101,7 @@ struct pk_probe {
 	uint8_t first_len;		/* the probed instruction's length */
 	uint8_t armed_kind, armed_len;	/* its trampoline's, while armed */
 	uint8_t stale;			/* retired: its code went away */
+	uint8_t code[PK_TEXT_MAX];	/* the displaced bytes, as placed */
 };
 
 /*
@@ -393,6 +394,8 @@ static int place(struct pk_probe *p, const char *what, size_t offset,
 	pthread_mutex_unlock(&probe_lock);
 	err = pk_probe_place(&fn, code, offset, p->post != NULL, force_int3,
 			     what, &pl);
+	if (!err)
+		memcpy(p->code, code + (pl.addr - fn.start), pl.len);
 	free(code);
 	if (err)
 		return err;
@@ -763,12 +766,15 @@ struct change {
 	size_t nslots;
 	struct pk_batch *batch;
 	int committed;			/* the commit ran, and failed */
+	struct pk_maps maps;		/* arming: where new sites are */
+	int maps_open;			/* 1: open, -1: could not be */
 };
 
 static int change_init(struct change *c, struct pk_probe *const *probes,
 		       size_t n, int arming)
 {
 	memset(c, 0, sizeof(*c));
+	c->maps = (struct pk_maps)PK_MAPS_INIT;
 	c->probes = probes;
 	c->n = n;
 	c->arming = arming;
@@ -785,6 +791,7 @@ static int change_init(struct change *c, struct pk_probe *const *probes,
 
 static void change_fini(struct change *c)
 {
+	pk_maps_close(&c->maps);
 	pk_batch_free(c->batch);
 	free(c->sorted);
 	free(c->at);
@@ -871,6 +878,34 @@ static int plan_site(struct change *c, struct tramp *t)
 }
 
 /*
+ * A new site's code is still what @p was placed on: mapped executable,
+ * with the bytes it had at pk_probe_create(). Else the object was unloaded
+ * since (or the code changed under us): @p goes stale, -ESTALE, and
+ * nothing is read or written there.
+ */
+static int site_check(struct change *c, struct pk_probe *p)
+{
+	struct pk_mapinfo mi;
+	int err;
+
+	if (!c->maps_open)
+		c->maps_open = pk_maps_open(&c->maps, 0) ? -1 : 1;
+	if (c->maps_open < 0)
+		return 0;	/* cannot tell: as before the check */
+	err = pk_maps_find(&c->maps, p->addr, &mi);
+	if (err && err != -ENOENT)
+		return 0;
+	if (err || !(mi.prot & PROT_EXEC) || mi.hi < p->addr + p->len ||
+	    memcmp((const void *)p->addr, p->code, p->len)) {
+		pk_err("probe: %#" PRIxPTR ": the code it was created on went "
+		       "away (object unloaded?)", p->addr);
+		__atomic_store_n(&p->stale, 1, __ATOMIC_RELAXED);
+		return -ESTALE;
+	}
+	return 0;
+}
+
+/*
  * Arming: each probe joins the trampoline at its address (one this plan
  * built, too) or gets a new one.
  */
@@ -902,6 +937,9 @@ static int plan_register(struct change *c)
 			       PRIxPTR, p->addr, t->addr);
 			return -EBUSY;
 		}
+		err = site_check(c, p);
+		if (err)
+			return err;
 		err = tramp_build(p, &t);
 		if (err)
 			return err;
