@@ -263,12 +263,13 @@ PK_NOPROBE static int reclaimable(size_t i, void *arg)
  * This thread's first hit: a free block, or NULL (pool empty). Taken by
  * pk_slot_claim(), the scan starting at the tid's block so that threads
  * spread. A block is free again once ret_release() ran for its thread;
- * a thread that ended without its key destructors (a raw SYS_exit, or
- * killed by a signal that spared the process) never gives its block back,
- * so when none is free the scan takes one over from an owner whose tid is
- * gone (pk_tid_gone(): one tgkill each). That costs a system call per
- * block: done on the first failure, then on every 64th of this thread's
- * hits that find the pool still empty, not on each.
+ * a thread that ended without its key destructors (a raw SYS_exit) never
+ * gives its block back, so when none is free the scan takes one over from
+ * an owner whose tid is gone (pk_tid_gone(): one tgkill each). That costs
+ * a system call per block: done on the first failure, then on every 64th
+ * of this thread's hits that find the pool still empty, not on each. (A
+ * tid the kernel reuses between that test and the compare-and-swap could
+ * fool it; the pid space would have to wrap within that window.)
  */
 PK_NOPROBE static struct blk *claim(void)
 {
