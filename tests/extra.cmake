@@ -201,3 +201,11 @@ endif()
 # pass (pk_tid_gone(): getpid, tgkill) in the trap handler.
 pk_test_variant(test_noprobe_repro slots1 PROBEKIT_FAULT_SLOTS=1)
 # ---- end noprobe ----
+
+# ---- probes: unloads (test_probe_unload dlopens libunloadtarget.so) ----
+if(TARGET test_probe_unload AND TARGET unloadtarget)
+  add_dependencies(test_probe_unload unloadtarget)
+  # Retiring looks the sites up in the mappings: with maps read whole too.
+  pk_test_variant(test_probe_unload maps_read PROBEKIT_TEST_MAPS_READ=1)
+endif()
+# ---- end probes: unloads ----

@@ -28,6 +28,19 @@ extern "C" {
  * while probes are armed and removed, and fork(): probekit(7), section
  * PROBES. Functions are found by name with pk_sym_lookup()
  * (probekit/sym.h); return probes are in probekit/retprobe.h.
+ *
+ * Re-entry: pk_probe_create(), pk_probe_register() and pk_probe_unregister()
+ * called from a probe handler (or a return probe's handler), or from a
+ * signal handler that interrupted one of them on its thread, return
+ * -EDEADLK and change nothing; pk_probe_destroy() does nothing there.
+ *
+ * Unloaded code: when the object holding a probed function is unloaded
+ * (dlclose(), munmap()), the next probe API call retires its probes: not
+ * armed any more (pk_probe_get_info() says armed until that call), their
+ * trampolines freed once no thread can be in them; register and unregister
+ * of such a stale probe return -ESTALE, pk_probe_destroy() frees it. A new
+ * probe on code loaded again at the same address is independent of it.
+ * See pk_probe_register(3), "Unloaded code".
  */
 
 /* Registers at a probe point. Layout fixed by the trampoline. */
@@ -100,7 +113,8 @@ struct pk_probe_opts {
  * nor emulated; a post-handler after a branch, call, ret or trap), -E2BIG
  * (@opts->sz over 4096: no options struct is that large), -EPERM (a
  * function probekit's own signal path calls where a hit would be fatal:
- * pthread_sigmask; probekit(7), PROBES), -ENOMEM.
+ * pthread_sigmask; probekit(7), PROBES), -ENOMEM, -EDEADLK (called from a
+ * handler, or a signal handler inside a probe call).
  */
 PK_API int pk_probe_create(const struct pk_probe_opts *opts,
 			   struct pk_probe **out);
@@ -120,7 +134,10 @@ PK_API int pk_probe_create(const struct pk_probe_opts *opts,
  * overlaps another armed probe's displaced bytes; a probe of another kind,
  * or without post-handlers, is armed at the address; the trap chain has an
  * entry at an int3 probe's address), -ENOTSUP (the trampoline could not be
- * built), -EPERM (code writes refused).
+ * built), -EPERM (code writes refused), -ESTALE (a probe whose code was
+ * unloaded, also since pk_probe_create() while not armed: only
+ * pk_probe_destroy() is left for it), -EDEADLK (called from
+ * a handler, or a signal handler inside a probe call).
  * On failure no probe of the set is armed.
  */
 PK_API int pk_probe_register(struct pk_probe *const *probes, size_t n);
@@ -134,13 +151,19 @@ PK_API int pk_probe_register(struct pk_probe *const *probes, size_t n);
  *
  * Context: any thread, may block; not from a signal handler or probe handler.
  * Return: 0, or -EINVAL (NULL or @n 0, not armed: nothing done), -EPERM/-ENOMEM
- * (the code could not be restored; the probes stay armed).
+ * (the code could not be restored; the probes stay armed), -ESTALE (a probe
+ * of the set was retired, its code unloaded; nothing done: destroy it),
+ * -EDEADLK (called from a handler, e.g. the probe's own, or a signal
+ * handler inside a probe call; nothing done).
  */
 PK_API int pk_probe_unregister(struct pk_probe *const *probes, size_t n);
 
 /**
  * pk_probe_destroy() - unregister @p if armed, then free it
  * @p: the probe, or NULL
+ *
+ * A stale probe (its code unloaded) is freed. From a handler, or a signal
+ * handler inside a probe call, nothing is done.
  *
  * Context: any thread, may block; not from a signal handler or probe handler.
  */
@@ -158,7 +181,7 @@ struct pk_probe_info {
 	uintptr_t func;		/* the function's first byte */
 	size_t displaced;	/* bytes replaced by the jmp; an int3 probe:
 				   the probed instruction's length */
-	int armed;
+	int armed;		/* 0 too once retired (its code unloaded) */
 	unsigned long missed;	/* hits skipped: already inside a handler */
 	size_t bytes;		/* memory this probe costs: its share of its
 				   trampoline, the trampoline's and its own

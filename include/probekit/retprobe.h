@@ -72,7 +72,8 @@ struct pk_retprobe_opts {
  * Return: 0, or -EINVAL (bad @opts, no return handler; what
  * pk_probe_create() refuses), -E2BIG (@data_size too large, or @opts->sz
  * over 4096), -ENOENT,
- * -ENOTSUP, -EPERM (as pk_probe_create()), -ENOMEM.
+ * -ENOTSUP, -EPERM (as pk_probe_create()), -ENOMEM, -EDEADLK (called from
+ * a handler, or a signal handler inside a probe call).
  */
 PK_API int pk_retprobe_create(const struct pk_retprobe_opts *opts,
 			      struct pk_retprobe **out);
@@ -87,7 +88,8 @@ PK_API int pk_retprobe_create(const struct pk_retprobe_opts *opts,
  *
  * Context: any thread, may block; not from a signal handler or probe handler.
  * Return: 0, or -EINVAL (NULL or @n 0), or what pk_probe_register()
- * returns; -ENOMEM or -EPERM when the trampoline cannot be made. On failure no probe of the set is armed.
+ * returns (-ESTALE, -EDEADLK included); -ENOMEM or -EPERM when the
+ * trampoline cannot be made. On failure no probe of the set is armed.
  */
 PK_API int pk_retprobe_register(struct pk_retprobe *const *rps, size_t n);
 
@@ -101,13 +103,20 @@ PK_API int pk_retprobe_register(struct pk_retprobe *const *rps, size_t n);
  *
  * Context: any thread, may block; not from a signal handler or probe handler.
  * Return: 0, or -EINVAL (NULL or @n 0, not armed: nothing done), or what
- * pk_probe_unregister() returns (the probes stay armed).
+ * pk_probe_unregister() returns (the probes stay armed); -ESTALE: a probe
+ * of the set whose function was unloaded is disarmed (no return handler of
+ * it runs after this returns; destroy it), the others are left armed;
+ * -EDEADLK from a handler (its own entry or return handler too) or a
+ * signal handler inside a probe call: nothing done.
  */
 PK_API int pk_retprobe_unregister(struct pk_retprobe *const *rps, size_t n);
 
 /**
  * pk_retprobe_destroy() - unregister @rp if armed, then free it
  * @rp: the probe, or NULL
+ *
+ * A stale one (its function unloaded) is freed; from a handler, or a
+ * signal handler inside a probe call, nothing is done.
  *
  * Context: any thread, may block; not from a signal handler or probe handler.
  */
@@ -117,13 +126,18 @@ struct pk_retprobe_info {
 	size_t sz;		/* sizeof(struct pk_retprobe_info) */
 	uintptr_t addr;		/* the probed address (after any endbr64) */
 	uintptr_t func;		/* the function's first byte */
-	int armed;
+	int armed;		/* 0 too once its function was unloaded */
 	unsigned long missed;	/* calls whose return was not probed: depth
 				   or record pool exhausted, hit inside a
 				   handler */
 	size_t bytes;		/* memory this probe costs (its entry probe's
 				   share, its own metadata); the shared
 				   trampoline and record pool not counted */
+	unsigned long pool_empty; /* of @missed: calls on a thread that found
+				   no free block in the record pool
+				   (PROBEKIT_RETPROBE_THREADS threads' worth;
+				   blocks of threads gone without their
+				   destructors are taken back first) */
 };
 
 /**

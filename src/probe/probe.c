@@ -53,9 +53,11 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "arch/arch.h"
 #include "internal.h"
@@ -64,6 +66,7 @@
 #include "probe/probe.h"
 #include "probe/sweep.h"
 #include "text/text.h"
+#include "util/maps.h"
 
 /* A probe point's trampoline: its slot and the probes that share it. */
 struct tramp {
@@ -98,6 +101,8 @@ struct pk_probe {
 	uint8_t full;			/* inside a function: flags live */
 	uint8_t first_len;		/* the probed instruction's length */
 	uint8_t armed_kind, armed_len;	/* its trampoline's, while armed */
+	uint8_t stale;			/* retired: its code went away */
+	uint8_t code[PK_TEXT_MAX];	/* the displaced bytes, as placed */
 };
 
 /*
@@ -121,6 +126,11 @@ static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
 #define THASH 4096
 static struct tramp *thash[THASH];	/* by address */
 static unsigned long link_seq;		/* 0 = never linked */
+static void probes_lock(void);
+
+/* What this thread is in, for the API's re-entry test (probe.h). */
+__thread struct pk_probe_self pk_probe_self
+	__attribute__((tls_model("initial-exec")));
 
 /* This thread's divert request (probe.h); read by the chunks' code. */
 __thread struct pk_probe_divert pk_probe_divert_req
@@ -262,6 +272,32 @@ static void probe_fork_parent(void)
 PK_ATFORK(probe, PK_RANK_PROBE, probe_fork_prepare, probe_fork_parent,
 	  probe_fork_parent);
 
+/* ------------------------------------------------------------ re-entry */
+
+/*
+ * A probe API call on a thread already inside one (a signal handler
+ * interrupted it: it may hold probe_lock or ret_lock, or be in malloc), or
+ * inside a probe handler or a return handler (unregister would wait for
+ * that handler, that is for itself, or free the trampoline it runs in) is
+ * refused before any lock is taken: -EDEADLK, nothing changed. Like the
+ * chain and fault layers' tests, by this thread's own state only.
+ */
+int pk_probe_api_enter(void)
+{
+	if (pk_probe_self.api || pk_probe_self.ret || pk_sweep_self.depth)
+		return -EDEADLK;
+	pk_probe_self.api = 1;
+	/* A signal handler on this thread reads it: order against it only. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	return 0;
+}
+
+void pk_probe_api_leave(void)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	pk_probe_self.api = 0;
+}
+
 /* ----------------------------------------------------------- divert */
 
 int pk_probe_divert_region(uintptr_t lo, size_t len)
@@ -357,11 +393,13 @@ static int place(struct pk_probe *p, const char *what, size_t offset,
 	code = malloc(fn.size);
 	if (!code)
 		return -ENOMEM;
-	pthread_mutex_lock(&probe_lock);
+	probes_lock();	/* no stale trampoline's bytes in orig_code() */
 	orig_code(fn.start, fn.size, code);
 	pthread_mutex_unlock(&probe_lock);
 	err = pk_probe_place(&fn, code, offset, p->post != NULL, force_int3,
 			     what, &pl);
+	if (!err)
+		memcpy(p->code, code + (pl.addr - fn.start), pl.len);
 	free(code);
 	if (err)
 		return err;
@@ -376,7 +414,7 @@ static int place(struct pk_probe *p, const char *what, size_t offset,
 /* An option, or 0 when @o is too short to hold it. */
 #define OPT(o, f) PK_OPT(o, struct pk_probe_opts, f)
 
-int pk_probe_create(const struct pk_probe_opts *opts, struct pk_probe **out)
+int pk_probe_create_in(const struct pk_probe_opts *opts, struct pk_probe **out)
 {
 	struct pk_probe *p;
 	char what[300];
@@ -581,6 +619,126 @@ static void retire(struct tramp **ts, size_t n, uintptr_t *slots,
 		tramp_free(ts[i]);
 }
 
+/* ------------------------------------------------------------- unloads */
+
+/*
+ * Code that goes away (dlclose() unloading an object, or munmap()) takes
+ * its probe sites with it: a trampoline whose site is gone must not be
+ * restored (the range may be unmapped, or hold a new copy of the object
+ * or another one), nor shared by a probe on new code at its address. So
+ * every API call that takes probe_lock looks first (probes_lock()): when
+ * the dynamic linker's count of unloads (dl_iterate_phdr()'s dlpi_subs,
+ * read before the lock: dl_iterate_phdr() takes the loader's lock) moved
+ * since the last look, each trampoline whose site is no longer mapped
+ * executable, or no longer holds the bytes arming wrote, is retired:
+ * unindexed, its probes marked stale (not armed; register and unregister
+ * say -ESTALE, destroy frees them), freed after a sweep wait since a
+ * thread may still run its handlers. No code is written.
+ *
+ * Why here and not by interposing dlclose(): no symbol outside the ABI
+ * (scripts/check-abi.sh), whoever calls dlclose() (a library bound to
+ * libc's directly), and munmap() too; one dl_iterate_phdr() per call
+ * costs about 40 ns here (it stops at the first object). The price:
+ * pk_probe_get_info() says armed until the next API call notices.
+ */
+static unsigned long long unload_seen;	/* under probe_lock */
+
+static int subs_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) +
+		    sizeof(info->dlpi_subs))
+		*(unsigned long long *)arg = info->dlpi_subs;
+	return 1;	/* the first object says it */
+}
+
+/* Whether @t's site still holds what arming wrote, in mapped code. */
+static int tramp_site_ok(const struct tramp *t, struct pk_maps *ms)
+{
+	uint8_t armed[PK_TEXT_MAX];
+	struct pk_mapinfo mi;
+	int err = pk_maps_find(ms, t->addr, &mi);
+
+	if (err == -ENOENT || (!err && !(mi.prot & PROT_EXEC)))
+		return 0;
+	if (err)
+		return 1;	/* cannot tell: look again next time */
+	site_bytes(t, armed);
+	return !memcmp((const void *)t->addr, armed, t->len);
+}
+
+/* Retire the trampolines whose code went away. probe_lock held. */
+static void unload_check(unsigned long long subs)
+{
+	struct pk_maps ms = PK_MAPS_INIT;
+	struct tramp **ts = NULL, *t;
+	uintptr_t *slots = NULL;
+	size_t n = 0, cap = 0;
+	int err;
+
+	pk_assert_held(&probe_lock);
+	if (subs == unload_seen)
+		return;
+	err = pk_maps_open(&ms, 0);
+	for (size_t h = 0; h < THASH && !err; h++)
+		for (t = thash[h]; t && !err; t = t->next) {
+			if (tramp_site_ok(t, &ms))
+				continue;
+			if (n == cap) {
+				size_t c2 = cap ? 2 * cap : 8;
+				struct tramp **t2 = realloc(ts, c2 * sizeof(*ts));
+				uintptr_t *s2 = t2 ? realloc(slots, c2 * sizeof(*s2)) : NULL;
+
+				if (t2)
+					ts = t2;
+				if (!s2) {
+					err = -ENOMEM;
+					break;
+				}
+				slots = s2;
+				cap = c2;
+			}
+			ts[n] = t;
+			slots[n++] = t->slot;
+		}
+	pk_maps_close(&ms);
+	if (err) {
+		free(ts);
+		free(slots);
+		return;		/* look again on the next call */
+	}
+	unload_seen = subs;
+	for (size_t i = 0; i < n; i++) {
+		size_t k = 0;
+
+		tramp_unhash(ts[i]);
+		/*
+		 * ->next stays as it is: threads still in the handlers walk
+		 * it until the wait. A stale probe is never linked again.
+		 */
+		for (struct pk_probe *p = ts[i]->probes; p; p = p->next, k++) {
+			p->t = NULL;
+			__atomic_store_n(&p->stale, 1, __ATOMIC_RELAXED);
+			__atomic_store_n(&p->armed, 0, __ATOMIC_RELEASE);
+		}
+		pk_warn("probe: %#" PRIxPTR ": the probed code went away "
+			"(object unloaded?); %zu probe(s) retired", ts[i]->addr, k);
+	}
+	if (n)
+		retire(ts, n, slots, n);
+	free(ts);
+	free(slots);
+}
+
+/* Take probe_lock, after retiring what unloads left behind. */
+static void probes_lock(void)
+{
+	unsigned long long subs = 0;
+
+	dl_iterate_phdr(subs_cb, &subs);
+	pthread_mutex_lock(&probe_lock);
+	unload_check(subs);
+}
+
 /*
  * One pk_probe_register() or pk_probe_unregister() call, with probe_lock
  * held from the plan to the end:
@@ -612,12 +770,15 @@ struct change {
 	size_t nslots;
 	struct pk_batch *batch;
 	int committed;			/* the commit ran, and failed */
+	struct pk_maps maps;		/* arming: where new sites are */
+	int maps_open;			/* 1: open, -1: could not be */
 };
 
 static int change_init(struct change *c, struct pk_probe *const *probes,
 		       size_t n, int arming)
 {
 	memset(c, 0, sizeof(*c));
+	c->maps = (struct pk_maps)PK_MAPS_INIT;
 	c->probes = probes;
 	c->n = n;
 	c->arming = arming;
@@ -634,6 +795,7 @@ static int change_init(struct change *c, struct pk_probe *const *probes,
 
 static void change_fini(struct change *c)
 {
+	pk_maps_close(&c->maps);
 	pk_batch_free(c->batch);
 	free(c->sorted);
 	free(c->at);
@@ -672,7 +834,11 @@ static int check_set(struct change *c)
 	for (size_t i = 0; i < c->n; i++) {
 		struct pk_probe *p = c->probes[i];
 
-		if (!p || !p->armed != !!c->arming)
+		if (!p)
+			return -EINVAL;
+		if (__atomic_load_n(&p->stale, __ATOMIC_RELAXED))
+			return -ESTALE;
+		if (!p->armed != !!c->arming)
 			return -EINVAL;
 		c->sorted[i] = p;
 	}
@@ -716,6 +882,34 @@ static int plan_site(struct change *c, struct tramp *t)
 }
 
 /*
+ * A new site's code is still what @p was placed on: mapped executable,
+ * with the bytes it had at pk_probe_create(). Else the object was unloaded
+ * since (or the code changed under us): @p goes stale, -ESTALE, and
+ * nothing is read or written there.
+ */
+static int site_check(struct change *c, struct pk_probe *p)
+{
+	struct pk_mapinfo mi;
+	int err;
+
+	if (!c->maps_open)
+		c->maps_open = pk_maps_open(&c->maps, 0) ? -1 : 1;
+	if (c->maps_open < 0)
+		return 0;	/* cannot tell: as before the check */
+	err = pk_maps_find(&c->maps, p->addr, &mi);
+	if (err && err != -ENOENT)
+		return 0;
+	if (err || !(mi.prot & PROT_EXEC) || mi.hi < p->addr + p->len ||
+	    memcmp((const void *)p->addr, p->code, p->len)) {
+		pk_err("probe: %#" PRIxPTR ": the code it was created on went "
+		       "away (object unloaded?)", p->addr);
+		__atomic_store_n(&p->stale, 1, __ATOMIC_RELAXED);
+		return -ESTALE;
+	}
+	return 0;
+}
+
+/*
  * Arming: each probe joins the trampoline at its address (one this plan
  * built, too) or gets a new one.
  */
@@ -747,6 +941,9 @@ static int plan_register(struct change *c)
 			       PRIxPTR, p->addr, t->addr);
 			return -EBUSY;
 		}
+		err = site_check(c, p);
+		if (err)
+			return err;
 		err = tramp_build(p, &t);
 		if (err)
 			return err;
@@ -888,7 +1085,7 @@ static void undo_register(struct change *c)
 }
 
 /* The shape both calls share: plan, apply, undo. */
-static int change_run(struct pk_probe *const *probes, size_t n, int arming)
+int pk_probe_change(struct pk_probe *const *probes, size_t n, int arming)
 {
 	struct change c;
 	int err;
@@ -900,7 +1097,7 @@ static int change_run(struct pk_probe *const *probes, size_t n, int arming)
 		change_fini(&c);
 		return err;
 	}
-	pthread_mutex_lock(&probe_lock);
+	probes_lock();
 	err = check_set(&c);
 	if (!err)
 		err = arming ? plan_register(&c) : plan_unregister(&c);
@@ -913,26 +1110,64 @@ static int change_run(struct pk_probe *const *probes, size_t n, int arming)
 	return err;
 }
 
+int pk_probe_create(const struct pk_probe_opts *opts, struct pk_probe **out)
+{
+	int err = pk_probe_api_enter();
+
+	if (err)
+		return err;
+	err = pk_probe_create_in(opts, out);
+	pk_probe_api_leave();
+	return err;
+}
+
 int pk_probe_register(struct pk_probe *const *probes, size_t n)
 {
-	return change_run(probes, n, 1);
+	int err = pk_probe_api_enter();
+
+	if (err)
+		return err;
+	err = pk_probe_change(probes, n, 1);
+	pk_probe_api_leave();
+	return err;
 }
 
 int pk_probe_unregister(struct pk_probe *const *probes, size_t n)
 {
-	return change_run(probes, n, 0);
+	int err = pk_probe_api_enter();
+
+	if (err)
+		return err;
+	err = pk_probe_change(probes, n, 0);
+	pk_probe_api_leave();
+	return err;
 }
 
-void pk_probe_destroy(struct pk_probe *p)
+void pk_probe_destroy_in(struct pk_probe *p)
 {
 	if (!p)
 		return;
-	if (p->armed && pk_probe_unregister(&p, 1)) {
+	/* A probe found stale meanwhile is disarmed already: freed. */
+	if (p->armed && pk_probe_change(&p, 1, 0) && !pk_probe_stale(p)) {
 		pk_err("probe: cannot disarm %#" PRIxPTR "; leaking the probe",
 		       p->addr);
 		return;
 	}
 	free(p);
+}
+
+/* From a handler or a signal handler inside the API: nothing done. */
+void pk_probe_destroy(struct pk_probe *p)
+{
+	if (pk_probe_api_enter())
+		return;	/* no log: the interrupted call may hold log_lock */
+	pk_probe_destroy_in(p);
+	pk_probe_api_leave();
+}
+
+int pk_probe_stale(const struct pk_probe *p)
+{
+	return __atomic_load_n(&p->stale, __ATOMIC_RELAXED);
 }
 
 int pk_probe_get_info(const struct pk_probe *p, struct pk_probe_info *info)

@@ -157,4 +157,47 @@ static inline int pk_probe_addr_order(uintptr_t x, uintptr_t y)
  */
 PK_HIDDEN int pk_probe_divert_region(uintptr_t lo, size_t len);
 
+/*
+ * Re-entry (-EDEADLK). What this thread is in, for the probe API's test
+ * on entry: @api, a pk_probe_* or pk_retprobe_* call (it may hold
+ * probe_lock or ret_lock, and waits for handlers: a signal handler that
+ * calls the API again would deadlock on them); @ret, ret.c's return
+ * dispatcher (a return handler runs). Probe handlers (pre, post, a return
+ * probe's entry handler) count in pk_sweep_self.depth. Only this thread
+ * reads and writes it: signal fences order it.
+ */
+struct pk_probe_self {
+	unsigned int api;
+	unsigned int ret;
+};
+PK_HIDDEN extern __thread struct pk_probe_self pk_probe_self
+	__attribute__((tls_model("initial-exec")));
+
+/*
+ * pk_probe_api_enter() - start a public probe API call on this thread
+ * Return: 0 (then pk_probe_api_leave() when done), or -EDEADLK: the
+ * thread is inside a probe API call (a signal handler interrupted it),
+ * a probe handler or a return handler; nothing may be done.
+ */
+PK_HIDDEN int pk_probe_api_enter(void);
+PK_HIDDEN void pk_probe_api_leave(void);
+
+/*
+ * The API's bodies, for ret.c, which calls them inside its own
+ * pk_probe_api_enter(): pk_probe_create(), pk_probe_register() (@arming)
+ * or pk_probe_unregister(), pk_probe_destroy().
+ */
+PK_HIDDEN int pk_probe_create_in(const struct pk_probe_opts *opts,
+				 struct pk_probe **out);
+PK_HIDDEN int pk_probe_change(struct pk_probe *const *probes, size_t n,
+			      int arming);
+PK_HIDDEN void pk_probe_destroy_in(struct pk_probe *p);
+
+/*
+ * pk_probe_stale() - whether @p was retired because the code it probed
+ * went away (its object unloaded): it is not armed, and can only be
+ * destroyed.
+ */
+PK_HIDDEN int pk_probe_stale(const struct pk_probe *p);
+
 #endif /* PK_PROBE_PROBE_H */

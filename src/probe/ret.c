@@ -171,6 +171,7 @@ struct pk_retprobe {
 	pk_retprobe_ret_fn ret;
 	void *ctx;
 	unsigned long missed;		/* atomic */
+	unsigned long pool_empty;	/* atomic: misses for want of a block */
 	uint8_t armed;
 	uint8_t going;			/* unregister in progress */
 };
@@ -193,11 +194,18 @@ static struct blk *ret_blks;
 static pthread_key_t ret_key;
 static int ret_asym;			/* membarrier plays barrier B */
 static int ret_hijack_only;		/* PROBEKIT_RETPROBE_HIJACK=1 */
+static int ret_dry;			/* atomic: a thread found no free
+					   block (logged once, off the hit
+					   path: ret_dry_log()) */
 
-/* This thread's block (or NULL), its stack top, and "in the dispatcher". */
+/*
+ * This thread's block (or NULL), its stack top, and its failed claims
+ * since the last reclaim scan. "In the dispatcher" is pk_probe_self.ret
+ * (probe.h), which the API's re-entry test reads too.
+ */
 static __thread struct blk *ret_self __attribute__((tls_model("initial-exec")));
 static __thread unsigned int ret_top __attribute__((tls_model("initial-exec")));
-static __thread unsigned int ret_busy __attribute__((tls_model("initial-exec")));
+static __thread unsigned int ret_fails __attribute__((tls_model("initial-exec")));
 /* ret_self's records and the index of its first. */
 static __thread struct rec *ret_myrecs __attribute__((tls_model("initial-exec")));
 static __thread size_t ret_mybase __attribute__((tls_model("initial-exec")));
@@ -222,23 +230,46 @@ static PK_NOPROBE_INLINE void barrier_a(void)
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
+/*
+ * The key destructor, at thread exit. @arg may not be this thread's block:
+ * glibc hands a new thread the descriptor of one that ended by a raw
+ * SYS_exit without clearing its key values, so a thread that never
+ * claimed runs the dead one's destructor, with a block that claim() may
+ * have given to a live thread since. Only the owner gives a block back.
+ */
 static void ret_release(void *arg)
 {
 	struct blk *b = arg;
+	int tid = (int)syscall(SYS_gettid);
 
 	if (ret_self == b) {
 		ret_self = NULL;
 		ret_top = 0;
 	}
 	/* Pairs with pk_slot_claim()'s acquire CAS: our record writes are done. */
-	__atomic_store_n(&b->owner, 0, __ATOMIC_RELEASE);
+	__atomic_compare_exchange_n(&b->owner, &tid, 0, 0, __ATOMIC_RELEASE,
+				    __ATOMIC_RELAXED);
+}
+
+/* pk_slot_claim()'s reclaim test: any block whose owner is gone. */
+PK_NOPROBE static int reclaimable(size_t i, void *arg)
+{
+	(void)i;
+	(void)arg;
+	return 1;
 }
 
 /*
  * This thread's first hit: a free block, or NULL (pool empty). Taken by
  * pk_slot_claim(), the scan starting at the tid's block so that threads
- * spread; no reclaim: a block is free again only once ret_release() ran
- * for its thread.
+ * spread. A block is free again once ret_release() ran for its thread;
+ * a thread that ended without its key destructors (a raw SYS_exit) never
+ * gives its block back, so when none is free the scan takes one over from
+ * an owner whose tid is gone (pk_tid_gone(): one tgkill each). That costs
+ * a system call per block: done on the first failure, then on every 64th
+ * of this thread's hits that find the pool still empty, not on each. (A
+ * tid the kernel reuses between that test and the compare-and-swap could
+ * fool it; the pid space would have to wrap within that window.)
  */
 PK_NOPROBE static struct blk *claim(void)
 {
@@ -247,9 +278,15 @@ PK_NOPROBE static struct blk *claim(void)
 			      tid, (size_t)tid, NULL, NULL);
 	struct blk *b;
 
+	if (i < 0 && !(ret_fails++ & 63))
+		i = pk_slot_claim(&ret_blks[0].owner, sizeof(ret_blks[0]),
+				  ret_nblk, tid, (size_t)tid, reclaimable, NULL);
 	if (i < 0)
 		return NULL;
+	ret_fails = 0;
 	b = &ret_blks[i];
+	/* Its dead owner may have ended inside a return handler. */
+	__atomic_store_n(&b->cur, NULL, __ATOMIC_RELEASE);
 	if (pthread_setspecific(ret_key, b)) {
 		__atomic_store_n(&b->owner, 0, __ATOMIC_RELEASE);
 		return NULL;
@@ -315,8 +352,15 @@ static void ret_entry(struct pk_probe *p, struct pk_regs *r, void *ctx)
 	size_t base;
 
 	(void)p;
-	if (ret_busy || (!b && !(b = claim()))) {
+	if (pk_probe_self.ret) {
 		miss(rp);
+		return;
+	}
+	if (!b && !(b = claim())) {
+		miss(rp);
+		__atomic_add_fetch(&rp->pool_empty, 1, __ATOMIC_RELAXED);
+		if (!__atomic_load_n(&ret_dry, __ATOMIC_RELAXED))
+			__atomic_store_n(&ret_dry, 1, __ATOMIC_RELAXED);
 		return;
 	}
 	/*
@@ -441,7 +485,7 @@ PK_NOPROBE uint64_t pk_ret_dispatch(struct pk_regs *r)
 		die("probekit: return trampoline entered through a record that "
 		    "is not this call's (stack switched inside a return-probed "
 		    "call?)\n");
-	ret_busy = 1;
+	pk_probe_self.ret = 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	r->pk_private_ret = rec->ret;	/* the word: the stack is as it was */
 	r->ip = rec->ret;
@@ -457,7 +501,7 @@ PK_NOPROBE uint64_t pk_ret_dispatch(struct pk_regs *r)
 	call_ret(b, rec, r);
 	r->flags = m == M_DIVERT;	/* how pk_ret_common leaves */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	ret_busy = 0;
+	pk_probe_self.ret = 0;
 	return rec->ret;
 }
 
@@ -482,12 +526,17 @@ static void ret_fork_parent(void)
 
 static void ret_fork_child(void)
 {
-	/* Only this thread survives: the other blocks are free again. */
+	/*
+	 * Only this thread survives: the other blocks are free again. Its own
+	 * is under its new tid, or the reclaim in claim() would take it.
+	 */
 	for (size_t i = 0; i < ret_nblk; i++)
 		if (&ret_blks[i] != ret_self) {
 			ret_blks[i].owner = 0;
 			ret_blks[i].cur = NULL;
 		}
+	if (ret_self)
+		ret_self->owner = (int)syscall(SYS_gettid);
 	pthread_mutex_unlock(&ret_lock);
 }
 
@@ -571,8 +620,25 @@ fail:
 
 /* ------------------------------------------------------------ the API */
 
-int pk_retprobe_create(const struct pk_retprobe_opts *opts,
-		       struct pk_retprobe **out)
+/*
+ * Hits found the record pool empty (ret_dry): said once, here, off the
+ * hit path (which may be a signal handler's). Each probe counts its own
+ * misses for it (pk_retprobe_info.pool_empty).
+ */
+static void ret_dry_log(void)
+{
+	static int logged;
+
+	if (__atomic_load_n(&ret_dry, __ATOMIC_RELAXED) &&
+	    !__atomic_exchange_n(&logged, 1, __ATOMIC_RELAXED))
+		pk_warn("probe: the return probes' record pool (%zu threads) "
+			"ran dry: calls of threads without a block are not "
+			"return-probed (pk_retprobe_info.pool_empty; "
+			"PROBEKIT_RETPROBE_THREADS)", ret_nblk);
+}
+
+static int create(const struct pk_retprobe_opts *opts,
+		  struct pk_retprobe **out)
 {
 	struct pk_retprobe *rp;
 	int err;
@@ -597,7 +663,7 @@ int pk_retprobe_create(const struct pk_retprobe_opts *opts,
 		PK_OPTS(pk_probe_opts, po, .symbol = opts->symbol,
 			.addr = opts->addr, .pre = ret_entry, .ctx = rp);
 
-		err = pk_probe_create(&po, &rp->probe);
+		err = pk_probe_create_in(&po, &rp->probe);
 	}
 	if (err) {
 		free(rp);
@@ -609,24 +675,34 @@ int pk_retprobe_create(const struct pk_retprobe_opts *opts,
 
 /*
  * The entry probes of @rps[@n] into *@out (free() it): 0, or -EINVAL (one is
- * NULL or armed != @armed), -ENOMEM.
+ * NULL or armed != @armed), -ESTALE (one's entry probe was retired: its
+ * code went away), -ENOMEM.
  */
 static int entry_probes(struct pk_retprobe *const *rps, size_t n, int armed,
 			struct pk_probe ***out)
 {
 	struct pk_probe **ps = calloc(n, sizeof(*ps));
+	int err = 0;
 
 	if (!ps)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
-		if (!rps[i] || !rps[i]->armed != !armed) {
-			free(ps);
-			return -EINVAL;
+		if (!rps[i]) {
+			err = -EINVAL;
+			break;
 		}
+		if (pk_probe_stale(rps[i]->probe))
+			err = -ESTALE;
+		else if (!rps[i]->armed != !armed && !err)
+			err = -EINVAL;
 		ps[i] = rps[i]->probe;
 	}
+	if (err && err != -ESTALE) {
+		free(ps);
+		return err;
+	}
 	*out = ps;
-	return 0;
+	return err;
 }
 
 /*
@@ -667,15 +743,43 @@ static void forget(struct pk_retprobe *const *rps, size_t n)
 		size_t i;
 
 		while ((p = __atomic_load_n(&ret_blks[b].cur, __ATOMIC_ACQUIRE))) {
+			int owner = __atomic_load_n(&ret_blks[b].owner,
+						    __ATOMIC_RELAXED);
+
 			for (i = 0; i < n && rps[i] != p; i++)
 				;
-			if (i == n)
+			/* A thread that ended inside the handler (SYS_exit). */
+			if (i == n || (owner > 0 && pk_tid_gone(owner)))
 				break;
 			sched_yield();
 		}
 	}
 	for (size_t i = 0; i < n; i++)
 		rps[i]->going = 0;
+}
+
+/*
+ * The armed ones of @rps whose entry probes were retired (probe.c: their
+ * code went away) are disarmed here: their records forgotten, so that no
+ * return handler of theirs runs once this returns. ret_lock held.
+ */
+static void forget_stale(struct pk_retprobe *const *rps, size_t n)
+{
+	struct pk_retprobe **st = calloc(n, sizeof(*st));
+	size_t k = 0;
+
+	pk_assert_held(&ret_lock);
+	for (size_t i = 0; i < n; i++)
+		if (rps[i] && rps[i]->armed && pk_probe_stale(rps[i]->probe)) {
+			if (st)
+				st[k++] = rps[i];
+			else
+				forget(&rps[i], 1);
+			rps[i]->armed = 0;
+		}
+	if (k)
+		forget(st, k);
+	free(st);
 }
 
 /* pk_retprobe_register() (@arming) or pk_retprobe_unregister(). */
@@ -687,40 +791,70 @@ static int change(struct pk_retprobe *const *rps, size_t n, int arming)
 	if (!rps || !n)
 		return -EINVAL;
 	pthread_mutex_lock(&ret_lock);
+	ret_dry_log();
 	err = entry_probes(rps, n, !arming, &ps);
 	if (!err && arming)
 		err = region_init();
-	if (!err)	/* pk_probe_register() refuses duplicates */
-		err = arming ? pk_probe_register(ps, n) : pk_probe_unregister(ps, n);
+	if (!err)	/* pk_probe_change() refuses duplicates */
+		err = pk_probe_change(ps, n, arming);
 	if (!err && !arming)
 		forget(rps, n);
 	for (size_t i = 0; !err && i < n; i++)
 		rps[i]->armed = (uint8_t)arming;
+	if (err == -ESTALE)
+		forget_stale(rps, n);
 	pthread_mutex_unlock(&ret_lock);
 	free(ps);
 	return err;
 }
 
+int pk_retprobe_create(const struct pk_retprobe_opts *opts,
+		       struct pk_retprobe **out)
+{
+	int err = pk_probe_api_enter();
+
+	if (err)
+		return err;
+	err = create(opts, out);
+	pk_probe_api_leave();
+	return err;
+}
+
 int pk_retprobe_register(struct pk_retprobe *const *rps, size_t n)
 {
-	return change(rps, n, 1);
+	int err = pk_probe_api_enter();
+
+	if (err)
+		return err;
+	err = change(rps, n, 1);
+	pk_probe_api_leave();
+	return err;
 }
 
 int pk_retprobe_unregister(struct pk_retprobe *const *rps, size_t n)
 {
-	return change(rps, n, 0);
+	int err = pk_probe_api_enter();
+
+	if (err)
+		return err;
+	err = change(rps, n, 0);
+	pk_probe_api_leave();
+	return err;
 }
 
+/* From a handler or a signal handler inside the API: nothing done. */
 void pk_retprobe_destroy(struct pk_retprobe *rp)
 {
-	if (!rp)
-		return;
-	if (rp->armed && pk_retprobe_unregister(&rp, 1)) {
+	if (!rp || pk_probe_api_enter())
+		return;	/* no log: the interrupted call may hold log_lock */
+	/* Retired meanwhile (-ESTALE): disarmed already, freed. */
+	if (rp->armed && change(&rp, 1, 0) && rp->armed) {
 		pk_err("probe: cannot disarm a return probe; leaking it");
-		return;
+	} else {
+		pk_probe_destroy_in(rp->probe);
+		free(rp);
 	}
-	pk_probe_destroy(rp->probe);
-	free(rp);
+	pk_probe_api_leave();
 }
 
 int pk_retprobe_get_info(const struct pk_retprobe *rp,
@@ -735,10 +869,12 @@ int pk_retprobe_get_info(const struct pk_retprobe *rp,
 	memset(&cur, 0, sizeof(cur));
 	cur.addr = pi.addr;
 	cur.func = pi.func;
-	cur.armed = __atomic_load_n(&rp->armed, __ATOMIC_RELAXED);
+	/* Not armed once its entry probe was retired (code unloaded). */
+	cur.armed = __atomic_load_n(&rp->armed, __ATOMIC_RELAXED) && pi.armed;
 	/* Hits on the entry probe inside a handler are misses too. */
 	cur.missed = __atomic_load_n(&rp->missed, __ATOMIC_RELAXED) + pi.missed;
 	cur.bytes = pi.bytes + sizeof(*rp);
+	cur.pool_empty = __atomic_load_n(&rp->pool_empty, __ATOMIC_RELAXED);
 	cur.sz = info->sz < sizeof(cur) ? info->sz : sizeof(cur);
 	memcpy(info, &cur, cur.sz);
 	return 0;

@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: MIT
+/* test_probe_unload.c - probes of a dlclose'd library are retired (not armed, -ESTALE), and a fresh probe on its copy loaded again at the same address fires. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "probekit.h"
+
+/*
+ * On main before the fix: after dlclose the stale probe stayed armed=1,
+ * its unregister failed (-EINVAL/-EBUSY) forever, and a fresh probe on
+ * the copy loaded again at the same address registered but never fired
+ * (it joined the stale trampoline).
+ */
+
+typedef long (*fn_t)(long);
+
+static char lib_path[4096];
+static unsigned long hits_old, hits_new, rets;
+
+static void pre_old(struct pk_probe *p, struct pk_regs *r, void *ctx)
+{
+	(void)p;
+	(void)r;
+	(void)ctx;
+	hits_old++;
+}
+
+static void pre_new(struct pk_probe *p, struct pk_regs *r, void *ctx)
+{
+	(void)p;
+	(void)r;
+	(void)ctx;
+	hits_new++;
+}
+
+static void on_ret(struct pk_retprobe *rp, struct pk_regs *r, void *data,
+		   void *ctx)
+{
+	(void)rp;
+	(void)r;
+	(void)data;
+	(void)ctx;
+	rets++;
+}
+
+static void *load(fn_t *fn, fn_t *ret)
+{
+	void *h = dlopen(lib_path, RTLD_NOW | RTLD_LOCAL);
+
+	if (!h) {
+		fprintf(stderr, "dlopen: %s\n", dlerror());
+		return NULL;
+	}
+	*fn = (fn_t)dlsym(h, "ut_fn");
+	*ret = (fn_t)dlsym(h, "ut_ret");
+	if (!*fn || !*ret) {
+		dlclose(h);
+		return NULL;
+	}
+	return h;
+}
+
+int main(void)
+{
+	const char *dir = getenv("PK_TARGET_DIR");
+	struct pk_probe_info info = { .sz = sizeof(info) };
+	struct pk_retprobe_info rinfo = { .sz = sizeof(rinfo) };
+	struct pk_probe *p, *fresh, *third, *unarmed;
+	struct pk_retprobe *rp, *rfresh, *runarmed;
+	fn_t fn, ret, fn2, ret2, fn3, ret3;
+	void *h;
+
+	if (!dir)
+		SKIP("PK_TARGET_DIR not set (run through ctest)");
+	snprintf(lib_path, sizeof(lib_path), "%s/libunloadtarget.so", dir);
+	h = load(&fn, &ret);
+	if (!ASSERT_TRUE(h, "dlopen libunloadtarget.so"))
+		return t_exit();
+	{
+		PK_OPTS(pk_probe_opts, o, .addr = (void *)fn, .pre = pre_old);
+		PK_OPTS(pk_retprobe_opts, ro, .addr = (void *)ret, .ret = on_ret);
+
+		if (!ASSERT_OK(pk_probe_create(&o, &p), "create") ||
+		    !ASSERT_OK(pk_probe_create(&o, &unarmed), "create unarmed") ||
+		    !ASSERT_OK(pk_retprobe_create(&ro, &rp), "retprobe create") ||
+		    !ASSERT_OK(pk_retprobe_create(&ro, &runarmed),
+			       "retprobe create unarmed") ||
+		    !ASSERT_OK(pk_probe_register(&p, 1), "register") ||
+		    !ASSERT_OK(pk_retprobe_register(&rp, 1), "retprobe register"))
+			return t_exit();
+	}
+	ASSERT_EQ(fn(2), 11, "probed call");
+	ASSERT_EQ(ret(2), 102, "return-probed call");
+	ASSERT_EQ(hits_old, 1, "probe fired");
+	ASSERT_EQ(rets, 1, "return probe fired");
+
+	ASSERT_OK(dlclose(h), "dlclose");
+	if (dlopen(lib_path, RTLD_NOW | RTLD_NOLOAD))
+		SKIP("libunloadtarget.so was not unloaded by dlclose");
+
+	/* Noticed by the next API call: retired, not armed, -ESTALE. */
+	ASSERT_EQ(pk_probe_unregister(&p, 1), -ESTALE, "unregister: stale");
+	ASSERT_OK(pk_probe_get_info(p, &info), "info");
+	ASSERT_EQ(info.armed, 0, "stale probe not armed");
+	ASSERT_EQ(pk_probe_unregister(&p, 1), -ESTALE, "unregister again: stale");
+	ASSERT_EQ(pk_probe_register(&p, 1), -ESTALE, "register: stale");
+	ASSERT_EQ(pk_retprobe_unregister(&rp, 1), -ESTALE,
+		  "retprobe unregister: stale");
+	ASSERT_OK(pk_retprobe_get_info(rp, &rinfo), "retprobe info");
+	ASSERT_EQ(rinfo.armed, 0, "stale return probe not armed");
+	ASSERT_EQ(pk_retprobe_unregister(&rp, 1), -ESTALE,
+		  "retprobe unregister again: stale");
+	/* Created before the unload, never armed: its code is not read. */
+	ASSERT_EQ(pk_probe_register(&unarmed, 1), -ESTALE,
+		  "register a probe created before the unload");
+	ASSERT_EQ(pk_retprobe_register(&runarmed, 1), -ESTALE,
+		  "register a return probe created before the unload");
+	pk_probe_destroy(unarmed);
+	pk_retprobe_destroy(runarmed);
+
+	/* Loaded again: where it was before, usually. */
+	h = load(&fn2, &ret2);
+	if (!ASSERT_TRUE(h, "dlopen again"))
+		return t_exit();
+	printf("ut_fn at %p, then %p\n", (void *)fn, (void *)fn2);
+	ASSERT_EQ(fn2(2), 11, "unprobed copy runs");
+	ASSERT_EQ(hits_old, 1, "stale probe does not fire on the new copy");
+	{
+		PK_OPTS(pk_probe_opts, o, .addr = (void *)fn2, .pre = pre_new);
+		PK_OPTS(pk_retprobe_opts, ro, .addr = (void *)ret2, .ret = on_ret);
+
+		if (!ASSERT_OK(pk_probe_create(&o, &fresh), "create fresh") ||
+		    !ASSERT_OK(pk_retprobe_create(&ro, &rfresh), "retprobe fresh") ||
+		    !ASSERT_OK(pk_probe_register(&fresh, 1), "register fresh") ||
+		    !ASSERT_OK(pk_retprobe_register(&rfresh, 1),
+			       "retprobe register fresh"))
+			return t_exit();
+	}
+	rets = 0;
+	ASSERT_EQ(fn2(3), 16, "fresh probe's call");
+	ASSERT_EQ(hits_new, 1, "fresh probe fires");
+	ASSERT_EQ(hits_old, 1, "stale one does not");
+	ASSERT_EQ(ret2(3), 103, "fresh return probe's call");
+	ASSERT_EQ(rets, 1, "fresh return probe fires");
+	ASSERT_EQ(pk_probe_unregister(&p, 1), -ESTALE, "old still stale");
+
+	/* Unloaded and loaded again with no probe call in between. */
+	ASSERT_OK(dlclose(h), "dlclose 2");
+	h = load(&fn3, &ret3);
+	if (!ASSERT_TRUE(h, "dlopen a third time"))
+		return t_exit();
+	printf("then %p\n", (void *)fn3);
+	{
+		PK_OPTS(pk_probe_opts, o, .addr = (void *)fn3, .pre = pre_new);
+
+		if (!ASSERT_OK(pk_probe_create(&o, &third), "create third") ||
+		    !ASSERT_OK(pk_probe_register(&third, 1), "register third"))
+			return t_exit();
+	}
+	hits_new = 0;
+	ASSERT_EQ(fn3(3), 16, "third probe's call");
+	ASSERT_EQ(hits_new, 1, "third probe fires");
+	ASSERT_EQ(pk_probe_unregister(&fresh, 1), -ESTALE,
+		  "the fresh one went stale");
+	ASSERT_EQ(pk_retprobe_unregister(&rfresh, 1), -ESTALE,
+		  "the fresh return probe went stale");
+	ASSERT_OK(pk_probe_unregister(&third, 1), "unregister third");
+	ASSERT_EQ(fn3(3), 16, "copy restored");
+	ASSERT_EQ(hits_new, 1, "no hit after unregister");
+	pk_probe_destroy(third);
+	pk_probe_destroy(fresh);
+	pk_retprobe_destroy(rfresh);
+	pk_probe_destroy(p);	/* stale: freed */
+	pk_retprobe_destroy(rp);
+	ASSERT_OK(dlclose(h), "dlclose again");
+	return t_exit();
+}
