@@ -173,3 +173,16 @@ add_test(NAME cli
 set_tests_properties(cli PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end cli ----
+
+# ---- probe, vector registers (issue 9, item 6) ----
+# test_probe_vector's targets (AVX arguments and return values, assembly
+# that keeps vector registers live) are built with -mavx2 in their own file;
+# the test checks the CPU before calling any of them.
+if(TARGET test_probe_vector)
+  target_sources(test_probe_vector PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/vector_targets.c)
+  set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/vector_targets.c
+    PROPERTIES COMPILE_OPTIONS "-mavx2")
+  set_target_properties(test_probe_vector PROPERTIES ENABLE_EXPORTS ON)
+  pk_test_variant(test_probe_vector hijack PROBEKIT_RETPROBE_HIJACK=1)
+endif()
+# ---- end probe, vector registers ----
