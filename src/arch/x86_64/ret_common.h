@@ -30,8 +30,12 @@
 	"	.cfi_def_cfa_offset 16\n"                                          \
 	"	push %rax\n"                                                       \
 	"	.cfi_def_cfa_offset 24\n"                                          \
-	/* rcx, and below rsi, rdi, r8-r11: dead after a return, not saved. */     \
-	"	lea -8(%rsp), %rsp\n"                                              \
+	/*                                                                         \
+	 * rcx, and below rsi, rdi, r8-r11: dead after a return under the psABI,   \
+	 * but a caller compiled with GCC's -fipa-ra relies on those the callee    \
+	 * does not write (tramp.h, "Vector state").                               \
+	 */                                                                        \
+	"	push %rcx\n"                                                       \
 	"	.cfi_def_cfa_offset 32\n"                                          \
 	"	push %rdx\n"                                                       \
 	"	.cfi_def_cfa_offset 40\n"                                          \
@@ -44,7 +48,17 @@
 	"	push %rbp\n"                                                       \
 	"	.cfi_def_cfa_offset 64\n"                                          \
 	"	.cfi_offset %rbp, -64\n"                                           \
-	"	lea -48(%rsp), %rsp\n"                                             \
+	"	push %rsi\n"                                                       \
+	"	.cfi_def_cfa_offset 72\n"                                          \
+	"	push %rdi\n"                                                       \
+	"	.cfi_def_cfa_offset 80\n"                                          \
+	"	push %r8\n"                                                        \
+	"	.cfi_def_cfa_offset 88\n"                                          \
+	"	push %r9\n"                                                        \
+	"	.cfi_def_cfa_offset 96\n"                                          \
+	"	push %r10\n"                                                       \
+	"	.cfi_def_cfa_offset 104\n"                                         \
+	"	push %r11\n"                                                       \
 	"	.cfi_def_cfa_offset 112\n"                                         \
 	"	push %r12\n"                                                       \
 	"	push %r13\n"                                                       \
@@ -60,21 +74,54 @@
 	"	mov %rsp, %rdi\n"                                                  \
 	"	mov %rsp, %rbx\n"                                                  \
 	"	.cfi_def_cfa_register %rbx\n"                                      \
-	"	and $-16, %rsp\n"                                                  \
-	"	sub $32, %rsp\n"                                                   \
-	"	movaps %xmm0, (%rsp)\n"		/* floating-point return values */ \
-	"	movaps %xmm1, 16(%rsp)\n"                                          \
+	/* All the vector and x87 state (tramp.h), below a 64-aligned rsp. */     \
+	"	and $-64, %rsp\n"                                                  \
+	"	sub pk_arch_vsave(%rip), %rsp\n"                                   \
+	"	xor %eax, %eax\n"		/* the XSAVE header, zeroed */       \
+	"	mov %rax, 512(%rsp)\n"                                             \
+	"	mov %rax, 520(%rsp)\n"                                             \
+	"	mov %rax, 528(%rsp)\n"                                             \
+	"	mov %rax, 536(%rsp)\n"                                             \
+	"	mov %rax, 544(%rsp)\n"                                             \
+	"	mov %rax, 552(%rsp)\n"                                             \
+	"	mov %rax, 560(%rsp)\n"                                             \
+	"	mov %rax, 568(%rsp)\n"                                             \
+	"	mov pk_arch_vsave+8(%rip), %eax\n"                                 \
+	"	mov pk_arch_vsave+12(%rip), %edx\n"                                \
+	"	cmpl $1, pk_arch_vsave+16(%rip)\n"                                 \
+	"	je 3f\n"                                                           \
+	"	ja 4f\n"                                                           \
+	"	fxsave64 (%rsp)\n"                                                 \
+	"	jmp 5f\n"                                                          \
+	"3:	xsave64 (%rsp)\n"                                                  \
+	"	jmp 5f\n"                                                          \
+	"4:	xsavec64 (%rsp)\n"                                                 \
+	"5:	emms\n"			/* an empty x87 stack for C */       \
 	"	call " #dispatch "\n"                                              \
-	"	movaps (%rsp), %xmm0\n"                                            \
-	"	movaps 16(%rsp), %xmm1\n"                                          \
+	"	mov pk_arch_vsave+8(%rip), %eax\n"                                 \
+	"	mov pk_arch_vsave+12(%rip), %edx\n"                                \
+	"	cmpl $0, pk_arch_vsave+16(%rip)\n"                                 \
+	"	je 6f\n"                                                           \
+	"	xrstor64 (%rsp)\n"                                                 \
+	"	jmp 7f\n"                                                          \
+	"6:	fxrstor64 (%rsp)\n"                                                \
+	"7:\n"                                                                     \
 	"	mov %rbx, %rsp\n"                                                  \
 	"	.cfi_def_cfa_register %rsp\n"                                      \
 	/*                                                                         \
-	* The return value (the handler may have changed it) and rbx; the          \
-	* other callee-saved registers the dispatcher kept.                        \
+	* The return value (the handler may have changed it), the other            \
+	* caller-saved registers, and rbx; the other callee-saved registers        \
+	* the dispatcher kept.                                                     \
 	*/                                                                         \
 	"	mov 128(%rsp), %rax\n"                                             \
+	"	mov 120(%rsp), %rcx\n"                                             \
 	"	mov 112(%rsp), %rdx\n"                                             \
+	"	mov 80(%rsp), %rsi\n"                                              \
+	"	mov 72(%rsp), %rdi\n"                                              \
+	"	mov 64(%rsp), %r8\n"                                               \
+	"	mov 56(%rsp), %r9\n"                                               \
+	"	mov 48(%rsp), %r10\n"                                              \
+	"	mov 40(%rsp), %r11\n"                                              \
 	"	mov 104(%rsp), %rbx\n"                                             \
 	"	.cfi_restore %rbx\n"                                               \
 	"	cmpq $0, 136(%rsp)\n"		/* regs->flags: divert? */         \

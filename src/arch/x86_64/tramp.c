@@ -16,17 +16,19 @@
  * both. Skipping the saved flags (the fast stub) instead of popf saves more
  * than the rest of the stub costs.
  */
+#include <cpuid.h>
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "arch/arch.h"
 
 /* The chunk head (tramp.h's picture). */
 #define STUB_FAST 0
-#define HEAD_DIVERT 192
-#define STUB_FULL 256
-#define HEAD_DISPATCH 496
-#define HEAD_DISPATCH_FULL 504
+#define HEAD_DIVERT 960
+#define STUB_FULL 1024
+#define HEAD_DISPATCH 2032
+#define HEAD_DISPATCH_FULL 2040
 #define DIVERT_LEN 37
 
 #define SLOT_DIVERT 26	/* the je, or its NOP */
@@ -59,6 +61,260 @@ static size_t put(uint8_t *b, const void *bytes, size_t len)
 	return len;
 }
 
+/* ---------------------------------------------------------- vector state */
+
+/*
+ * What a handler may clobber, and what each stub saves of it (tramp.h
+ * gives the reasons): XCR0's state components, by number.
+ */
+#define XS_X87 0x1ull
+#define XS_SSE 0x2ull
+#define XS_AVX 0x4ull
+#define XS_AVX512 0xe0ull	/* opmask k0-7, ZMM_Hi256, Hi16_ZMM */
+#define XS_PKRU 0x200ull
+#define XS_AMX 0x60000ull	/* TILECFG, TILEDATA */
+
+/* How the fast stub saves the vector registers. */
+enum vec_fast {
+	FAST_XMM,	/* no AVX: xmm0-15 */
+	FAST_YMM,	/* AVX, no AVX-512: ymm0-15 whole, or xmm0-15 and
+			   vzeroupper when XGETBV(1) says no upper half is
+			   in use */
+	FAST_XSAVE,	/* AVX-512: XSAVE(C) of SSE, AVX and AVX-512 state */
+};
+
+static struct {
+	enum vec_fast fast;
+	int xinuse;		/* XGETBV(1): XINUSE, the state in use */
+	uint64_t fast_mask;	/* FAST_XSAVE: its components */
+} vec;
+
+struct pk_arch_vsave pk_arch_vsave;
+
+static void xgetbv(uint32_t idx, uint32_t *lo, uint32_t *hi)
+{
+	__asm__ volatile(".byte 0x0f, 0x01, 0xd0" /* xgetbv */
+			 : "=a"(*lo), "=d"(*hi) : "c"(idx));
+}
+
+/* The standard-format XSAVE area that holds components @mask: its size. */
+static uint32_t xsave_size(uint64_t mask)
+{
+	uint32_t a, b, c, d, size = 576;	/* legacy region and header */
+
+	for (unsigned int i = 2; i < 63; i++) {
+		if (!(mask & (1ull << i)))
+			continue;
+		__cpuid_count(0xd, i, a, b, c, d);
+		if (b + a > size)
+			size = b + a;	/* offset + size */
+	}
+	return (size + 63) & ~63u;
+}
+
+/* What the CPU and the kernel give this process: once, before any stub. */
+static void vec_init_once(void)
+{
+	uint32_t a, b, c, d, lo, hi;
+	uint64_t xcr0 = 0;
+	int xsavec = 0;
+
+	vec.fast = FAST_XMM;
+	pk_arch_vsave.kind = PK_VSAVE_FX;
+	pk_arch_vsave.size = 576;	/* 512, and room for the header
+					   PK_ARCH_RET_COMMON clears anyway */
+	if (__get_cpuid(1, &a, &b, &c, &d) && (c & bit_OSXSAVE) &&
+	    __get_cpuid_max(0, NULL) >= 0xd) {
+		xgetbv(0, &lo, &hi);
+		xcr0 = (uint64_t)hi << 32 | lo;
+		__cpuid_count(0xd, 1, a, b, c, d);
+		xsavec = !!(a & 0x2);
+		vec.xinuse = !!(a & 0x4);
+	}
+	if ((xcr0 & (XS_X87 | XS_SSE)) == (XS_X87 | XS_SSE)) {
+		/*
+		 * Everything a handler may change but PKRU (not vector
+		 * state: changed only on purpose, by pkey_set()) and AMX
+		 * tiles (usable only after arch_prctl(ARCH_REQ_XCOMP_PERM);
+		 * no compiler or libc uses them behind a handler's back).
+		 */
+		uint64_t m = xcr0 & ~(XS_PKRU | XS_AMX);
+
+		pk_arch_vsave.kind = xsavec ? PK_VSAVE_XSAVEC : PK_VSAVE_XSAVE;
+		pk_arch_vsave.mask_lo = (uint32_t)m;
+		pk_arch_vsave.mask_hi = (uint32_t)(m >> 32);
+		pk_arch_vsave.size = xsave_size(m);
+		if ((xcr0 & XS_AVX512) == XS_AVX512) {
+			vec.fast = FAST_XSAVE;
+			vec.fast_mask = XS_SSE | XS_AVX | XS_AVX512;
+		} else if (xcr0 & XS_AVX) {
+			vec.fast = FAST_YMM;
+		}
+	}
+}
+
+static void vec_init(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, vec_init_once);
+}
+
+/* op (a 0x0f-map or VEX opcode) with @reg and [rsp + @disp]: its bytes. */
+static size_t modrm_rsp(uint8_t *b, unsigned int reg, int32_t disp)
+{
+	size_t n = 0;
+	int d8 = disp >= -128 && disp <= 127;
+
+	b[n++] = (uint8_t)((d8 ? 0x44 : 0x84) | (reg & 7) << 3);
+	b[n++] = 0x24;				/* SIB: [rsp] */
+	if (d8)
+		b[n++] = (uint8_t)disp;
+	else
+		n += pk_tramp_put32(b + n, (uint32_t)disp);
+	return n;
+}
+
+/* movaps xmm@r <-> [rsp + 16 r], r = 0..15; @load: to the register. */
+static size_t xmm_moves(uint8_t *b, int load)
+{
+	size_t n = 0;
+
+	for (unsigned int r = 0; r < 16; r++) {
+		if (r >= 8)
+			b[n++] = 0x44;			/* REX.R */
+		b[n++] = 0x0f;
+		b[n++] = load ? 0x28 : 0x29;
+		n += modrm_rsp(b + n, r, (int32_t)(16 * r));
+	}
+	return n;
+}
+
+/* vmovaps ymm@r <-> [rsp + 32 r], r = 0..15. */
+static size_t ymm_moves(uint8_t *b, int load)
+{
+	size_t n = 0;
+
+	for (unsigned int r = 0; r < 16; r++) {
+		b[n++] = 0xc5;				/* VEX2 */
+		b[n++] = r >= 8 ? 0x7c : 0xfc;		/* ~R, vvvv=1111, L=1 */
+		b[n++] = load ? 0x28 : 0x29;
+		n += modrm_rsp(b + n, r, (int32_t)(32 * r));
+	}
+	return n;
+}
+
+/* mov $@m's halves, %eax / %edx: the XSAVE feature request. */
+static size_t xsave_mask(uint8_t *b, uint64_t m)
+{
+	size_t n = 0;
+
+	b[n++] = 0xb8;
+	n += pk_tramp_put32(b + n, (uint32_t)m);
+	b[n++] = 0xba;
+	n += pk_tramp_put32(b + n, (uint32_t)(m >> 32));
+	return n;
+}
+
+/* The XSAVE header (the area's bytes 512-575) zeroed, XRSTOR wants. */
+static size_t xsave_header(uint8_t *b)
+{
+	size_t n = put(b, "\x31\xc0", 2);		/* xor eax,eax */
+
+	for (int32_t off = 512; off < 576; off += 8) {
+		n += put(b + n, "\x48\x89", 2);		/* mov [rsp+off],rax */
+		n += modrm_rsp(b + n, 0, off);
+	}
+	return n;
+}
+
+/* xsave64/xsavec64/xrstor64/fxsave64/fxrstor64 (%rsp). */
+static size_t xs_insn(uint8_t *b, uint8_t op, unsigned int ext)
+{
+	b[0] = 0x48;
+	b[1] = 0x0f;
+	b[2] = op;
+	b[3] = (uint8_t)(ext << 3 | 4);
+	b[4] = 0x24;
+	return 5;
+}
+
+/* A rel32 jump or jcc's field at @field, to @to (offsets in one buffer). */
+static void link32(uint8_t *b, size_t field, size_t to)
+{
+	pk_tramp_put32(b + field, (uint32_t)(int32_t)(to - (field + 4)));
+}
+
+/*
+ * The stub's vector save (@load 0) or restore (1), with rsp at its area
+ * (vec_area() bytes, 64-aligned). @full: inside a function, where every
+ * register a handler may change is live; else at a function's entry.
+ */
+static size_t vec_code(uint8_t *b, int full, int load)
+{
+	size_t n = 0;
+
+	if (full || vec.fast == FAST_XSAVE) {
+		uint64_t m = full ? (uint64_t)pk_arch_vsave.mask_hi << 32 |
+				    pk_arch_vsave.mask_lo : vec.fast_mask;
+
+		if (pk_arch_vsave.kind == PK_VSAVE_FX)
+			return n + xs_insn(b + n, 0xae, load ? 1 : 0);
+		if (!load)
+			n += xsave_header(b + n);
+		n += xsave_mask(b + n, m);
+		if (load)
+			n += xs_insn(b + n, 0xae, 5);	/* xrstor64 */
+		else if (pk_arch_vsave.kind == PK_VSAVE_XSAVEC)
+			n += xs_insn(b + n, 0xc7, 4);	/* xsavec64 */
+		else
+			n += xs_insn(b + n, 0xae, 4);	/* xsave64 */
+		if (!load && (m & XS_X87))
+			n += put(b + n, "\x0f\x77", 2);	/* emms: an empty x87
+							   stack, as a C
+							   function expects */
+		return n;
+	}
+	if (vec.fast == FAST_XMM)
+		return xmm_moves(b, load);
+	if (!vec.xinuse)
+		return ymm_moves(b, load);
+	/* FAST_YMM with XINUSE: r12 (callee-saved) keeps what XGETBV said. */
+	if (!load)
+		n += put(b + n, "\xb9\x01\x00\x00\x00"	/* mov ecx,1 */
+			 "\x0f\x01\xd0"			/* xgetbv */
+			 "\x41\x89\xc4"			/* mov r12d,eax */
+			 "\xa8\x04", 13);		/* test al,XS_AVX */
+	else
+		n += put(b + n, "\x41\xf6\xc4\x04", 4);	/* test r12b,XS_AVX */
+	{
+		size_t jnz, jmp;
+
+		n += put(b + n, "\x0f\x85", 2);		/* jnz: in use */
+		jnz = n;
+		n += 4;
+		n += xmm_moves(b + n, load);
+		if (load)
+			n += put(b + n, "\xc5\xf8\x77", 3);	/* vzeroupper:
+								   as before */
+		b[n++] = 0xe9;				/* jmp over */
+		jmp = n;
+		n += 4;
+		link32(b, jnz, n);
+		n += ymm_moves(b + n, load);
+		link32(b, jmp, n);
+	}
+	return n;
+}
+
+/* The area vec_code() uses, below a 64-aligned stack pointer. */
+static int32_t vec_area(int full)
+{
+	if (full || vec.fast == FAST_XSAVE)
+		return (int32_t)pk_arch_vsave.size;
+	return vec.fast == FAST_XMM ? 256 : 512;
+}
+
 /* ------------------------------------------------------------ chunk head */
 
 /* A stub, at @off in its chunk: the register save around a dispatcher. */
@@ -73,21 +329,10 @@ static size_t build_stub(uint8_t *b, size_t off, int full, int32_t dsp)
 		0x48, 0x83, 0xec, 0x08,			/* sub rsp,8 (ip) */
 		0x48, 0x89, 0xe7,			/* mov rdi,rsp */
 		0x48, 0x89, 0xe3,			/* mov rbx,rsp */
-		0x48, 0x83, 0xe4, 0xf0,			/* and rsp,-16 */
-		0x48, 0x81, 0xec, 0x80, 0, 0, 0,	/* sub rsp,128 */
-		0x0f, 0x29, 0x04, 0x24,			/* movaps [rsp],xmm0 */
-		0x0f, 0x29, 0x4c, 0x24, 0x10, 0x0f, 0x29, 0x54, 0x24, 0x20,
-		0x0f, 0x29, 0x5c, 0x24, 0x30, 0x0f, 0x29, 0x64, 0x24, 0x40,
-		0x0f, 0x29, 0x6c, 0x24, 0x50, 0x0f, 0x29, 0x74, 0x24, 0x60,
-		0x0f, 0x29, 0x7c, 0x24, 0x70,		/* xmm1-7 */
-		0xfc,					/* cld */
+		0x48, 0x83, 0xe4, 0xc0,			/* and rsp,-64 */
+		0x48, 0x81, 0xec,			/* sub rsp,imm32: */
 	};
 	static const uint8_t restore[] = {
-		0x0f, 0x28, 0x04, 0x24,			/* movaps xmm0,[rsp] */
-		0x0f, 0x28, 0x4c, 0x24, 0x10, 0x0f, 0x28, 0x54, 0x24, 0x20,
-		0x0f, 0x28, 0x5c, 0x24, 0x30, 0x0f, 0x28, 0x64, 0x24, 0x40,
-		0x0f, 0x28, 0x6c, 0x24, 0x50, 0x0f, 0x28, 0x74, 0x24, 0x60,
-		0x0f, 0x28, 0x7c, 0x24, 0x70,		/* xmm1-7 */
 		0x48, 0x89, 0xdc,			/* mov rsp,rbx */
 		0x48, 0x83, 0xc4, 0x08,			/* add rsp,8 (ip) */
 		0x41, 0x5f, 0x41, 0x5e, 0x41, 0x5d, 0x41, 0x5c, /* r15-r12 */
@@ -108,10 +353,14 @@ static size_t build_stub(uint8_t *b, size_t off, int full, int32_t dsp)
 	};
 	size_t n = put(b, save, sizeof(save));
 
+	n += pk_tramp_put32(b + n, (uint32_t)vec_area(full));	/* the area */
+	n += vec_code(b + n, full, 0);
+	b[n++] = 0xfc;					/* cld */
 	n += put(b + n, "\xff\x15", 2);		/* call [rip+rel32] */
 	n += pk_tramp_put32(b + n,
 			    (int32_t)((full ? HEAD_DISPATCH_FULL : HEAD_DISPATCH) -
 				      (off + n + 4)));
+	n += vec_code(b + n, full, 1);
 	n += put(b + n, restore, sizeof(restore));
 	if (full) {
 		n += put(b + n, pop_flags, sizeof(pop_flags));
@@ -154,6 +403,7 @@ int pk_arch_tramp_head(uint8_t *buf, const struct pk_tramp_env *env)
 {
 	int32_t dsp = tp_off(env->divert_sp);
 
+	vec_init();
 	memset(buf, PK_ARCH_TRAP_BYTE, PK_TRAMP_HEAD);
 	if (build_stub(buf + STUB_FAST, STUB_FAST, 0, dsp) > HEAD_DIVERT - STUB_FAST ||
 	    build_stub(buf + STUB_FULL, STUB_FULL, 1, dsp) > HEAD_DISPATCH - STUB_FULL ||
@@ -252,6 +502,7 @@ size_t pk_arch_entry_skip(const uint8_t *code, size_t avail)
 void pk_arch_ret_code(uint8_t *buf, size_t len, size_t nent,
 		      uintptr_t common)
 {
+	vec_init();
 	memset(buf, PK_ARCH_TRAP_BYTE, len);
 	memcpy(buf, &common, sizeof(common));
 	for (size_t k = 0; k < nent; k++) {

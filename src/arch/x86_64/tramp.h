@@ -17,16 +17,18 @@
  * A chunk (PK_TRAMP_CHUNK_SIZE bytes, aligned to its size, mapped within
  * rel32 reach of the code it serves, never writable):
  *
- *   +0    fast stub: save flags, GPRs, xmm0-7 as a struct pk_regs, call
- *         the fast dispatcher (pre-handlers at a function's entry), restore
- *         all but the flags (none is live at an entry: SysV ABI, DF clear),
- *         then "cmp %rsp, %fs:divert.sp; ret": ZF tells the slot whether
- *         this thread diverts the call (see "divert" below)
- *   +192  divert code
- *   +256  full stub: the same, calling the full dispatcher and ending in
- *         popf; ret (inside a function, post-handlers: any flag may be live)
- *   +496  the fast dispatcher's address, +504 the full one's
- *   +512  (PK_TRAMP_HEAD) slot 0, then one slot per PK_TRAMP_SLOT_SIZE
+ *   +0    fast stub: save flags, GPRs and the vector argument registers
+ *         (below) as a struct pk_regs, call the fast dispatcher
+ *         (pre-handlers at a function's entry), restore all but the flags
+ *         (none is live at an entry: SysV ABI, DF clear), then
+ *         "cmp %rsp, %fs:divert.sp; ret": ZF tells the slot whether this
+ *         thread diverts the call (see "divert" below)
+ *   +960  divert code
+ *   +1024 full stub: the same with all the vector, x87 and MXCSR state,
+ *         calling the full dispatcher and ending in popf; ret (inside a
+ *         function, post-handlers: any flag may be live)
+ *   +2032 the fast dispatcher's address, +2040 the full one's
+ *   +2048 (PK_TRAMP_HEAD) slot 0, then one slot per PK_TRAMP_SLOT_SIZE
  *
  * A slot (one per probe point P; aligned to its size, so a return address
  * inside it rounds down to its first word):
@@ -60,10 +62,52 @@
  *   +16  (PK_RET_ENT0) entry 0:  call *-8(%rsp)
  *   +20  landing 0 (PK_RET_ENT_LAND):  jmp *[rip - 26] (to the word at +0)
  *   +32  entry 1 ...
+ *
+ * Vector state around a handler. A handler is C: it may change any
+ * caller-saved register, and glibc's AVX2 string functions end with
+ * vzeroupper, clearing the upper half of every ymm. What must survive:
+ *
+ * - At a function's entry (the fast stub): the vector registers, all 16
+ *   (32 with AVX-512) and whole, and the mask registers k0-k7. Not only
+ *   the argument registers xmm/ymm/zmm0-7: a caller compiled by GCC with
+ *   -fipa-ra (the default from -O2) keeps values in any register the
+ *   callee, when it binds locally, is known not to write. Not the x87
+ *   stack (empty at a call: the ABI, which -fipa-ra keeps) nor the
+ *   MXCSR and x87 control words (callee-saved: a handler keeps them).
+ *   Without AVX: movaps xmm0-15. AVX without AVX-512: vmovaps ymm0-15;
+ *   where XGETBV(1) reports XINUSE, only when the AVX state is in use
+ *   (XINUSE bit 2), else movaps xmm0-15 and vzeroupper after (the upper
+ *   halves were zero: this restores them exactly and leaves the upper
+ *   state clean for SSE code). AVX-512: XSAVEC (else XSAVE) of the SSE,
+ *   AVX, opmask and ZMM components.
+ * - Inside a function (the full stub) and at a return (PK_ARCH_RET_COMMON:
+ *   rax, rdx, xmm0/xmm1, ymm0/zmm0 and st0/st1 hold return values, and
+ *   -fipa-ra callers rely on the rest as at an entry): everything, XSAVEC
+ *   (else XSAVE; FXSAVE without XSAVE) of the components XCR0 enables but
+ *   PKRU and the AMX tiles (struct pk_arch_vsave), then emms, so the
+ *   handler finds an empty x87 stack; XRSTOR after.
+ *
+ * Never XSAVEOPT: its modified optimisation skips components unchanged
+ * since the last XRSTOR from the same address, but a stack area is
+ * reused by other frames in between. The areas are on the stack, 64-byte
+ * aligned below the struct pk_regs (a thread's signal frame needs as
+ * much), so nesting and signals need nothing more.
  */
 
+/* What PK_ARCH_RET_COMMON (and the full stub) save: tramp.c sets it once. */
+#define PK_VSAVE_FX 0		/* fxsave64: no XSAVE enabled */
+#define PK_VSAVE_XSAVE 1
+#define PK_VSAVE_XSAVEC 2
+struct pk_arch_vsave {
+	uint64_t size;		/* bytes, a multiple of 64, >= 576 */
+	uint32_t mask_lo, mask_hi; /* XSAVE's requested-feature bitmap */
+	uint32_t kind;		/* PK_VSAVE_* */
+};
+_Static_assert(sizeof(struct pk_arch_vsave) == 24, "ret_common.h's offsets");
+PK_HIDDEN extern struct pk_arch_vsave pk_arch_vsave;
+
 #define PK_TRAMP_CHUNK_SIZE (64 * 1024)
-#define PK_TRAMP_HEAD 512
+#define PK_TRAMP_HEAD 2048
 #define PK_TRAMP_SLOT_SIZE 64
 #define PK_TRAMP_SLOT_ENTRY 8
 #define PK_TRAMP_SLOT_RET 18
