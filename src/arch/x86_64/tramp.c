@@ -385,17 +385,23 @@ static size_t build_divert(uint8_t *b, const struct pk_tramp_env *env)
 {
 	size_t n = 0;
 
-	n += put(b + n, "\x64\x4c\x8b\x1c\x25", 5);	/* mov %fs:to,%r11 */
-	n += pk_tramp_put32(b + n, tp_off(env->divert_to));
 	n += put(b + n, "\x64\xff\x34\x25", 4);		/* push %fs:cont */
 	n += pk_tramp_put32(b + n, tp_off(env->divert_cont));
 	n += put(b + n, "\x8f\x04\x24", 3);		/* popq (%rsp): over
 							   the return address */
+	/*
+	 * "to" is read before the request is marked taken (a signal
+	 * handler's hit may post another after), kept in the red zone (no
+	 * register is free: a -fipa-ra caller may keep a value even in r11)
+	 * and jumped to from there.
+	 */
+	n += put(b + n, "\x64\xff\x34\x25", 4);		/* push %fs:to */
+	n += pk_tramp_put32(b + n, tp_off(env->divert_to));
 	n += put(b + n, "\x64\x80\x0c\x25", 4);		/* orb $1,%fs:sp */
 	n += pk_tramp_put32(b + n, tp_off(env->divert_sp));
 	b[n++] = 1;
-	n += put(b + n, "\x48\x8d\x64\x24\x08", 5);	/* lea rsp,[rsp+8] */
-	n += put(b + n, "\x41\xff\xe3", 3);		/* jmp *%r11 */
+	n += put(b + n, "\x48\x8d\x64\x24\x10", 5);	/* lea rsp,[rsp+16] */
+	n += put(b + n, "\xff\x64\x24\xf0", 4);		/* jmp *-16(%rsp) */
 	return n;
 }
 

@@ -49,8 +49,9 @@
  * address of the fast stub's return address. The stub's cmp then sets ZF,
  * the slot's je reaches the divert code with the function's stack pointer
  * (its return address on top), which writes cont over that return address,
- * marks the request taken (sp | 1), pops the word and jumps to "to" (through
- * r11, free at a function's entry: PLT stubs clobber it). PK_TRAMP_STUB_SP
+ * marks the request taken (sp | 1), pops the word and jumps to "to" (read
+ * before the mark, through the red zone below the word: no register is
+ * free even at an entry, see "Vector state"). PK_TRAMP_STUB_SP
  * leads from the stub's return-address word to the function's stack
  * pointer.
  *
