@@ -12,6 +12,7 @@
  */
 #include <cpuid.h>
 #include <stdio.h>
+#include <xmmintrin.h>
 #include <string.h>
 
 #include "harness.h"
@@ -67,10 +68,21 @@ static void ret_x87(struct pk_retprobe *rp, struct pk_regs *r, void *data,
 			 "st(6)", "st(7)");
 }
 
-static struct pk_probe *arm(void *fn, size_t off, unsigned int flags,
-			    const char *what)
+/* All eight x87 registers, and an inexact division (MXCSR's PE flag). */
+static void pre_x87(struct pk_probe *p, struct pk_regs *r, void *ctx)
 {
-	PK_OPTS(pk_probe_opts, o, .addr = fn, .offset = off, .pre = pre_clobber,
+	volatile double a = 1, b = 3;
+
+	(void)p, (void)r, (void)ctx;
+	hits++;
+	a = a / b;
+	ret_x87(NULL, NULL, NULL, NULL);
+}
+
+static struct pk_probe *arm_with(void *fn, size_t off, unsigned int flags,
+				 pk_probe_handler_fn pre, const char *what)
+{
+	PK_OPTS(pk_probe_opts, o, .addr = fn, .offset = off, .pre = pre,
 		.flags = flags);
 	struct pk_probe *p = NULL;
 
@@ -81,6 +93,12 @@ static struct pk_probe *arm(void *fn, size_t off, unsigned int flags,
 		return NULL;
 	}
 	return p;
+}
+
+static struct pk_probe *arm(void *fn, size_t off, unsigned int flags,
+			    const char *what)
+{
+	return arm_with(fn, off, flags, pre_clobber, what);
 }
 
 static void disarm(struct pk_probe *p)
@@ -174,6 +192,60 @@ static void mid_ymm(unsigned int flags)
 	bad += !ASSERT_EQ(out[8], x + 2, "xmm8 across a mid-function probe");
 	if (bad)
 		printf("  %s probe: %d of 9 vector values lost\n", kind_name(flags), bad);
+	disarm(p);
+}
+
+/* st0 and MXCSR live across an offset probe whose handler uses both. */
+static void mid_x87(unsigned int flags)
+{
+	struct pk_probe *p = arm_with((void *)vt_mid_x87, vt_mid_x87_off, flags,
+				      pre_x87, "offset probe in vt_mid_x87");
+	static const double in = 42.5;
+	unsigned int csr = _mm_getcsr();
+	uint64_t out[2] = { 0, 0 };
+	double v;
+	int h = hits;
+
+	if (!p)
+		return;
+	_mm_setcsr(csr & ~0x3fu);	/* no exception flag set */
+	vt_mid_x87(&in, out);
+	_mm_setcsr(csr);
+	ASSERT_TRUE(hits > h, "the handler ran");
+	memcpy(&v, &out[0], sizeof(v));
+	if (!ASSERT_EQ((long long)(v * 10), 425, "st0 across a mid-function probe"))
+		printf("  %s probe: st0 is %g\n", kind_name(flags), v);
+	if (!ASSERT_EQ(out[1] & 0x3f, 0, "MXCSR's flags across a mid-function probe"))
+		printf("  %s probe: MXCSR %#x\n", kind_name(flags), (unsigned int)out[1]);
+	disarm(p);
+}
+
+/*
+ * An entry probe leaves the upper state as it found it: not in use
+ * (XGETBV(1)'s XINUSE bit 2), where the CPU reports it, when the call
+ * was made with it clean. (Saving and restoring ymm0-15 would leave it
+ * in use, all zero, and SSE code slower after on many CPUs.)
+ */
+static void entry_clean(void)
+{
+	struct pk_probe *p;
+	unsigned int ea, eb, ec, ed, lo, hi;
+	long v;
+
+	__cpuid_count(0xd, 1, ea, eb, ec, ed);
+	if (!(ea & 0x4)) {
+		printf("no XGETBV(1): the upper state's use is not checked\n");
+		return;
+	}
+	p = arm((void *)vt_leaf, 0, 0, "entry probe on vt_leaf");
+	if (!p)
+		return;
+	__asm__ volatile("vzeroupper");
+	v = vt_leaf(4);
+	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(1));
+	(void)hi;
+	ASSERT_EQ(v, 5, "vt_leaf(4)");
+	ASSERT_EQ(lo & 4, 0, "ymm upper state not in use after an entry probe hit");
 	disarm(p);
 }
 
@@ -293,7 +365,9 @@ int main(void)
 		mid_xmm9(flags);
 		mid_ymm(flags);
 		entry_ipa(flags);
+		mid_x87(flags);
 	}
+	entry_clean();
 	ret_ipa();
 	ret_values();
 	return t_exit();

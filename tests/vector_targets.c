@@ -122,6 +122,29 @@ __asm__(".text\n"
 	".text\n"
 
 	/*
+	 * void vt_mid_x87(const double *in, uint64_t out[2]): *in in st0
+	 * across the probe, stored as a double to out[0] after it; MXCSR
+	 * stored after it to out[1] (its exception flags as the caller left
+	 * them, a handler's arithmetic aside).
+	 */
+	".globl vt_mid_x87\n"
+	".type vt_mid_x87,@function\n"
+	"vt_mid_x87:\n"
+	"	endbr64\n"
+	"	fldl (%rdi)\n"
+	"1:	mov %rdi, %rax\n"
+	"	mov %rax, %rdx\n"
+	"	mov %rdx, %rcx\n"
+	"	fstpl (%rsi)\n"
+	"	stmxcsr 8(%rsi)\n"
+	"	ret\n"
+	".size vt_mid_x87, .-vt_mid_x87\n"
+	".section .rodata\n"
+	".globl vt_mid_x87_off\n"
+	"vt_mid_x87_off: .long 1b - vt_mid_x87\n"
+	".text\n"
+
+	/*
 	 * long vt_leaf(long x): x + 1, touching rax only, as a callee whose
 	 * caller was compiled with GCC's -fipa-ra (the default at -O2) sees
 	 * it: the caller may keep values in any register the callee leaves

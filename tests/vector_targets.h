@@ -17,8 +17,9 @@ void *vt_addr_ret4(void);	/* __m256d vt_ret4(double) */
 /* The probed functions behind them, and the assembly ones. */
 long vt_mid_xmm9(long x);
 void vt_mid_ymm(long x, long out[12]);
+void vt_mid_x87(const double *in, uint64_t out[2]);
 long vt_leaf(long x);
 long vt_ipa_caller(long x, long out[16]);
-extern const uint32_t vt_mid_xmm9_off, vt_mid_ymm_off;
+extern const uint32_t vt_mid_xmm9_off, vt_mid_ymm_off, vt_mid_x87_off;
 
 #endif /* PK_TEST_VECTOR_TARGETS_H */

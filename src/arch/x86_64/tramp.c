@@ -11,7 +11,8 @@
  * The stubs save and restore every register a handler may see or change,
  * so handlers are plain C: a struct pk_regs on the stack (the stub's return
  * address is its last word, pk_private_ret), the stack aligned to 16 for
- * the call, xmm0-7 (the vector argument registers) around it, DF cleared.
+ * the call, the vector state around it on a 64-byte aligned area below
+ * (as tramp.h's "Vector state" says), DF cleared.
  * The call and the stub's ret pair up, so the return stack buffer predicts
  * both. Skipping the saved flags (the fast stub) instead of popf saves more
  * than the rest of the stub costs.
@@ -74,21 +75,12 @@ static size_t put(uint8_t *b, const void *bytes, size_t len)
 #define XS_PKRU 0x200ull
 #define XS_AMX 0x60000ull	/* TILECFG, TILEDATA */
 
-/* How the fast stub saves the vector registers. */
-enum vec_fast {
-	FAST_XMM,	/* no AVX: xmm0-15 */
-	FAST_YMM,	/* AVX, no AVX-512: ymm0-15 whole, or xmm0-15 and
-			   vzeroupper when XGETBV(1) says no upper half is
-			   in use */
-	FAST_XSAVE,	/* AVX-512: XSAVE(C) of SSE, AVX and AVX-512 state */
-};
-
+/* How a stub saves its vector state: PK_VSAVE_* (tramp.h). */
 static struct {
-	enum vec_fast fast;
-	int xinuse;		/* XGETBV(1): XINUSE, the state in use */
-	uint64_t fast_mask;	/* FAST_XSAVE: its components */
+	struct pk_arch_vsave full;	/* the full stub's */
 } vec;
 
+/* The fast stub's and the return trampoline's (PK_ARCH_RET_COMMON reads it). */
 struct pk_arch_vsave pk_arch_vsave;
 
 static void xgetbv(uint32_t idx, uint32_t *lo, uint32_t *hi)
@@ -112,6 +104,14 @@ static uint32_t xsave_size(uint64_t mask)
 	return (size + 63) & ~63u;
 }
 
+static void set_xsave(struct pk_arch_vsave *v, int xsavec, uint64_t m)
+{
+	v->mode = xsavec ? PK_VSAVE_XSAVEC : PK_VSAVE_XSAVE;
+	v->mask_lo = (uint32_t)m;
+	v->mask_hi = (uint32_t)(m >> 32);
+	v->size = xsave_size(m);
+}
+
 /* What the CPU and the kernel give this process: once, before any stub. */
 static void vec_init_once(void)
 {
@@ -119,38 +119,29 @@ static void vec_init_once(void)
 	uint64_t xcr0 = 0;
 	int xsavec = 0;
 
-	vec.fast = FAST_XMM;
-	pk_arch_vsave.kind = PK_VSAVE_FX;
-	pk_arch_vsave.size = 576;	/* 512, and room for the header
-					   PK_ARCH_RET_COMMON clears anyway */
+	vec.full = (struct pk_arch_vsave){ .mode = PK_VSAVE_FX, .size = 512 };
+	pk_arch_vsave = (struct pk_arch_vsave){ .mode = PK_VSAVE_XMM, .size = 256 };
 	if (__get_cpuid(1, &a, &b, &c, &d) && (c & bit_OSXSAVE) &&
 	    __get_cpuid_max(0, NULL) >= 0xd) {
 		xgetbv(0, &lo, &hi);
 		xcr0 = (uint64_t)hi << 32 | lo;
 		__cpuid_count(0xd, 1, a, b, c, d);
 		xsavec = !!(a & 0x2);
-		vec.xinuse = !!(a & 0x4);
 	}
-	if ((xcr0 & (XS_X87 | XS_SSE)) == (XS_X87 | XS_SSE)) {
-		/*
-		 * Everything a handler may change but PKRU (not vector
-		 * state: changed only on purpose, by pkey_set()) and AMX
-		 * tiles (usable only after arch_prctl(ARCH_REQ_XCOMP_PERM);
-		 * no compiler or libc uses them behind a handler's back).
-		 */
-		uint64_t m = xcr0 & ~(XS_PKRU | XS_AMX);
-
-		pk_arch_vsave.kind = xsavec ? PK_VSAVE_XSAVEC : PK_VSAVE_XSAVE;
-		pk_arch_vsave.mask_lo = (uint32_t)m;
-		pk_arch_vsave.mask_hi = (uint32_t)(m >> 32);
-		pk_arch_vsave.size = xsave_size(m);
-		if ((xcr0 & XS_AVX512) == XS_AVX512) {
-			vec.fast = FAST_XSAVE;
-			vec.fast_mask = XS_SSE | XS_AVX | XS_AVX512;
-		} else if (xcr0 & XS_AVX) {
-			vec.fast = FAST_YMM;
-		}
-	}
+	if ((xcr0 & (XS_X87 | XS_SSE)) != (XS_X87 | XS_SSE))
+		return;
+	/*
+	 * Inside a function: everything a handler may change but PKRU (not
+	 * vector state: changed only on purpose, by pkey_set()) and the AMX
+	 * tiles (usable only after arch_prctl(ARCH_REQ_XCOMP_PERM); no
+	 * compiler or libc uses them behind a handler's back).
+	 */
+	set_xsave(&vec.full, xsavec, xcr0 & ~(XS_PKRU | XS_AMX));
+	if ((xcr0 & XS_AVX512) == XS_AVX512)
+		set_xsave(&pk_arch_vsave, xsavec, XS_SSE | XS_AVX | XS_AVX512);
+	else if (xcr0 & XS_AVX)
+		pk_arch_vsave = (struct pk_arch_vsave){ .mode = PK_VSAVE_YMM,
+							.size = 512 };
 }
 
 static void vec_init(void)
@@ -160,7 +151,7 @@ static void vec_init(void)
 	pthread_once(&once, vec_init_once);
 }
 
-/* op (a 0x0f-map or VEX opcode) with @reg and [rsp + @disp]: its bytes. */
+/* The ModRM, SIB and displacement of [rsp + @disp] with register @reg. */
 static size_t modrm_rsp(uint8_t *b, unsigned int reg, int32_t disp)
 {
 	size_t n = 0;
@@ -204,6 +195,24 @@ static size_t ymm_moves(uint8_t *b, int load)
 	return n;
 }
 
+/*
+ * After ymm_moves(): r12b = 1 if every saved upper half is zero (then
+ * vzeroupper after the restore gives back exactly that, with the upper
+ * state clean for SSE code). xmm0 is scratch (saved).
+ */
+static size_t ymm_uppers_zero(uint8_t *b)
+{
+	size_t n = put(b, "\xc5\xf9\x6f", 3);		/* vmovdqa xmm0,[rsp+16] */
+
+	n += modrm_rsp(b + n, 0, 16);
+	for (int32_t r = 1; r < 16; r++) {
+		n += put(b + n, "\xc5\xf9\xeb", 3);	/* vpor xmm0,xmm0,[..] */
+		n += modrm_rsp(b + n, 0, 32 * r + 16);
+	}
+	return n + put(b + n, "\xc4\xe2\x79\x17\xc0"	/* vptest xmm0,xmm0 */
+		       "\x41\x0f\x94\xc4", 9);		/* sete r12b */
+}
+
 /* mov $@m's halves, %eax / %edx: the XSAVE feature request. */
 static size_t xsave_mask(uint8_t *b, uint64_t m)
 {
@@ -216,7 +225,7 @@ static size_t xsave_mask(uint8_t *b, uint64_t m)
 	return n;
 }
 
-/* The XSAVE header (the area's bytes 512-575) zeroed, XRSTOR wants. */
+/* The XSAVE header (the area's bytes 512-575) zeroed, as XRSTOR wants. */
 static size_t xsave_header(uint8_t *b)
 {
 	size_t n = put(b, "\x31\xc0", 2);		/* xor eax,eax */
@@ -239,80 +248,48 @@ static size_t xs_insn(uint8_t *b, uint8_t op, unsigned int ext)
 	return 5;
 }
 
-/* A rel32 jump or jcc's field at @field, to @to (offsets in one buffer). */
-static void link32(uint8_t *b, size_t field, size_t to)
-{
-	pk_tramp_put32(b + field, (uint32_t)(int32_t)(to - (field + 4)));
-}
-
 /*
- * The stub's vector save (@load 0) or restore (1), with rsp at its area
- * (vec_area() bytes, 64-aligned). @full: inside a function, where every
- * register a handler may change is live; else at a function's entry.
+ * A stub's vector save (@load 0) or restore (1) as @v says, with rsp at
+ * its area (@v->size bytes, 64-aligned). @full: inside a function, where
+ * the x87 stack may hold values: emptied (emms) for the handler after the
+ * save.
  */
-static size_t vec_code(uint8_t *b, int full, int load)
+static size_t vec_code(uint8_t *b, const struct pk_arch_vsave *v, int full,
+		       int load)
 {
+	uint64_t m = (uint64_t)v->mask_hi << 32 | v->mask_lo;
 	size_t n = 0;
 
-	if (full || vec.fast == FAST_XSAVE) {
-		uint64_t m = full ? (uint64_t)pk_arch_vsave.mask_hi << 32 |
-				    pk_arch_vsave.mask_lo : vec.fast_mask;
-
-		if (pk_arch_vsave.kind == PK_VSAVE_FX)
-			return n + xs_insn(b + n, 0xae, load ? 1 : 0);
+	switch (v->mode) {
+	case PK_VSAVE_XMM:
+		return xmm_moves(b, load);
+	case PK_VSAVE_YMM:
+		n = ymm_moves(b, load);
+		if (!load)
+			return n + ymm_uppers_zero(b + n);
+		return n + put(b + n, "\x45\x84\xe4"	/* test r12b,r12b */
+			       "\x74\x03"		/* jz +3 */
+			       "\xc5\xf8\x77", 8);	/* vzeroupper */
+	case PK_VSAVE_FX:
+		n = xs_insn(b, 0xae, load ? 1 : 0);	/* fx(save|rstor)64 */
+		break;
+	default:
 		if (!load)
 			n += xsave_header(b + n);
 		n += xsave_mask(b + n, m);
 		if (load)
 			n += xs_insn(b + n, 0xae, 5);	/* xrstor64 */
-		else if (pk_arch_vsave.kind == PK_VSAVE_XSAVEC)
+		else if (v->mode == PK_VSAVE_XSAVEC)
 			n += xs_insn(b + n, 0xc7, 4);	/* xsavec64 */
 		else
 			n += xs_insn(b + n, 0xae, 4);	/* xsave64 */
-		if (!load && (m & XS_X87))
-			n += put(b + n, "\x0f\x77", 2);	/* emms: an empty x87
+		break;
+	}
+	if (!load && full)
+		n += put(b + n, "\x0f\x77", 2);		/* emms: an empty x87
 							   stack, as a C
 							   function expects */
-		return n;
-	}
-	if (vec.fast == FAST_XMM)
-		return xmm_moves(b, load);
-	if (!vec.xinuse)
-		return ymm_moves(b, load);
-	/* FAST_YMM with XINUSE: r12 (callee-saved) keeps what XGETBV said. */
-	if (!load)
-		n += put(b + n, "\xb9\x01\x00\x00\x00"	/* mov ecx,1 */
-			 "\x0f\x01\xd0"			/* xgetbv */
-			 "\x41\x89\xc4"			/* mov r12d,eax */
-			 "\xa8\x04", 13);		/* test al,XS_AVX */
-	else
-		n += put(b + n, "\x41\xf6\xc4\x04", 4);	/* test r12b,XS_AVX */
-	{
-		size_t jnz, jmp;
-
-		n += put(b + n, "\x0f\x85", 2);		/* jnz: in use */
-		jnz = n;
-		n += 4;
-		n += xmm_moves(b + n, load);
-		if (load)
-			n += put(b + n, "\xc5\xf8\x77", 3);	/* vzeroupper:
-								   as before */
-		b[n++] = 0xe9;				/* jmp over */
-		jmp = n;
-		n += 4;
-		link32(b, jnz, n);
-		n += ymm_moves(b + n, load);
-		link32(b, jmp, n);
-	}
 	return n;
-}
-
-/* The area vec_code() uses, below a 64-aligned stack pointer. */
-static int32_t vec_area(int full)
-{
-	if (full || vec.fast == FAST_XSAVE)
-		return (int32_t)pk_arch_vsave.size;
-	return vec.fast == FAST_XMM ? 256 : 512;
 }
 
 /* ------------------------------------------------------------ chunk head */
@@ -351,16 +328,18 @@ static size_t build_stub(uint8_t *b, size_t off, int full, int32_t dsp)
 	static const uint8_t pop_flags[] = {
 		0x9d,					/* popf */
 	};
+
+	const struct pk_arch_vsave *v = full ? &vec.full : &pk_arch_vsave;
 	size_t n = put(b, save, sizeof(save));
 
-	n += pk_tramp_put32(b + n, (uint32_t)vec_area(full));	/* the area */
-	n += vec_code(b + n, full, 0);
+	n += pk_tramp_put32(b + n, (uint32_t)v->size);	/* the area */
+	n += vec_code(b + n, v, full, 0);
 	b[n++] = 0xfc;					/* cld */
 	n += put(b + n, "\xff\x15", 2);		/* call [rip+rel32] */
 	n += pk_tramp_put32(b + n,
 			    (int32_t)((full ? HEAD_DISPATCH_FULL : HEAD_DISPATCH) -
 				      (off + n + 4)));
-	n += vec_code(b + n, full, 1);
+	n += vec_code(b + n, v, full, 1);
 	n += put(b + n, restore, sizeof(restore));
 	if (full) {
 		n += put(b + n, pop_flags, sizeof(pop_flags));

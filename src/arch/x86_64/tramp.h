@@ -17,7 +17,7 @@
  * A chunk (PK_TRAMP_CHUNK_SIZE bytes, aligned to its size, mapped within
  * rel32 reach of the code it serves, never writable):
  *
- *   +0    fast stub: save flags, GPRs and the vector argument registers
+ *   +0    fast stub: save flags, GPRs and the vector registers
  *         (below) as a struct pk_regs, call the fast dispatcher
  *         (pre-handlers at a function's entry), restore all but the flags
  *         (none is live at an entry: SysV ABI, DF clear), then
@@ -73,19 +73,22 @@
  *   the argument registers xmm/ymm/zmm0-7: a caller compiled by GCC with
  *   -fipa-ra (the default from -O2) keeps values in any register the
  *   callee, when it binds locally, is known not to write. Not the x87
- *   stack (empty at a call: the ABI, which -fipa-ra keeps) nor the
- *   MXCSR and x87 control words (callee-saved: a handler keeps them).
- *   Without AVX: movaps xmm0-15. AVX without AVX-512: vmovaps ymm0-15;
- *   where XGETBV(1) reports XINUSE, only when the AVX state is in use
- *   (XINUSE bit 2), else movaps xmm0-15 and vzeroupper after (the upper
- *   halves were zero: this restores them exactly and leaves the upper
- *   state clean for SSE code). AVX-512: XSAVEC (else XSAVE) of the SSE,
- *   AVX, opmask and ZMM components.
- * - Inside a function (the full stub) and at a return (PK_ARCH_RET_COMMON:
- *   rax, rdx, xmm0/xmm1, ymm0/zmm0 and st0/st1 hold return values, and
- *   -fipa-ra callers rely on the rest as at an entry): everything, XSAVEC
- *   (else XSAVE; FXSAVE without XSAVE) of the components XCR0 enables but
- *   PKRU and the AMX tiles (struct pk_arch_vsave), then emms, so the
+ *   stack (empty at a call: the ABI, which -fipa-ra keeps) nor the MXCSR
+ *   and x87 control words (callee-saved: a handler keeps them).
+ *   pk_arch_vsave says how: without AVX movaps xmm0-15; with AVX but not
+ *   AVX-512 vmovaps ymm0-15, then, if every upper half was zero,
+ *   vzeroupper after the restore (the same values, and the upper state
+ *   left clean, not "in use", for SSE code after; XGETBV(1) would tell
+ *   directly, but costs 38 ns where this was measured); with AVX-512
+ *   XSAVEC (else XSAVE) of the SSE, AVX, opmask and ZMM components.
+ * - At a return (PK_ARCH_RET_COMMON): the same as at an entry (-fipa-ra
+ *   callers again), and the x87 return values: st0 and st1, stored and
+ *   reloaded while fxam finds them non-empty (the status word's
+ *   condition codes are dead at a return), so the handler finds an empty
+ *   x87 stack.
+ * - Inside a function (the full stub): everything, XSAVEC (else XSAVE;
+ *   FXSAVE without XSAVE) of the components XCR0 enables but PKRU and
+ *   the AMX tiles, with MXCSR and the whole x87 state, then emms, so the
  *   handler finds an empty x87 stack; XRSTOR after.
  *
  * Never XSAVEOPT: its modified optimisation skips components unchanged
@@ -95,14 +98,22 @@
  * much), so nesting and signals need nothing more.
  */
 
-/* What PK_ARCH_RET_COMMON (and the full stub) save: tramp.c sets it once. */
-#define PK_VSAVE_FX 0		/* fxsave64: no XSAVE enabled */
-#define PK_VSAVE_XSAVE 1
-#define PK_VSAVE_XSAVEC 2
+/*
+ * How a stub saves the vector state: the fast stub and PK_ARCH_RET_COMMON
+ * as pk_arch_vsave says (tramp.c sets it once, before any stub exists),
+ * the full stub as tramp.c's own copy for it.
+ */
+#define PK_VSAVE_XMM 0		/* movaps xmm0-15 */
+#define PK_VSAVE_YMM 1		/* vmovaps ymm0-15, vzeroupper if the upper
+				   halves were all zero */
+#define PK_VSAVE_FX 2		/* fxsave64 */
+#define PK_VSAVE_XSAVE 3	/* xsave64 of mask */
+#define PK_VSAVE_XSAVEC 4	/* xsavec64 of mask */
 struct pk_arch_vsave {
-	uint64_t size;		/* bytes, a multiple of 64, >= 576 */
+	uint64_t size;		/* the area's bytes, a multiple of 64 */
 	uint32_t mask_lo, mask_hi; /* XSAVE's requested-feature bitmap */
-	uint32_t kind;		/* PK_VSAVE_* */
+	uint32_t mode;		/* PK_VSAVE_* */
+	uint32_t pad;
 };
 _Static_assert(sizeof(struct pk_arch_vsave) == 24, "ret_common.h's offsets");
 PK_HIDDEN extern struct pk_arch_vsave pk_arch_vsave;
