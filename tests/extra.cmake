@@ -185,4 +185,15 @@ if(TARGET test_probe_vector)
   set_target_properties(test_probe_vector PROPERTIES ENABLE_EXPORTS ON)
   pk_test_variant(test_probe_vector hijack PROBEKIT_RETPROBE_HIJACK=1)
 endif()
+# test_arch_tramp builds chunk heads in every vector save mode (forced by
+# a hook compiled only into it, PK_TEST_TRAMP) and calls the stubs and a
+# return trampoline instance directly: tramp.c and what it calls, compiled in.
+if(TARGET test_arch_tramp)
+  target_sources(test_arch_tramp PRIVATE ${PROJECT_SOURCE_DIR}/src/arch/x86_64/tramp.c
+                                         ${PROJECT_SOURCE_DIR}/src/arch/x86_64/reloc.c
+                                         ${PROJECT_SOURCE_DIR}/src/arch/x86_64/encode.c
+                                         ${PROJECT_SOURCE_DIR}/src/arch/x86_64/decode.c)
+  target_compile_definitions(test_arch_tramp PRIVATE PK_TEST_TRAMP)
+  target_link_libraries(test_arch_tramp PRIVATE Zydis::Zydis)
+endif()
 # ---- end probe, vector registers ----

@@ -151,6 +151,23 @@ static void vec_init(void)
 	pthread_once(&once, vec_init_once);
 }
 
+#ifdef PK_TEST_TRAMP
+/*
+ * test_arch_tramp only (tramp.c compiled into it; never in the library):
+ * the stubs built from now on save as @fast (the fast stub and
+ * PK_ARCH_RET_COMMON) and @full say, as on a CPU with fewer features.
+ */
+void pk_arch_tramp_test_modes(const struct pk_arch_vsave *fast,
+			      const struct pk_arch_vsave *full);
+void pk_arch_tramp_test_modes(const struct pk_arch_vsave *fast,
+			      const struct pk_arch_vsave *full)
+{
+	vec_init();
+	pk_arch_vsave = *fast;
+	vec.full = *full;
+}
+#endif
+
 /* The ModRM, SIB and displacement of [rsp + @disp] with register @reg. */
 static size_t modrm_rsp(uint8_t *b, unsigned int reg, int32_t disp)
 {
