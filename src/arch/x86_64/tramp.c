@@ -106,10 +106,21 @@ static uint32_t xsave_size(uint64_t mask)
 
 static void set_xsave(struct pk_arch_vsave *v, int xsavec, uint64_t m)
 {
+	uint32_t a, b, c, d;
+
 	v->mode = xsavec ? PK_VSAVE_XSAVEC : PK_VSAVE_XSAVE;
 	v->mask_lo = (uint32_t)m;
 	v->mask_hi = (uint32_t)(m >> 32);
 	v->size = xsave_size(m);
+	if (xsavec) {
+		/*
+		 * The compacted form of fewer components is no larger; the
+		 * size of all of them (XCR0 | IA32_XSS), as a bound anyway.
+		 */
+		__cpuid_count(0xd, 1, a, b, c, d);
+		if (((b + 63) & ~63u) > v->size)
+			v->size = (b + 63) & ~63u;
+	}
 }
 
 /* What the CPU and the kernel give this process: once, before any stub. */
