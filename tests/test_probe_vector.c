@@ -30,11 +30,15 @@ static void use_libc(void)
 	hits += strlen(buf) > 0;
 }
 
+static int have_avx512;
+
 static void pre_clobber(struct pk_probe *p, struct pk_regs *r, void *ctx)
 {
 	(void)p, (void)r, (void)ctx;
 	use_libc();
 	vt_clobber_vector();
+	if (have_avx512)
+		vt_clobber_avx512();
 }
 
 /* A handler's own use of the caller-saved general registers. */
@@ -52,6 +56,8 @@ static void ret_clobber(struct pk_retprobe *rp, struct pk_regs *r, void *data,
 	(void)rp, (void)r, (void)data, (void)ctx;
 	use_libc();
 	vt_clobber_vector();
+	if (have_avx512)
+		vt_clobber_avx512();
 	clobber_gprs();
 }
 
@@ -249,6 +255,57 @@ static void entry_clean(void)
 	disarm(p);
 }
 
+/* zmm16 (all lanes) and k1 as vt_avx512_caller() / vt_mid_zmm() left them. */
+static void check_zmm(const long out[10], long x, const char *what)
+{
+	int bad = 0;
+
+	for (int i = 0; i < 8; i++)
+		bad += out[i] != x + 1;
+	bad += (out[8] & 0xffff) != ((x + 2) & 0xffff);
+	if (bad)
+		printf("  %s: %d of 9 zmm16 lanes and k1 lost\n", what, bad);
+	ASSERT_EQ(bad, 0, what);
+}
+
+/* AVX-512: zmm16 and k1 across entry, mid-function and return probes. */
+static void avx512(void)
+{
+	struct pk_retprobe *rp;
+	struct pk_probe *p;
+	long out[10];
+
+	memset(out, 0, sizeof(out));
+	vt_avx512_caller(0x300, out);
+	check_zmm(out, 0x300, "zmm16/k1 across vt_leaf unprobed");
+	for (int k = 0; k < 2; k++) {
+		unsigned int flags = k ? PK_PROBE_F_INT3 : 0;
+
+		p = arm((void *)vt_leaf, 0, flags, "entry probe on vt_leaf");
+		if (p) {
+			memset(out, 0, sizeof(out));
+			vt_avx512_caller(0x400, out);
+			check_zmm(out, 0x400, "zmm16/k1 across an entry probe");
+			disarm(p);
+		}
+		p = arm((void *)vt_mid_zmm, vt_mid_zmm_off, flags,
+			"offset probe in vt_mid_zmm");
+		if (p) {
+			memset(out, 0, sizeof(out));
+			vt_mid_zmm(0x500, out);
+			check_zmm(out, 0x500, "zmm16/k1 across a mid-function probe");
+			disarm(p);
+		}
+	}
+	rp = arm_ret((void *)vt_leaf, ret_clobber, "return probe on vt_leaf");
+	if (rp) {
+		memset(out, 0, sizeof(out));
+		vt_avx512_caller(0x600, out);
+		check_zmm(out, 0x600, "zmm16/k1 across a return probe");
+		disarm_ret(rp);
+	}
+}
+
 /* What vt_ipa_caller() finds after its call to vt_leaf(x). */
 static int check_ipa(long x, const char *what)
 {
@@ -346,9 +403,9 @@ int main(void)
 	if (!__builtin_cpu_supports("avx") || !__builtin_cpu_supports("avx2"))
 		SKIP("the CPU has no AVX2 (the targets are built with -mavx2)");
 	__cpuid_count(7, 0, a, b, c, d);
-	printf("AVX-512F: %s\n", (b & bit_AVX512F) ?
-	       "present, but this test has no zmm/k case yet" :
-	       "absent: no zmm/k case");
+	have_avx512 = (b & bit_AVX512F) && __builtin_cpu_supports("avx512f");
+	printf("AVX-512F: %s\n", have_avx512 ? "present: zmm/k cases run" :
+	       "absent: the zmm/k cases do not run");
 	/* Reference results, unprobed. */
 	{
 		static const double x[4] = { 1, 2, 3, 4 }, y[4] = { 10, 20, 30, 40 };
@@ -370,5 +427,7 @@ int main(void)
 	entry_clean();
 	ret_ipa();
 	ret_values();
+	if (have_avx512)
+		avx512();
 	return t_exit();
 }

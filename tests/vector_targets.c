@@ -219,3 +219,66 @@ T_NOINLINE long double vt_ret_ld(double x)
 
 	return v * 3;
 }
+
+/*
+ * AVX-512 (run only where the CPU has AVX512F): long vt_avx512_caller(long
+ * x, long out[10]) puts x + 1 in every lane of zmm16, the low 16 bits of
+ * x + 2 in k1, calls vt_leaf(x) and stores zmm16 to out[0..7], k1 to
+ * out[8]: what a -fipa-ra caller keeps across a callee that leaves them
+ * alone. long vt_mid_zmm(long x, long out[10]) does the same around a
+ * probe point inside it instead of a call.
+ */
+__asm__(".text\n"
+	".globl vt_avx512_caller\n"
+	".type vt_avx512_caller,@function\n"
+	"vt_avx512_caller:\n"
+	"	endbr64\n"
+	"	push %rbx\n"
+	"	push %r12\n"
+	"	sub $8, %rsp\n"
+	"	mov %rsi, %rbx\n"
+	"	mov %rdi, %r12\n"
+	"	lea 1(%rdi), %rax\n"
+	"	vpbroadcastq %rax, %zmm16\n"
+	"	lea 2(%rdi), %eax\n"
+	"	kmovw %eax, %k1\n"
+	"	call vt_leaf\n"
+	"	vmovdqu64 %zmm16, (%rbx)\n"
+	"	kmovw %k1, %ecx\n"
+	"	mov %rcx, 64(%rbx)\n"
+	"	vzeroupper\n"
+	"	add $8, %rsp\n"
+	"	pop %r12\n"
+	"	pop %rbx\n"
+	"	ret\n"
+	".size vt_avx512_caller, .-vt_avx512_caller\n"
+
+	".globl vt_mid_zmm\n"
+	".type vt_mid_zmm,@function\n"
+	"vt_mid_zmm:\n"
+	"	endbr64\n"
+	"	lea 1(%rdi), %rax\n"
+	"	vpbroadcastq %rax, %zmm16\n"
+	"	lea 2(%rdi), %eax\n"
+	"	kmovw %eax, %k1\n"
+	"1:	mov %rdi, %rax\n"
+	"	mov %rax, %rdx\n"
+	"	mov %rdx, %rcx\n"
+	"	vmovdqu64 %zmm16, (%rsi)\n"
+	"	kmovw %k1, %ecx\n"
+	"	mov %rcx, 64(%rsi)\n"
+	"	vzeroupper\n"
+	"	ret\n"
+	".size vt_mid_zmm, .-vt_mid_zmm\n"
+	".section .rodata\n"
+	".globl vt_mid_zmm_off\n"
+	"vt_mid_zmm_off: .long 1b - vt_mid_zmm\n"
+	".text\n");
+
+/* What a handler compiled for AVX-512 may do: zmm16 and k1 cleared. */
+__attribute__((target("avx512f"))) void vt_clobber_avx512(void)
+{
+	__asm__ volatile("vpxord %%zmm16, %%zmm16, %%zmm16\n\t"
+			 "kxorw %%k1, %%k1, %%k1\n\t"
+			 "vzeroupper" ::: "xmm16", "k1");
+}

@@ -20,6 +20,10 @@ void vt_mid_ymm(long x, long out[12]);
 void vt_mid_x87(const double *in, uint64_t out[2]);
 long vt_leaf(long x);
 long vt_ipa_caller(long x, long out[16]);
+long vt_avx512_caller(long x, long out[10]);
+long vt_mid_zmm(long x, long out[10]);
+void vt_clobber_avx512(void);
+extern const uint32_t vt_mid_zmm_off;
 extern const uint32_t vt_mid_xmm9_off, vt_mid_ymm_off, vt_mid_x87_off;
 
 #endif /* PK_TEST_VECTOR_TARGETS_H */
