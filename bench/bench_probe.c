@@ -4,7 +4,10 @@
 /*
  * probe / entry / ns_overhead        a noinline function called in a loop,
  *                                    probed (empty pre-handler) minus
- *                                    unprobed, per call, within each run
+ *                                    unprobed, per call, within each run;
+ *                                    the default vector save (the loop's
+ *                                    code leaves the ymm upper halves
+ *                                    clean, as compiled code does)
  * probe / entry,threads=T            T threads call it; each measures its own
  *                                    CPU time (CLOCK_THREAD_CPUTIME_ID), so
  *                                    threads waiting for one of the 2 cores
