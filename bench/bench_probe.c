@@ -4,7 +4,10 @@
 /*
  * probe / entry / ns_overhead        a noinline function called in a loop,
  *                                    probed (empty pre-handler) minus
- *                                    unprobed, per call, within each run
+ *                                    unprobed, per call, within each run;
+ *                                    the default vector save (the loop's
+ *                                    code leaves the ymm upper halves
+ *                                    clean, as compiled code does)
  * probe / entry,threads=T            T threads call it; each measures its own
  *                                    CPU time (CLOCK_THREAD_CPUTIME_ID), so
  *                                    threads waiting for one of the 2 cores
@@ -16,6 +19,19 @@
  *                                    trampoline; probed minus unprobed
  * probe / entry,post / ns_overhead   a jump probe with a pre- and a post-
  *                                    handler (a second stub call, popf)
+ * probe / direct_call / ns_per_call  the reference: one unprobed call of
+ *                                    bp_target in the loop
+ * probe / entry,ymm_live / ns_overhead
+ *                                    the entry probe, with the upper half
+ *                                    of a ymm register in use at each call
+ *                                    (AVX without AVX-512: the stub saves
+ *                                    ymm0-15 whole instead of xmm0-15 and
+ *                                    vzeroupper, the default entry case);
+ *                                    both loops set ymm15 before each call
+ * probe / offset / ns_overhead       a jump probe inside a function (bp_mid
+ *                                    +3): the full stub, which saves all
+ *                                    vector and x87 state (XSAVEC) and the
+ *                                    flags
  * probe / return / ns_overhead       the same function with a return probe
  *                                    (empty entry and return handlers),
  *                                    minus unprobed; ratio_vs_unprobed is
@@ -61,6 +77,19 @@ NOINLINE long bp_target(long x)
 	return v + 1;
 }
 
+/* long bp_mid(long x): x + 1; probed at +3, inside it (plain moves there). */
+long bp_mid(long x);
+__asm__(".text\n"
+	".globl bp_mid\n"
+	".type bp_mid,@function\n"
+	"bp_mid:\n"
+	"	mov %rdi, %rax\n"
+	"	lea 1(%rax), %rax\n"
+	"	mov %rax, %rdx\n"
+	"	ret\n"
+	".size bp_mid, .-bp_mid\n");
+#define BP_MID_OFF 3
+
 static void empty(struct pk_probe *p, struct pk_regs *r, void *ctx)
 {
 	(void)p, (void)r, (void)ctx;
@@ -85,6 +114,24 @@ static double loop_ns(unsigned long n)
 
 	for (unsigned long i = 0; i < n; i++)
 		bench_keep(bp_target((long)i));
+	return (bench_now_ns() - t0) / (double)n;
+}
+
+/*
+ * @n calls of @fn (through a volatile pointer: the same call in both
+ * loops); @ymm: ymm15's upper half made non-zero before each call.
+ */
+static double loop_fn_ns(long (*fn)(long), unsigned long n, int ymm)
+{
+	long (*volatile f)(long) = fn;
+	double t0 = bench_now_ns();
+
+	for (unsigned long i = 0; i < n; i++) {
+		if (ymm)
+			__asm__ volatile("vpcmpeqd %%ymm15, %%ymm15, %%ymm15"
+					 ::: "xmm15");
+		bench_keep(f((long)i));
+	}
 	return (bench_now_ns() - t0) / (double)n;
 }
 
@@ -175,6 +222,19 @@ static void add_overhead(struct pk_probe *p, unsigned long n,
 
 	must(pk_probe_register(&p, 1), what);
 	probed = loop_ns(n);
+	must(pk_probe_unregister(&p, 1), what);
+	bench_add(s, probed - plain);
+}
+
+/* As add_overhead(), calling @fn by loop_fn_ns(). */
+static void add_overhead_fn(struct pk_probe *p, long (*fn)(long),
+			    unsigned long n, int ymm, struct bench_series *s,
+			    const char *what)
+{
+	double plain = loop_fn_ns(fn, n, ymm), probed;
+
+	must(pk_probe_register(&p, 1), what);
+	probed = loop_fn_ns(fn, n, ymm);
 	must(pk_probe_unregister(&p, 1), what);
 	bench_add(s, probed - plain);
 }
@@ -327,6 +387,32 @@ int main(int argc, char **argv)
 			add_overhead(q, n, &post, "(un)register post");
 		pk_probe_destroy(q);
 		bench_report("probe", "entry,post", "ns_overhead", "ns", &post);
+	}
+	/* The vector save paths (tramp.h, "Vector state"), and a plain call. */
+	{
+		struct bench_series direct = { 0 }, ymm = { 0 }, mid = { 0 };
+		PK_OPTS(pk_probe_opts, mo, .addr = (void *)bp_mid,
+			.offset = BP_MID_OFF, .pre = empty);
+		struct pk_probe *q = NULL;
+
+		for (int r = 0; r < bench_opts.runs; r++)
+			bench_add(&direct, loop_ns(n));
+		bench_report("probe", "direct_call", "ns_per_call", "ns", &direct);
+		if (__builtin_cpu_supports("avx")) {
+			for (int r = 0; r < bench_opts.runs; r++)
+				add_overhead_fn(p, bp_target, n, 1, &ymm,
+						"(un)register, ymm live");
+			bench_report("probe", "entry,ymm_live", "ns_overhead", "ns",
+				     &ymm);
+		} else {
+			bench_skip("probe", "entry,ymm_live", "ns_overhead",
+				   "the CPU has no AVX");
+		}
+		must(pk_probe_create(&mo, &q), "pk_probe_create(bp_mid+3)");
+		for (int r = 0; r < bench_opts.runs; r++)
+			add_overhead_fn(q, bp_mid, n, 0, &mid, "(un)register offset");
+		pk_probe_destroy(q);
+		bench_report("probe", "offset", "ns_overhead", "ns", &mid);
 	}
 	/* Return probes: entry and return handlers on every call. */
 	{

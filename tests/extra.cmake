@@ -209,3 +209,27 @@ if(TARGET test_probe_unload AND TARGET unloadtarget)
   pk_test_variant(test_probe_unload maps_read PROBEKIT_TEST_MAPS_READ=1)
 endif()
 # ---- end probes: unloads ----
+
+# ---- probe, vector registers (issue 9, item 6) ----
+# test_probe_vector's targets (AVX arguments and return values, assembly
+# that keeps vector registers live) are built with -mavx2 in their own file;
+# the test checks the CPU before calling any of them.
+if(TARGET test_probe_vector)
+  target_sources(test_probe_vector PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/vector_targets.c)
+  set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/vector_targets.c
+    PROPERTIES COMPILE_OPTIONS "-mavx2")
+  set_target_properties(test_probe_vector PROPERTIES ENABLE_EXPORTS ON)
+  pk_test_variant(test_probe_vector hijack PROBEKIT_RETPROBE_HIJACK=1)
+endif()
+# test_arch_tramp builds chunk heads in every vector save mode (forced by
+# a hook compiled only into it, PK_TEST_TRAMP) and calls the stubs and a
+# return trampoline instance directly: tramp.c and what it calls, compiled in.
+if(TARGET test_arch_tramp)
+  target_sources(test_arch_tramp PRIVATE ${PROJECT_SOURCE_DIR}/src/arch/x86_64/tramp.c
+                                         ${PROJECT_SOURCE_DIR}/src/arch/x86_64/reloc.c
+                                         ${PROJECT_SOURCE_DIR}/src/arch/x86_64/encode.c
+                                         ${PROJECT_SOURCE_DIR}/src/arch/x86_64/decode.c)
+  target_compile_definitions(test_arch_tramp PRIVATE PK_TEST_TRAMP)
+  target_link_libraries(test_arch_tramp PRIVATE Zydis::Zydis)
+endif()
+# ---- end probe, vector registers ----

@@ -70,8 +70,9 @@ struct pk_probe;
 /*
  * A pre- or post-handler. It may change the general-purpose registers in
  * regs (and, where flags are restored, the arithmetic flags and DF); it
- * must not use AVX nor change the x87/MXCSR control words (not saved), and
- * must be async-signal-safe if the probed code can run in a signal handler.
+ * may use any vector or x87 register (saved around it), must not change
+ * the x87/MXCSR control words, and must be async-signal-safe if the probed
+ * code can run in a signal handler.
  * The details: probekit(7), PROBES, "Handlers".
  */
 typedef void (*pk_probe_handler_fn)(struct pk_probe *p, struct pk_regs *regs,

@@ -41,7 +41,8 @@ struct pk_retprobe;
 /*
  * The entry handler returns non-zero to skip this call's return handler.
  * The return handler may change rax and rdx only (see pk_regs_ret()).
- * Neither may throw or longjmp, nor use AVX or x87 state; the details:
+ * Neither may throw or longjmp, nor change the x87/MXCSR control words;
+ * vector and x87 registers are saved around both. The details:
  * probekit(7), RETURN PROBES, "Handlers".
  */
 typedef int (*pk_retprobe_entry_fn)(struct pk_retprobe *rp,

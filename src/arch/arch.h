@@ -351,11 +351,12 @@ PK_HIDDEN size_t pk_arch_ret_eh(uint8_t *buf, uintptr_t code, size_t nent,
 
 /*
  * PK_ARCH_RET_COMMON(name, dispatch) - defines @name, where every landing
- * jumps (PK_NOPROBE text, with CFI): it builds a struct pk_regs of what is
- * live after a return (the return value registers, the callee-saved ones;
- * the others are undefined), whose pk_private_ret is the stack word the
- * landing was returned through, calls @dispatch(regs) (the probe layer's),
- * restores the return value registers, and leaves through that word, which
+ * jumps (PK_NOPROBE text, with CFI): it builds a struct pk_regs of the
+ * general registers after a return (flags undefined), whose
+ * pk_private_ret is the stack word the landing was returned through,
+ * saves the vector and x87 state (tramp.h, "Vector state"), calls
+ * @dispatch(regs) (the probe layer's), restores that state and the
+ * caller-saved general registers from regs, and leaves through that word, which
  * @dispatch has set to the real return address: by ret if it left
  * regs->flags non-zero (the return stack buffer holds the landing: a
  * divert), else by jmp. The probe layer instantiates it once, and passes

@@ -11,22 +11,25 @@
  * The stubs save and restore every register a handler may see or change,
  * so handlers are plain C: a struct pk_regs on the stack (the stub's return
  * address is its last word, pk_private_ret), the stack aligned to 16 for
- * the call, xmm0-7 (the vector argument registers) around it, DF cleared.
+ * the call, the vector state around it on a 64-byte aligned area below
+ * (as tramp.h's "Vector state" says), DF cleared.
  * The call and the stub's ret pair up, so the return stack buffer predicts
  * both. Skipping the saved flags (the fast stub) instead of popf saves more
  * than the rest of the stub costs.
  */
+#include <cpuid.h>
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "arch/arch.h"
 
 /* The chunk head (tramp.h's picture). */
 #define STUB_FAST 0
-#define HEAD_DIVERT 192
-#define STUB_FULL 256
-#define HEAD_DISPATCH 496
-#define HEAD_DISPATCH_FULL 504
+#define HEAD_DIVERT 960
+#define STUB_FULL 1024
+#define HEAD_DISPATCH 2032
+#define HEAD_DISPATCH_FULL 2040
 #define DIVERT_LEN 37
 
 #define SLOT_DIVERT 26	/* the je, or its NOP */
@@ -59,6 +62,264 @@ static size_t put(uint8_t *b, const void *bytes, size_t len)
 	return len;
 }
 
+/* ---------------------------------------------------------- vector state */
+
+/*
+ * What a handler may clobber, and what each stub saves of it (tramp.h
+ * gives the reasons): XCR0's state components, by number.
+ */
+#define XS_X87 0x1ull
+#define XS_SSE 0x2ull
+#define XS_AVX 0x4ull
+#define XS_AVX512 0xe0ull	/* opmask k0-7, ZMM_Hi256, Hi16_ZMM */
+#define XS_PKRU 0x200ull
+#define XS_AMX 0x60000ull	/* TILECFG, TILEDATA */
+
+/* How a stub saves its vector state: PK_VSAVE_* (tramp.h). */
+static struct {
+	struct pk_arch_vsave full;	/* the full stub's */
+} vec;
+
+/* The fast stub's and the return trampoline's (PK_ARCH_RET_COMMON reads it). */
+struct pk_arch_vsave pk_arch_vsave;
+
+static void xgetbv(uint32_t idx, uint32_t *lo, uint32_t *hi)
+{
+	__asm__ volatile(".byte 0x0f, 0x01, 0xd0" /* xgetbv */
+			 : "=a"(*lo), "=d"(*hi) : "c"(idx));
+}
+
+/* The standard-format XSAVE area that holds components @mask: its size. */
+static uint32_t xsave_size(uint64_t mask)
+{
+	uint32_t a, b, c, d, size = 576;	/* legacy region and header */
+
+	for (unsigned int i = 2; i < 63; i++) {
+		if (!(mask & (1ull << i)))
+			continue;
+		__cpuid_count(0xd, i, a, b, c, d);
+		if (b + a > size)
+			size = b + a;	/* offset + size */
+	}
+	return (size + 63) & ~63u;
+}
+
+static void set_xsave(struct pk_arch_vsave *v, int xsavec, uint64_t m)
+{
+	uint32_t a, b, c, d;
+
+	v->mode = xsavec ? PK_VSAVE_XSAVEC : PK_VSAVE_XSAVE;
+	v->mask_lo = (uint32_t)m;
+	v->mask_hi = (uint32_t)(m >> 32);
+	v->size = xsave_size(m);
+	if (xsavec) {
+		/*
+		 * The compacted form of fewer components is no larger; the
+		 * size of all of them (XCR0 | IA32_XSS), as a bound anyway.
+		 */
+		__cpuid_count(0xd, 1, a, b, c, d);
+		if (((b + 63) & ~63u) > v->size)
+			v->size = (b + 63) & ~63u;
+	}
+}
+
+/* What the CPU and the kernel give this process: once, before any stub. */
+static void vec_init_once(void)
+{
+	uint32_t a, b, c, d, lo, hi;
+	uint64_t xcr0 = 0;
+	int xsavec = 0;
+
+	vec.full = (struct pk_arch_vsave){ .mode = PK_VSAVE_FX, .size = 512 };
+	pk_arch_vsave = (struct pk_arch_vsave){ .mode = PK_VSAVE_XMM, .size = 256 };
+	if (__get_cpuid(1, &a, &b, &c, &d) && (c & bit_OSXSAVE) &&
+	    __get_cpuid_max(0, NULL) >= 0xd) {
+		xgetbv(0, &lo, &hi);
+		xcr0 = (uint64_t)hi << 32 | lo;
+		__cpuid_count(0xd, 1, a, b, c, d);
+		xsavec = !!(a & 0x2);
+	}
+	if ((xcr0 & (XS_X87 | XS_SSE)) != (XS_X87 | XS_SSE))
+		return;
+	/*
+	 * Inside a function: everything a handler may change but PKRU (not
+	 * vector state: changed only on purpose, by pkey_set()) and the AMX
+	 * tiles (usable only after arch_prctl(ARCH_REQ_XCOMP_PERM); no
+	 * compiler or libc uses them behind a handler's back).
+	 */
+	set_xsave(&vec.full, xsavec, xcr0 & ~(XS_PKRU | XS_AMX));
+	if ((xcr0 & XS_AVX512) == XS_AVX512)
+		set_xsave(&pk_arch_vsave, xsavec, XS_SSE | XS_AVX | XS_AVX512);
+	else if (xcr0 & XS_AVX)
+		pk_arch_vsave = (struct pk_arch_vsave){ .mode = PK_VSAVE_YMM,
+							.size = 512 };
+}
+
+static void vec_init(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, vec_init_once);
+}
+
+#ifdef PK_TEST_TRAMP
+/*
+ * test_arch_tramp only (tramp.c compiled into it; never in the library):
+ * the stubs built from now on save as @fast (the fast stub and
+ * PK_ARCH_RET_COMMON) and @full say, as on a CPU with fewer features.
+ */
+void pk_arch_tramp_test_modes(const struct pk_arch_vsave *fast,
+			      const struct pk_arch_vsave *full);
+void pk_arch_tramp_test_modes(const struct pk_arch_vsave *fast,
+			      const struct pk_arch_vsave *full)
+{
+	vec_init();
+	pk_arch_vsave = *fast;
+	vec.full = *full;
+}
+#endif
+
+/* The ModRM, SIB and displacement of [rsp + @disp] with register @reg. */
+static size_t modrm_rsp(uint8_t *b, unsigned int reg, int32_t disp)
+{
+	size_t n = 0;
+	int d8 = disp >= -128 && disp <= 127;
+
+	b[n++] = (uint8_t)((d8 ? 0x44 : 0x84) | (reg & 7) << 3);
+	b[n++] = 0x24;				/* SIB: [rsp] */
+	if (d8)
+		b[n++] = (uint8_t)disp;
+	else
+		n += pk_tramp_put32(b + n, (uint32_t)disp);
+	return n;
+}
+
+/* movaps xmm@r <-> [rsp + 16 r], r = 0..15; @load: to the register. */
+static size_t xmm_moves(uint8_t *b, int load)
+{
+	size_t n = 0;
+
+	for (unsigned int r = 0; r < 16; r++) {
+		if (r >= 8)
+			b[n++] = 0x44;			/* REX.R */
+		b[n++] = 0x0f;
+		b[n++] = load ? 0x28 : 0x29;
+		n += modrm_rsp(b + n, r, (int32_t)(16 * r));
+	}
+	return n;
+}
+
+/* vmovaps ymm@r <-> [rsp + 32 r], r = 0..15. */
+static size_t ymm_moves(uint8_t *b, int load)
+{
+	size_t n = 0;
+
+	for (unsigned int r = 0; r < 16; r++) {
+		b[n++] = 0xc5;				/* VEX2 */
+		b[n++] = r >= 8 ? 0x7c : 0xfc;		/* ~R, vvvv=1111, L=1 */
+		b[n++] = load ? 0x28 : 0x29;
+		n += modrm_rsp(b + n, r, (int32_t)(32 * r));
+	}
+	return n;
+}
+
+/*
+ * After ymm_moves(): r12b = 1 if every saved upper half is zero (then
+ * vzeroupper after the restore gives back exactly that, with the upper
+ * state clean for SSE code). xmm0 is scratch (saved).
+ */
+static size_t ymm_uppers_zero(uint8_t *b)
+{
+	size_t n = put(b, "\xc5\xf9\x6f", 3);		/* vmovdqa xmm0,[rsp+16] */
+
+	n += modrm_rsp(b + n, 0, 16);
+	for (int32_t r = 1; r < 16; r++) {
+		n += put(b + n, "\xc5\xf9\xeb", 3);	/* vpor xmm0,xmm0,[..] */
+		n += modrm_rsp(b + n, 0, 32 * r + 16);
+	}
+	return n + put(b + n, "\xc4\xe2\x79\x17\xc0"	/* vptest xmm0,xmm0 */
+		       "\x41\x0f\x94\xc4", 9);		/* sete r12b */
+}
+
+/* mov $@m's halves, %eax / %edx: the XSAVE feature request. */
+static size_t xsave_mask(uint8_t *b, uint64_t m)
+{
+	size_t n = 0;
+
+	b[n++] = 0xb8;
+	n += pk_tramp_put32(b + n, (uint32_t)m);
+	b[n++] = 0xba;
+	n += pk_tramp_put32(b + n, (uint32_t)(m >> 32));
+	return n;
+}
+
+/* The XSAVE header (the area's bytes 512-575) zeroed, as XRSTOR wants. */
+static size_t xsave_header(uint8_t *b)
+{
+	size_t n = put(b, "\x31\xc0", 2);		/* xor eax,eax */
+
+	for (int32_t off = 512; off < 576; off += 8) {
+		n += put(b + n, "\x48\x89", 2);		/* mov [rsp+off],rax */
+		n += modrm_rsp(b + n, 0, off);
+	}
+	return n;
+}
+
+/* xsave64/xsavec64/xrstor64/fxsave64/fxrstor64 (%rsp). */
+static size_t xs_insn(uint8_t *b, uint8_t op, unsigned int ext)
+{
+	b[0] = 0x48;
+	b[1] = 0x0f;
+	b[2] = op;
+	b[3] = (uint8_t)(ext << 3 | 4);
+	b[4] = 0x24;
+	return 5;
+}
+
+/*
+ * A stub's vector save (@load 0) or restore (1) as @v says, with rsp at
+ * its area (@v->size bytes, 64-aligned). @full: inside a function, where
+ * the x87 stack may hold values: emptied (emms) for the handler after the
+ * save.
+ */
+static size_t vec_code(uint8_t *b, const struct pk_arch_vsave *v, int full,
+		       int load)
+{
+	uint64_t m = (uint64_t)v->mask_hi << 32 | v->mask_lo;
+	size_t n = 0;
+
+	switch (v->mode) {
+	case PK_VSAVE_XMM:
+		return xmm_moves(b, load);
+	case PK_VSAVE_YMM:
+		n = ymm_moves(b, load);
+		if (!load)
+			return n + ymm_uppers_zero(b + n);
+		return n + put(b + n, "\x45\x84\xe4"	/* test r12b,r12b */
+			       "\x74\x03"		/* jz +3 */
+			       "\xc5\xf8\x77", 8);	/* vzeroupper */
+	case PK_VSAVE_FX:
+		n = xs_insn(b, 0xae, load ? 1 : 0);	/* fx(save|rstor)64 */
+		break;
+	default:
+		if (!load)
+			n += xsave_header(b + n);
+		n += xsave_mask(b + n, m);
+		if (load)
+			n += xs_insn(b + n, 0xae, 5);	/* xrstor64 */
+		else if (v->mode == PK_VSAVE_XSAVEC)
+			n += xs_insn(b + n, 0xc7, 4);	/* xsavec64 */
+		else
+			n += xs_insn(b + n, 0xae, 4);	/* xsave64 */
+		break;
+	}
+	if (!load && full)
+		n += put(b + n, "\x0f\x77", 2);		/* emms: an empty x87
+							   stack, as a C
+							   function expects */
+	return n;
+}
+
 /* ------------------------------------------------------------ chunk head */
 
 /* A stub, at @off in its chunk: the register save around a dispatcher. */
@@ -73,21 +334,10 @@ static size_t build_stub(uint8_t *b, size_t off, int full, int32_t dsp)
 		0x48, 0x83, 0xec, 0x08,			/* sub rsp,8 (ip) */
 		0x48, 0x89, 0xe7,			/* mov rdi,rsp */
 		0x48, 0x89, 0xe3,			/* mov rbx,rsp */
-		0x48, 0x83, 0xe4, 0xf0,			/* and rsp,-16 */
-		0x48, 0x81, 0xec, 0x80, 0, 0, 0,	/* sub rsp,128 */
-		0x0f, 0x29, 0x04, 0x24,			/* movaps [rsp],xmm0 */
-		0x0f, 0x29, 0x4c, 0x24, 0x10, 0x0f, 0x29, 0x54, 0x24, 0x20,
-		0x0f, 0x29, 0x5c, 0x24, 0x30, 0x0f, 0x29, 0x64, 0x24, 0x40,
-		0x0f, 0x29, 0x6c, 0x24, 0x50, 0x0f, 0x29, 0x74, 0x24, 0x60,
-		0x0f, 0x29, 0x7c, 0x24, 0x70,		/* xmm1-7 */
-		0xfc,					/* cld */
+		0x48, 0x83, 0xe4, 0xc0,			/* and rsp,-64 */
+		0x48, 0x81, 0xec,			/* sub rsp,imm32: */
 	};
 	static const uint8_t restore[] = {
-		0x0f, 0x28, 0x04, 0x24,			/* movaps xmm0,[rsp] */
-		0x0f, 0x28, 0x4c, 0x24, 0x10, 0x0f, 0x28, 0x54, 0x24, 0x20,
-		0x0f, 0x28, 0x5c, 0x24, 0x30, 0x0f, 0x28, 0x64, 0x24, 0x40,
-		0x0f, 0x28, 0x6c, 0x24, 0x50, 0x0f, 0x28, 0x74, 0x24, 0x60,
-		0x0f, 0x28, 0x7c, 0x24, 0x70,		/* xmm1-7 */
 		0x48, 0x89, 0xdc,			/* mov rsp,rbx */
 		0x48, 0x83, 0xc4, 0x08,			/* add rsp,8 (ip) */
 		0x41, 0x5f, 0x41, 0x5e, 0x41, 0x5d, 0x41, 0x5c, /* r15-r12 */
@@ -106,12 +356,18 @@ static size_t build_stub(uint8_t *b, size_t off, int full, int32_t dsp)
 	static const uint8_t pop_flags[] = {
 		0x9d,					/* popf */
 	};
+
+	const struct pk_arch_vsave *v = full ? &vec.full : &pk_arch_vsave;
 	size_t n = put(b, save, sizeof(save));
 
+	n += pk_tramp_put32(b + n, (uint32_t)v->size);	/* the area */
+	n += vec_code(b + n, v, full, 0);
+	b[n++] = 0xfc;					/* cld */
 	n += put(b + n, "\xff\x15", 2);		/* call [rip+rel32] */
 	n += pk_tramp_put32(b + n,
 			    (int32_t)((full ? HEAD_DISPATCH_FULL : HEAD_DISPATCH) -
 				      (off + n + 4)));
+	n += vec_code(b + n, v, full, 1);
 	n += put(b + n, restore, sizeof(restore));
 	if (full) {
 		n += put(b + n, pop_flags, sizeof(pop_flags));
@@ -136,17 +392,23 @@ static size_t build_divert(uint8_t *b, const struct pk_tramp_env *env)
 {
 	size_t n = 0;
 
-	n += put(b + n, "\x64\x4c\x8b\x1c\x25", 5);	/* mov %fs:to,%r11 */
-	n += pk_tramp_put32(b + n, tp_off(env->divert_to));
 	n += put(b + n, "\x64\xff\x34\x25", 4);		/* push %fs:cont */
 	n += pk_tramp_put32(b + n, tp_off(env->divert_cont));
 	n += put(b + n, "\x8f\x04\x24", 3);		/* popq (%rsp): over
 							   the return address */
+	/*
+	 * "to" is read before the request is marked taken (a signal
+	 * handler's hit may post another after), kept in the red zone (no
+	 * register is free: a -fipa-ra caller may keep a value even in r11)
+	 * and jumped to from there.
+	 */
+	n += put(b + n, "\x64\xff\x34\x25", 4);		/* push %fs:to */
+	n += pk_tramp_put32(b + n, tp_off(env->divert_to));
 	n += put(b + n, "\x64\x80\x0c\x25", 4);		/* orb $1,%fs:sp */
 	n += pk_tramp_put32(b + n, tp_off(env->divert_sp));
 	b[n++] = 1;
-	n += put(b + n, "\x48\x8d\x64\x24\x08", 5);	/* lea rsp,[rsp+8] */
-	n += put(b + n, "\x41\xff\xe3", 3);		/* jmp *%r11 */
+	n += put(b + n, "\x48\x8d\x64\x24\x10", 5);	/* lea rsp,[rsp+16] */
+	n += put(b + n, "\xff\x64\x24\xf0", 4);		/* jmp *-16(%rsp) */
 	return n;
 }
 
@@ -154,6 +416,7 @@ int pk_arch_tramp_head(uint8_t *buf, const struct pk_tramp_env *env)
 {
 	int32_t dsp = tp_off(env->divert_sp);
 
+	vec_init();
 	memset(buf, PK_ARCH_TRAP_BYTE, PK_TRAMP_HEAD);
 	if (build_stub(buf + STUB_FAST, STUB_FAST, 0, dsp) > HEAD_DIVERT - STUB_FAST ||
 	    build_stub(buf + STUB_FULL, STUB_FULL, 1, dsp) > HEAD_DISPATCH - STUB_FULL ||
@@ -252,6 +515,7 @@ size_t pk_arch_entry_skip(const uint8_t *code, size_t avail)
 void pk_arch_ret_code(uint8_t *buf, size_t len, size_t nent,
 		      uintptr_t common)
 {
+	vec_init();
 	memset(buf, PK_ARCH_TRAP_BYTE, len);
 	memcpy(buf, &common, sizeof(common));
 	for (size_t k = 0; k < nent; k++) {

@@ -17,16 +17,18 @@
  * A chunk (PK_TRAMP_CHUNK_SIZE bytes, aligned to its size, mapped within
  * rel32 reach of the code it serves, never writable):
  *
- *   +0    fast stub: save flags, GPRs, xmm0-7 as a struct pk_regs, call
- *         the fast dispatcher (pre-handlers at a function's entry), restore
- *         all but the flags (none is live at an entry: SysV ABI, DF clear),
- *         then "cmp %rsp, %fs:divert.sp; ret": ZF tells the slot whether
- *         this thread diverts the call (see "divert" below)
- *   +192  divert code
- *   +256  full stub: the same, calling the full dispatcher and ending in
- *         popf; ret (inside a function, post-handlers: any flag may be live)
- *   +496  the fast dispatcher's address, +504 the full one's
- *   +512  (PK_TRAMP_HEAD) slot 0, then one slot per PK_TRAMP_SLOT_SIZE
+ *   +0    fast stub: save flags, GPRs and the vector registers
+ *         (below) as a struct pk_regs, call the fast dispatcher
+ *         (pre-handlers at a function's entry), restore all but the flags
+ *         (none is live at an entry: SysV ABI, DF clear), then
+ *         "cmp %rsp, %fs:divert.sp; ret": ZF tells the slot whether this
+ *         thread diverts the call (see "divert" below)
+ *   +960  divert code
+ *   +1024 full stub: the same with all the vector, x87 and MXCSR state,
+ *         calling the full dispatcher and ending in popf; ret (inside a
+ *         function, post-handlers: any flag may be live)
+ *   +2032 the fast dispatcher's address, +2040 the full one's
+ *   +2048 (PK_TRAMP_HEAD) slot 0, then one slot per PK_TRAMP_SLOT_SIZE
  *
  * A slot (one per probe point P; aligned to its size, so a return address
  * inside it rounds down to its first word):
@@ -47,8 +49,9 @@
  * address of the fast stub's return address. The stub's cmp then sets ZF,
  * the slot's je reaches the divert code with the function's stack pointer
  * (its return address on top), which writes cont over that return address,
- * marks the request taken (sp | 1), pops the word and jumps to "to" (through
- * r11, free at a function's entry: PLT stubs clobber it). PK_TRAMP_STUB_SP
+ * marks the request taken (sp | 1), pops the word and jumps to "to" (read
+ * before the mark, through the red zone below the word: no register is
+ * free even at an entry, see "Vector state"). PK_TRAMP_STUB_SP
  * leads from the stub's return-address word to the function's stack
  * pointer.
  *
@@ -60,10 +63,63 @@
  *   +16  (PK_RET_ENT0) entry 0:  call *-8(%rsp)
  *   +20  landing 0 (PK_RET_ENT_LAND):  jmp *[rip - 26] (to the word at +0)
  *   +32  entry 1 ...
+ *
+ * Vector state around a handler. A handler is C: it may change any
+ * caller-saved register, and glibc's AVX2 string functions end with
+ * vzeroupper, clearing the upper half of every ymm. What must survive:
+ *
+ * - At a function's entry (the fast stub): the vector registers, all 16
+ *   (32 with AVX-512) and whole, and the mask registers k0-k7. Not only
+ *   the argument registers xmm/ymm/zmm0-7: a caller compiled by GCC with
+ *   -fipa-ra (the default from -O2) keeps values in any register the
+ *   callee, when it binds locally, is known not to write. Not the x87
+ *   stack (empty at a call: the ABI, which -fipa-ra keeps) nor the MXCSR
+ *   and x87 control words (callee-saved: a handler keeps them).
+ *   pk_arch_vsave says how: without AVX movaps xmm0-15; with AVX but not
+ *   AVX-512 vmovaps ymm0-15, then, if every upper half was zero,
+ *   vzeroupper after the restore (the same values, and the upper state
+ *   left clean, not "in use", for SSE code after; XGETBV(1) would tell
+ *   directly, but costs 38 ns where this was measured); with AVX-512
+ *   XSAVEC (else XSAVE) of the SSE, AVX, opmask and ZMM components.
+ * - At a return (PK_ARCH_RET_COMMON): the same as at an entry (-fipa-ra
+ *   callers again), and the x87 return values: st0 and st1, stored and
+ *   reloaded while fxam finds them non-empty (the status word's
+ *   condition codes are dead at a return), so the handler finds an empty
+ *   x87 stack.
+ * - Inside a function (the full stub): everything, XSAVEC (else XSAVE;
+ *   FXSAVE without XSAVE) of the components XCR0 enables but PKRU and
+ *   the AMX tiles, with MXCSR and the whole x87 state, then emms, so the
+ *   handler finds an empty x87 stack; XRSTOR after.
+ *
+ * Never XSAVEOPT: its modified optimisation skips components unchanged
+ * since the last XRSTOR from the same address, but a stack area is
+ * reused by other frames in between. The areas are on the stack, 64-byte
+ * aligned below the struct pk_regs (a thread's signal frame needs as
+ * much), so nesting and signals need nothing more.
  */
 
+/*
+ * How a stub saves the vector state: the fast stub and PK_ARCH_RET_COMMON
+ * as pk_arch_vsave says (tramp.c sets it once, before any stub exists),
+ * the full stub as tramp.c's own copy for it.
+ */
+#define PK_VSAVE_XMM 0		/* movaps xmm0-15 */
+#define PK_VSAVE_YMM 1		/* vmovaps ymm0-15, vzeroupper if the upper
+				   halves were all zero */
+#define PK_VSAVE_FX 2		/* fxsave64 */
+#define PK_VSAVE_XSAVE 3	/* xsave64 of mask */
+#define PK_VSAVE_XSAVEC 4	/* xsavec64 of mask */
+struct pk_arch_vsave {
+	uint64_t size;		/* the area's bytes, a multiple of 64 */
+	uint32_t mask_lo, mask_hi; /* XSAVE's requested-feature bitmap */
+	uint32_t mode;		/* PK_VSAVE_* */
+	uint32_t pad;
+};
+_Static_assert(sizeof(struct pk_arch_vsave) == 24, "ret_common.h's offsets");
+PK_HIDDEN extern struct pk_arch_vsave pk_arch_vsave;
+
 #define PK_TRAMP_CHUNK_SIZE (64 * 1024)
-#define PK_TRAMP_HEAD 512
+#define PK_TRAMP_HEAD 2048
 #define PK_TRAMP_SLOT_SIZE 64
 #define PK_TRAMP_SLOT_ENTRY 8
 #define PK_TRAMP_SLOT_RET 18
