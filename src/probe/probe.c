@@ -62,6 +62,7 @@
 #include "probe/chunk.h"
 #include "probe/probe.h"
 #include "probe/sweep.h"
+#include "sig/sig.h"
 #include "text/text.h"
 
 /* A probe point's trampoline: its slot and the probes that share it. */
@@ -898,6 +899,9 @@ static int change_run(struct pk_probe *const *probes, size_t n, int arming)
 	}
 	pthread_mutex_lock(&probe_lock);
 	err = check_set(&c);
+	/* Before any sweep: a thread with SIGTRAP (src/sig/) blocked for real. */
+	if (!err)
+		err = pk_sig_check_blocked(SIGTRAP, "probe");
 	if (!err)
 		err = arming ? plan_register(&c) : plan_unregister(&c);
 	if (!err)
