@@ -30,6 +30,17 @@ if(TARGET test_arch_access)
 endif()
 # ---- end arch ----
 
+# ---- sig: the program's signal calls interposed (src/sig/interpose.c) ----
+# These probe their own functions (sig_common.h): exported, for the symbol
+# table probes read sizes from.
+foreach(name test_sig_blocked test_sig_handler test_sig_mask test_sig_longjmp
+             test_sig_rawblock test_sig_spawn stress_sig_xz)
+  if(TARGET ${name})
+    set_target_properties(${name} PROPERTIES ENABLE_EXPORTS ON)
+  endif()
+endforeach()
+# ---- end sig ----
+
 # ---- text: the slower cross-core sync methods; maps read whole ----
 foreach(name test_text_basic stress_text)
   foreach(method expedited mprotect)
