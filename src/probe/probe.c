@@ -901,7 +901,7 @@ static int change_run(struct pk_probe *const *probes, size_t n, int arming)
 	err = check_set(&c);
 	/* Before any sweep: a thread with SIGTRAP (src/sig/) blocked for real. */
 	if (!err)
-		err = pk_sig_check_blocked(SIGTRAP, "probe");
+		err = pk_sig_check_blocked(SIGTRAP, "probe", 1);
 	if (!err)
 		err = arming ? plan_register(&c) : plan_unregister(&c);
 	if (!err)

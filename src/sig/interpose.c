@@ -782,41 +782,75 @@ static int task_blocks(const char *tid, unsigned long bit)
 
 /*
  * pk_sig_check_blocked() - 0 when no thread of the process has @sig really
- * blocked; else -EDEADLK, naming the thread in the log. A block that ends
- * within ~20 ms (pthread_create's and posix_spawn's short windows) is
- * waited out.
+ * blocked; else -EDEADLK, naming the thread in the log. glibc blocks every
+ * signal for short windows of its own (a thread being created or ending,
+ * posix_spawn's parent): a thread counts only if it still has @sig blocked
+ * after about 130 ms, re-read with growing pauses. One pass over
+ * /proc/self/task when nothing is blocked (one status read per thread,
+ * ~8 us each); none right after a check with @handoff by this thread
+ * (the probe layer's, whose commit in text.c comes next).
  */
-int pk_sig_check_blocked(int sig, const char *what)
+#define CHECK_MAX 64
+
+/*
+ * When this thread's last check with @handoff found nothing (ns), for the
+ * next check to skip once: a probe registration checks before its sweep,
+ * then its commit would check again at once.
+ */
+static __thread int64_t handed_off;
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int pk_sig_check_blocked(int sig, const char *what, int handoff)
 {
 	unsigned long bit = BIT(sig);
-	char bad[32] = "";
+	char tids[CHECK_MAX][16];
+	struct dirent *de;
+	int64_t now = mono_ns();
+	int n = 0, left;
+	DIR *d;
 
-	for (int tries = 0; tries < 20; tries++) {
-		struct dirent *de;
-		DIR *d;
+	if (handed_off) {
+		int fresh = now - handed_off < 2000000;
 
-		if (tries)
-			usleep(1000);
-		d = opendir("/proc/self/task");
-		if (!d)
-			return 0;	/* no /proc: nothing to go by */
-		bad[0] = 0;
-		while ((de = readdir(d))) {
-			if (de->d_name[0] == '.')
-				continue;
-			if (task_blocks(de->d_name, bit) == 1) {
-				snprintf(bad, sizeof(bad), "%.20s", de->d_name);
-				break;
-			}
-		}
-		closedir(d);
-		if (!bad[0])
+		handed_off = 0;
+		if (fresh && !handoff)
 			return 0;
+	}
+	d = opendir("/proc/self/task");
+	if (!d)
+		return 0;	/* no /proc: nothing to go by */
+	while ((de = readdir(d)) && n < CHECK_MAX) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (task_blocks(de->d_name, bit) == 1)
+			snprintf(tids[n++], sizeof(tids[0]), "%.15s", de->d_name);
+	}
+	closedir(d);
+	/* Only those seen blocked are read again: a transient one unblocks. */
+	for (unsigned int pause = 1000; n && pause <= 64000; pause *= 2) {
+		usleep(pause);
+		left = 0;
+		for (int i = 0; i < n; i++)
+			if (task_blocks(tids[i], bit) == 1)
+				memcpy(tids[left++], tids[i], sizeof(tids[0]));
+		n = left;
+	}
+	if (!n) {
+		if (handoff)
+			handed_off = mono_ns();
+		return 0;
 	}
 	pk_err("%s: thread %s blocks SIG%s (SigBlk in /proc/self/task/%s/status, "
 	       "set behind libc's back, e.g. by a raw rt_sigprocmask): an int3 "
 	       "there would kill the process; refused",
-	       what, bad, sigabbrev_np(sig), bad);
+	       what, tids[0], sigabbrev_np(sig), tids[0]);
 	return -EDEADLK;
 }
 

@@ -103,10 +103,11 @@ PK_HIDDEN void pk_sig_strip_masks(int sig);
 
 /*
  * pk_sig_check_blocked() - 0, or -EDEADLK (logged, naming the thread and
- * @what) when a thread has @sig really blocked for longer than ~20 ms.
- * Not from a signal handler.
+ * @what) when a thread has @sig really blocked for longer than ~130 ms.
+ * @handoff: a commit by this thread follows at once (within 2 ms), whose
+ * own check may then be skipped. Not from a signal handler.
  */
-PK_HIDDEN int pk_sig_check_blocked(int sig, const char *what);
+PK_HIDDEN int pk_sig_check_blocked(int sig, const char *what, int handoff);
 
 /* The glibc posix_spawn child function [@addr, +@len) overlaps, or NULL. */
 PK_HIDDEN const char *pk_sig_spawn_child_fn(uintptr_t addr, size_t len);

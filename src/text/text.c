@@ -807,7 +807,7 @@ static int check_signals(const struct site *s, size_t n)
 			return -EPERM;
 		}
 	}
-	return pk_sig_check_blocked(SIGTRAP, "text");
+	return pk_sig_check_blocked(SIGTRAP, "text", 0);
 }
 
 static int commit_locked(struct pk_batch *b)
