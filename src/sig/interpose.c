@@ -234,6 +234,8 @@ static void *resolve(int i)
 	return p;
 }
 
+static void spawn_init(void);
+
 /*
  * Resolved before main, so that the signal path never calls dlsym; and
  * SIGTRAP owned from here on. Not at the first commit: a thread's mask
@@ -250,6 +252,7 @@ __attribute__((constructor(101))) static void resolve_all(void)
 
 	for (int i = 0; i < R_N; i++)
 		resolve(i);
+	spawn_init();
 	if (sweep >= SIGRTMIN && sweep <= SIGRTMAX && sweep <= 64) {
 		__atomic_or_fetch(&ownable_bits, BIT(sweep), __ATOMIC_RELAXED);
 		__atomic_or_fetch(&pk_sig_owned_bits, BIT(sweep),
@@ -873,9 +876,9 @@ static const char *const spawn_names[] = {
 };
 #define N_SPAWN PK_ARRAY_SIZE(spawn_names)
 
-static struct { uintptr_t lo, hi; } spawn_fn[N_SPAWN];
-static pthread_once_t spawn_once = PTHREAD_ONCE_INIT;
+static struct { uintptr_t lo, hi; } spawn_fn[N_SPAWN];	/* set before main */
 
+/* From the constructor: a commit (under text_lock) must not take dlopen's lock. */
 static void spawn_init(void)
 {
 	void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
@@ -902,7 +905,6 @@ static void spawn_init(void)
  */
 const char *pk_sig_spawn_child_fn(uintptr_t addr, size_t len)
 {
-	pthread_once(&spawn_once, spawn_init);
 	for (size_t i = 0; i < N_SPAWN; i++)
 		if (spawn_fn[i].lo < addr + len && addr < spawn_fn[i].hi)
 			return spawn_names[i];
