@@ -788,7 +788,8 @@ static int task_blocks(const char *tid, unsigned long bit)
  * blocked; else -EDEADLK, naming the thread in the log. glibc blocks every
  * signal for short windows of its own (a thread being created or ending,
  * posix_spawn's parent): a thread counts only if it still has @sig blocked
- * after about 130 ms, re-read with growing pauses. One pass over
+ * after about half a second (under load, or ASan, such a window can last
+ * over 100 ms), re-read with growing pauses. One pass over
  * /proc/self/task when nothing is blocked (one status read per thread,
  * ~8 us each); none right after a check with @handoff by this thread
  * (the probe layer's, whose commit in text.c comes next).
@@ -837,7 +838,7 @@ int pk_sig_check_blocked(int sig, const char *what, int handoff)
 	}
 	closedir(d);
 	/* Only those seen blocked are read again: a transient one unblocks. */
-	for (unsigned int pause = 1000; n && pause <= 64000; pause *= 2) {
+	for (unsigned int pause = 1000; n && pause <= 256000; pause *= 2) {
 		usleep(pause);
 		left = 0;
 		for (int i = 0; i < n; i++)

@@ -103,7 +103,7 @@ PK_HIDDEN void pk_sig_strip_masks(int sig);
 
 /*
  * pk_sig_check_blocked() - 0, or -EDEADLK (logged, naming the thread and
- * @what) when a thread has @sig really blocked for longer than ~130 ms.
+ * @what) when a thread has @sig really blocked for longer than ~0.5 s.
  * @handoff: a commit by this thread follows at once (within 2 ms), whose
  * own check may then be skipped. Not from a signal handler.
  */
