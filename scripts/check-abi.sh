@@ -9,7 +9,8 @@
 #   2. the names in the version map's global: sections;
 #   3. the PK_API declarations of include/probekit.h and of its parts,
 #      include/probekit/*.h (functions and extern variables).
-# The library may export nothing else but its version nodes.
+# The library may export nothing else but its version nodes and the libc
+# names src/sig/interpose.c defines with PK_EXPORT (signal interposition).
 # Every PK_API function's kernel-doc comment, directly above it (or above the
 # group of PK_API declarations it shares one comment with), has a Context:
 # line. Extern variables (pk_debug_key) are documented in prose and exempt.
@@ -36,7 +37,11 @@ trap 'rm -rf "$tmp"' EXIT
 nm -D --defined-only "$lib" | awk '{ s = $NF; sub(/@.*/, "", s); print s }' |
 	sort -u > "$tmp/all"
 grep '^pk_' "$tmp/all" > "$tmp/nm" || true
-grep -v -e '^pk_' -e '^PROBEKIT_' "$tmp/all" > "$tmp/leaked" || true
+# The libc names src/sig/interpose.c exports on purpose (PK_EXPORT), unversioned.
+sed -n 's/^PK_EXPORT [^(]*[ *]\([A-Za-z_][A-Za-z0-9_]*\)(.*/\1/p' \
+	"$root/src/sig/interpose.c" | sort -u > "$tmp/interposed"
+grep -v -e '^pk_' -e '^PROBEKIT_' "$tmp/all" | comm -23 - "$tmp/interposed" \
+	> "$tmp/leaked" || true
 
 # 2. Version map: every "name;" line inside a global: section.
 awk '

@@ -30,6 +30,28 @@ if(TARGET test_arch_access)
 endif()
 # ---- end arch ----
 
+# ---- sig: the program's signal calls interposed (src/sig/interpose.c) ----
+# These probe their own functions (sig_common.h): exported, for the symbol
+# table probes read sizes from.
+foreach(name test_sig_blocked test_sig_handler test_sig_mask test_sig_longjmp
+             test_sig_rawblock test_sig_spawn stress_sig_xz)
+  if(TARGET ${name})
+    set_target_properties(${name} PROPERTIES ENABLE_EXPORTS ON)
+  endif()
+endforeach()
+# Real programs that block every signal, under the command's agent.
+if(PK_SANITIZE)
+  set(PK_SIG_CLI_SANITIZED 1)
+else()
+  set(PK_SIG_CLI_SANITIZED 0)
+endif()
+add_test(NAME sig_cli
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/sig-cli.sh $<TARGET_FILE:probekit_cli>
+          ${PK_SIG_CLI_SANITIZED})
+set_tests_properties(sig_cli PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
+# ---- end sig ----
+
 # ---- text: the slower cross-core sync methods; maps read whole ----
 foreach(name test_text_basic stress_text)
   foreach(method expedited mprotect)

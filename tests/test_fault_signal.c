@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -60,12 +61,17 @@ static void later_handler(int sig, siginfo_t *si, void *ctx)
 		chained_old.sa_sigaction(sig, si, ctx);
 }
 
+/*
+ * The handler the kernel has for @sig: sigaction() reads back what the
+ * program set (src/sig/interpose.c), so ask the kernel itself.
+ */
 static int current_is(int sig, void *fn)
 {
-	struct sigaction cur;
+	struct { void *handler; unsigned long flags; void *restorer;
+		 unsigned long mask; } cur;
 
-	sigaction(sig, NULL, &cur);
-	return (void *)cur.sa_sigaction == fn;
+	syscall(SYS_rt_sigaction, sig, NULL, &cur, 8);
+	return cur.handler == fn;
 }
 
 static void touch(char *p)
@@ -240,7 +246,8 @@ int main(void)
 	mprotect(mine, 2 * (size_t)page, PROT_NONE);
 	touch(theirs);
 	touch(mine);
-	ASSERT_EQ(later_calls, 2, "the later handler sees both faults");
+	/* Recorded behind probekit's handler (interpose.c): it sees its own. */
+	ASSERT_EQ(later_calls, 1, "the later handler sees its own fault only");
 	ASSERT_EQ(own_plain_calls, 1, "and handles its own");
 
 	/* Unregistering leaves the program's replacement alone. */

@@ -65,6 +65,7 @@
 #include "probe/noprobe.h"
 #include "probe/probe.h"
 #include "probe/sweep.h"
+#include "sig/sig.h"
 #include "text/text.h"
 #include "util/maps.h"
 
@@ -1099,6 +1100,9 @@ int pk_probe_change(struct pk_probe *const *probes, size_t n, int arming)
 	}
 	probes_lock();
 	err = check_set(&c);
+	/* Before any sweep: a thread with SIGTRAP (src/sig/) blocked for real. */
+	if (!err)
+		err = pk_sig_check_blocked(SIGTRAP, "probe", 1);
 	if (!err)
 		err = arming ? plan_register(&c) : plan_unregister(&c);
 	if (!err)

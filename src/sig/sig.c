@@ -2,31 +2,64 @@
 /* sig.c - signal ownership: one handler per fault signal, hooks in order, then the previous handler, then the default action. */
 
 /*
- * How a handler the program installs after probekit keeps working
- * ================================================================
+ * How the program's handlers and masks are kept
+ * =============================================
  *
- * Two ways exist: interpose sigaction() so that every later installation
- * lands behind probekit (Android's libsigchain, frida's Exceptor), or give
- * the program an explicit call (HotSpot's libjsig is the interposing kind,
- * the JNI "signal chaining" docs are the explicit kind). probekit takes the
- * explicit way, pk_signal_action(), because:
+ * Two ways exist to keep working a handler the program installs after
+ * probekit: interpose sigaction() so that every later installation lands
+ * behind probekit (Android's libsigchain, frida's Exceptor, HotSpot's
+ * libjsig), or give the program an explicit call (the JNI "signal
+ * chaining" docs). probekit used to take only the explicit way,
+ * pk_signal_action(), and that was not enough (issue 9, item 1): an int3
+ * that a thread executes with SIGTRAP blocked is force-delivered by the
+ * kernel with the default action, and nothing in user space can catch it
+ * after the fact. liblzma's workers, dash, posix_spawn and most thread
+ * pools block every signal with pthread_sigmask(); programs reset SIGTRAP
+ * with signal(SIGTRAP, SIG_DFL) or install their own handler. Every one of
+ * them died (133/139) on the first int3 probe hit or transient int3 of a
+ * commit. Only the signal mask and the handler table can prevent it, so
+ * probekit now interposes the libc calls that change them (interpose.c):
  *
- *   - the sanitizers (ASan, TSan, MSan) already interpose sigaction, and so
- *     do other runtimes; a second interposer's place in the symbol lookup
- *     order depends on link and preload order, so whether ours runs at all
- *     would depend on how the program was built (and a static link or a raw
- *     rt_sigaction syscall bypasses it);
- *   - silently changing what libc's sigaction() means for the whole process
- *     is a surprise in a library; libsigchain can do it because ART owns its
- *     process;
- *   - the common cases work without it: a program that installs its handler
- *     before probekit is chained to, and a program that replaces ours with
- *     plain sigaction() and chains to the old action it got back (as Go,
- *     the JVM and well-behaved libraries do) still runs probekit's chains
- *     first, from inside its own handler.
+ *   - sigaction, signal, bsd_signal, sysv_signal, sigset, sighold,
+ *     sigrelse, sigignore: for a signal probekit owns, the program's
+ *     handler is recorded in prev[] (through pk_signal_action(), which
+ *     stays the explicit API for code that does not go through libc's
+ *     names) and chained, and reading it back returns it;
+ *   - sigprocmask, pthread_sigmask, sigsuspend, ppoll, pselect,
+ *     epoll_pwait(2): the owned signals are never really blocked; what
+ *     the program asked for is a per-thread virtual mask, read back as
+ *     set; a handler's sa_mask never blocks them either;
+ *   - the program's own signals still reach it as the kernel would: an
+ *     asynchronous one (si_code <= 0: its raise(SIGTRAP), a kill) that
+ *     arrives while it is virtually blocked waits per thread and is sent
+ *     again when the program unblocks it (or taken by its sigwait); a
+ *     fault the kernel raises while it is virtually blocked takes the
+ *     default action (call_prev() returns 0), as it would;
+ *   - pthread_create: the child's virtual mask is its creator's.
  *
- * What is lost without it: a later plain sigaction() that does not chain
- * replaces probekit's handler, as it would replace anybody's.
+ * Why the reasons against it no longer hold: the sanitizers also
+ * interpose sigaction, but they call the next definition (dlsym
+ * RTLD_NEXT), which is ours, and ours calls libc's; the lookup order is
+ * fixed where it matters (-lprobekit precedes libc; the preloaded agent
+ * defines the same names, agent/interpose.c). What is changed for the
+ * whole process is only what probekit owns, and only while it owns it:
+ * before, every call passes through (the virtual mask follows along).
+ *
+ * Threads probekit cannot see (raw rt_sigprocmask, as the Go runtime
+ * makes; glibc's internal blocking in posix_spawn and pthread_create; a
+ * static binary): text.c asks pk_sig_check_blocked() before any commit
+ * that writes int3, and refuses with -EDEADLK rather than kill the
+ * process. glibc's posix_spawn child runs a few libc functions with every
+ * handler reset to SIG_DFL in the parent's memory: a permanent int3 on one
+ * of them is refused (pk_sig_spawn_child_fn(), -EPERM).
+ *
+ * What is not covered: signalfd (owned signals are never blocked, so a
+ * signalfd never reads them; the program's handler gets them instead),
+ * the owned signals in the mask a handler runs with (its sa_mask and its
+ * own signal are blocked for the non-owned signals only, see below),
+ * a thread that blocked an owned signal before probekit took it through
+ * libc and has not called a mask function since (refused as above), and
+ * exec (the new image starts with the owned signals unblocked).
  *
  * The previous action is kept in two copies and an index, so the signal
  * path reads a whole struct while pk_signal_action() writes the other copy;
@@ -37,12 +70,15 @@
  * Signal masks: probekit's handler is installed with SA_NODEFER (see
  * install()), so the previous handler, called from it, runs with its own
  * signal unblocked even if it was installed without SA_NODEFER; only its
- * sa_mask is blocked around it. Blocking the signal there as the kernel
- * would is not done, even for asynchronous ones (si_code <= 0): for
- * SIGTRAP it would make an int3 probe or a watched-page step met inside
- * that handler fatal, which SA_NODEFER is there to prevent. A handler that
- * must not nest puts its own signal in its sa_mask (documented in
- * pk_fault_register.3, which pk_signal_action.3 points to).
+ * sa_mask, less the signals probekit owns, is blocked around it. Blocking
+ * an owned signal there as the kernel would is not done, even for
+ * asynchronous ones (si_code <= 0): for SIGTRAP it would make an int3
+ * probe or a watched-page step met inside that handler fatal, which
+ * SA_NODEFER is there to prevent; the virtual mask is not changed around
+ * it either, because a handler that leaves with siglongjmp() restores the
+ * real mask inside libc, where no interposer sees it. A handler that must
+ * not nest guards itself (documented in pk_fault_register.3, which
+ * pk_signal_action.3 points to).
  */
 
 #include <errno.h>
@@ -63,6 +99,7 @@ static const int sig_nums[NSIGS] = { SIGSEGV, SIGBUS, SIGILL, SIGTRAP };
  * installed[] and the inactive copy of prev[][]. */
 static pthread_mutex_t sig_lock = PTHREAD_MUTEX_INITIALIZER;
 static int installed[NSIGS];
+static int pinned[NSIGS];	/* sig_lock: installed for good (pk_sig_pin()) */
 static pk_sig_hook_fn hooks[NSIGS][PK_SIG_NSLOTS];	/* atomic */
 static struct sigaction prev[NSIGS][2];
 static unsigned int prev_idx[NSIGS];			/* atomic */
@@ -114,9 +151,12 @@ PK_NOPROBE static void take_default(int sig, siginfo_t *si, ucontext_t *uc)
 	memset(&dfl, 0, sizeof(dfl));
 	dfl.sa_handler = SIG_DFL;
 	sigemptyset(&dfl.sa_mask);
-	sigaction(sig, &dfl, NULL);
-	if (i >= 0)
+	pk_sig_real_sigaction(sig, &dfl, NULL);
+	if (i >= 0) {
 		__atomic_store_n(&installed[i], 0, __ATOMIC_RELAXED);
+		__atomic_and_fetch(&pk_sig_owned_bits, ~(1UL << (sig - 1)),
+				   __ATOMIC_RELAXED);
+	}
 	if (sync_fault(sig, si))
 		return;		/* the instruction faults again, unhandled */
 	if (sig == SIGTRAP && pk_arch_trap_hit(si)) {
@@ -135,6 +175,18 @@ PK_NOPROBE static int call_prev(int i, int sig, siginfo_t *si, void *ctx)
 	struct sigaction p = prev[i][idx & 1];
 	sigset_t saved;
 
+	/*
+	 * The program has @sig blocked in this thread (its virtual mask,
+	 * interpose.c): one it sent is kept until it unblocks it; a fault
+	 * the kernel raised takes the default action, as it would.
+	 */
+	if (pk_sig_vblocked(sig)) {
+		if (si->si_code <= 0) {
+			pk_sig_defer(sig, si);
+			return 1;
+		}
+		return 0;
+	}
 	if (!(p.sa_flags & SA_SIGINFO) &&
 	    (p.sa_handler == SIG_DFL || p.sa_handler == SIG_IGN)) {
 		/* A synchronous fault cannot be ignored: the kernel would kill. */
@@ -152,12 +204,15 @@ PK_NOPROBE static int call_prev(int i, int sig, siginfo_t *si, void *ctx)
 		__atomic_store_n(&w->sa_flags, 0, __ATOMIC_RELAXED);
 		w->sa_handler = SIG_DFL;
 	}
-	pthread_sigmask(SIG_BLOCK, &p.sa_mask, &saved);
+	/* Never the owned signals: an int3 in there would be fatal. */
+	((unsigned long *)&p.sa_mask)[0] &=
+		~__atomic_load_n(&pk_sig_owned_bits, __ATOMIC_RELAXED);
+	pk_sig_real_sigmask(SIG_BLOCK, &p.sa_mask, &saved);
 	if (p.sa_flags & SA_SIGINFO)
 		p.sa_sigaction(sig, si, ctx);
 	else
 		p.sa_handler(sig);
-	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+	pk_sig_real_sigmask(SIG_SETMASK, &saved, NULL);
 	return 1;
 }
 
@@ -205,7 +260,7 @@ static int install(int i)
 	 */
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_NODEFER;
 	sigemptyset(&sa.sa_mask);
-	if (sigaction(sig_nums[i], &sa, &old))
+	if (pk_sig_real_sigaction(sig_nums[i], &sa, &old))
 		return -errno;
 	if (!is_ours(i, &old)) {
 		idx = prev_idx[i] + 1;
@@ -213,6 +268,10 @@ static int install(int i)
 		__atomic_store_n(&prev_idx[i], idx, __ATOMIC_RELEASE);
 	}
 	__atomic_store_n(&installed[i], 1, __ATOMIC_RELAXED);
+	/* From here the program's calls see it virtually (interpose.c). */
+	__atomic_or_fetch(&pk_sig_owned_bits, 1UL << (sig_nums[i] - 1),
+			  __ATOMIC_RELAXED);
+	pk_sig_strip_masks(sig_nums[i]);
 	return 0;
 }
 
@@ -221,9 +280,13 @@ static void uninstall(int i)
 	struct sigaction cur;
 
 	/* Put the previous handler back only if ours is still in place. */
-	if (sigaction(sig_nums[i], NULL, &cur) == 0 && is_ours(i, &cur))
-		sigaction(sig_nums[i], &prev[i][prev_idx[i] & 1], NULL);
+	if (pk_sig_real_sigaction(sig_nums[i], NULL, &cur) == 0 &&
+	    is_ours(i, &cur))
+		pk_sig_real_sigaction(sig_nums[i], &prev[i][prev_idx[i] & 1],
+				      NULL);
 	__atomic_store_n(&installed[i], 0, __ATOMIC_RELAXED);
+	__atomic_and_fetch(&pk_sig_owned_bits, ~(1UL << (sig_nums[i] - 1)),
+			   __ATOMIC_RELAXED);
 }
 
 int pk_sig_set_entry(int sig, pk_sig_entry_fn fn)
@@ -254,9 +317,24 @@ int pk_sig_hook(int sig, enum pk_sig_slot slot, pk_sig_hook_fn fn)
 		__atomic_store_n(&hooks[i][slot], fn, __ATOMIC_RELEASE);
 		for (int s = 0; s < PK_SIG_NSLOTS; s++)
 			any |= hooks[i][s] != NULL;
-		if (!any && installed[i])
+		if (!any && installed[i] && !pinned[i])
 			uninstall(i);
 	}
+	pthread_mutex_unlock(&sig_lock);
+	return err;
+}
+
+int pk_sig_pin(int sig)
+{
+	int i = sig_index(sig), err = 0;
+
+	if (i < 0)
+		return -EINVAL;
+	pthread_mutex_lock(&sig_lock);
+	if (!installed[i])
+		err = install(i);
+	if (!err)
+		pinned[i] = 1;
 	pthread_mutex_unlock(&sig_lock);
 	return err;
 }
@@ -290,11 +368,11 @@ int pk_signal_action(int sig, const struct sigaction *act,
 	if (i < 0) {
 		if (sig <= 0 || sig >= NSIG)
 			return -EINVAL;
-		return sigaction(sig, act, oldact) ? -errno : 0;
+		return pk_sig_real_sigaction(sig, act, oldact) ? -errno : 0;
 	}
 	pthread_mutex_lock(&sig_lock);
 	if (!installed[i]) {
-		err = sigaction(sig, act, oldact) ? -errno : 0;
+		err = pk_sig_real_sigaction(sig, act, oldact) ? -errno : 0;
 	} else {
 		unsigned int idx = prev_idx[i];
 
@@ -304,9 +382,9 @@ int pk_signal_action(int sig, const struct sigaction *act,
 			/* Someone restoring probekit's handler: put it back. */
 			struct sigaction cur;
 
-			sigaction(sig, NULL, &cur);
+			pk_sig_real_sigaction(sig, NULL, &cur);
 			if (!is_ours(i, &cur))
-				sigaction(sig, act, NULL);
+				pk_sig_real_sigaction(sig, act, NULL);
 		} else if (act) {
 			prev[i][(idx + 1) & 1] = *act;
 			__atomic_store_n(&prev_idx[i], idx + 1,

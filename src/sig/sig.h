@@ -72,7 +72,44 @@ typedef void (*pk_sig_entry_fn)(int sig, siginfo_t *si, void *ctx);
  */
 PK_HIDDEN int pk_sig_set_entry(int sig, pk_sig_entry_fn fn);
 
+/*
+ * pk_sig_pin() - install probekit's handler for @sig now, and keep it
+ * installed when the last hook goes (interpose.c does so for SIGTRAP when
+ * the library loads). Return: 0, or -EINVAL, or -errno of sigaction.
+ */
+PK_HIDDEN int pk_sig_pin(int sig);
+
 /* Whether probekit's handler is installed for @sig now. */
 PK_HIDDEN int pk_sig_owned(int sig);
+
+/* ---- interpose.c: the program's view of the owned signals ---- */
+
+/* Bits (1 << (sig - 1)) of the signals probekit's handler is installed for. */
+PK_HIDDEN extern unsigned long pk_sig_owned_bits;
+
+/* Whether the program has @sig blocked in this thread (its virtual mask). */
+PK_HIDDEN int pk_sig_vblocked(int sig);
+
+/* Keep asynchronous @sig pending for this thread until the program unblocks it. */
+PK_HIDDEN void pk_sig_defer(int sig, const siginfo_t *si);
+
+/* libc's sigaction (-1 and errno), and pthread_sigmask (0 or an error number). */
+PK_HIDDEN int pk_sig_real_sigaction(int sig, const struct sigaction *act,
+				    struct sigaction *old);
+PK_HIDDEN int pk_sig_real_sigmask(int how, const sigset_t *set, sigset_t *old);
+
+/* @sig now owned: out of every handler's sa_mask and this thread's real mask. */
+PK_HIDDEN void pk_sig_strip_masks(int sig);
+
+/*
+ * pk_sig_check_blocked() - 0, or -EDEADLK (logged, naming the thread and
+ * @what) when a thread has @sig really blocked for longer than ~0.5 s.
+ * @handoff: a commit by this thread follows at once (within 2 ms), whose
+ * own check may then be skipped. Not from a signal handler.
+ */
+PK_HIDDEN int pk_sig_check_blocked(int sig, const char *what, int handoff);
+
+/* The glibc posix_spawn child function [@addr, +@len) overlaps, or NULL. */
+PK_HIDDEN const char *pk_sig_spawn_child_fn(uintptr_t addr, size_t len);
 
 #endif /* PK_SIG_H */

@@ -814,6 +814,31 @@ static void rollback(struct site *s, size_t n, struct pk_maps *ms)
 	unpublish();
 }
 
+/*
+ * Before any int3 is written (src/sig/sig.c, "Threads probekit cannot
+ * see"): a thread with SIGTRAP really blocked would be killed by it, and
+ * glibc's posix_spawn child runs some libc functions with every handler
+ * reset, where a permanent int3 (an int3 probe) kills it. Refuse both.
+ */
+static int check_signals(const struct site *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *fn;
+
+		if (!s[i].changed || s[i].bytes[0] != PK_ARCH_TRAP_BYTE)
+			continue;
+		fn = pk_sig_spawn_child_fn(s[i].addr, s[i].len);
+		if (fn) {
+			pk_err("text: an int3 at %#" PRIxPTR " in libc's %s would "
+			       "kill posix_spawn()/system() children (they run "
+			       "it with SIGTRAP reset to SIG_DFL); refused",
+			       s[i].addr, fn);
+			return -EPERM;
+		}
+	}
+	return pk_sig_check_blocked(SIGTRAP, "text", 0);
+}
+
 static int commit_locked(struct pk_batch *b)
 {
 	struct site *s = b->sites;
@@ -856,6 +881,9 @@ static int commit_locked(struct pk_batch *b)
 		    xol_get(s[i].addr, s[i].old, s[i].len, &s[i].to_old.target))
 			s[i].to_old.kind = CONT_NONE; /* rollback retries instead */
 	if (err || !changed)
+		goto out;
+	err = check_signals(s, n);
+	if (err)
 		goto out;
 
 	t = calloc(1, sizeof(*t) + changed * sizeof(t->s[0]));

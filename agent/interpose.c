@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+/* interpose.c - the agent's copies of libprobekit's libc signal calls: they forward to the library's (src/sig/interpose.c). */
+
+/*
+ * A preloaded object comes first in the lookup order, but its dependencies
+ * (libprobekit.so) come after the program's, libc among them: libc's
+ * sigaction would win over the library's. So the agent defines the same
+ * names and forwards each to libprobekit's definition, looked up in
+ * libprobekit's own scope (dlsym on its handle finds its definition first).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <time.h>
+
+#include "probekit.h"
+
+#define PKA_EXPORT __attribute__((visibility("default")))
+
+static void *lib_handle(void)
+{
+	static void *h;
+	void *p = __atomic_load_n(&h, __ATOMIC_ACQUIRE);
+	Dl_info di;
+
+	if (p)
+		return p;
+	if (!dladdr((void *)pk_version, &di) || !di.dli_fname)
+		return NULL;
+	/* Already loaded (a dependency of ours): never loads anything. */
+	p = dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+	if (p)
+		__atomic_store_n(&h, p, __ATOMIC_RELEASE);
+	return p;
+}
+
+static void *lib_fn(const char *name)
+{
+	void *h = lib_handle();
+
+	return h ? dlsym(h, name) : NULL;
+}
+
+/* One forwarder: NAME(ARGS) returns RET, calling the library's NAME. */
+#define FORWARD(ret, name, fail, params, args)                                 \
+	PKA_EXPORT ret name params                                             \
+	{                                                                      \
+		static ret (*f) params;                                        \
+		ret (*p) params = __atomic_load_n(&f, __ATOMIC_ACQUIRE);       \
+                                                                               \
+		if (!p) {                                                      \
+			*(void **)&p = lib_fn(#name);                          \
+			if (!p) {                                              \
+				errno = ENOSYS;                                \
+				return fail;                                   \
+			}                                                      \
+			__atomic_store_n(&f, p, __ATOMIC_RELEASE);             \
+		}                                                              \
+		return p args;                                                 \
+	}
+
+FORWARD(int, sigaction, -1,
+	(int sig, const struct sigaction *act, struct sigaction *old),
+	(sig, act, old))
+FORWARD(int, sigprocmask, -1,
+	(int how, const sigset_t *set, sigset_t *old), (how, set, old))
+FORWARD(int, pthread_sigmask, ENOSYS,
+	(int how, const sigset_t *set, sigset_t *old), (how, set, old))
+FORWARD(int, sigsuspend, -1, (const sigset_t *mask), (mask))
+FORWARD(int, ppoll, -1,
+	(struct pollfd *fds, nfds_t n, const struct timespec *t,
+	 const sigset_t *mask), (fds, n, t, mask))
+FORWARD(int, pselect, -1,
+	(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *t,
+	 const sigset_t *mask), (n, r, w, e, t, mask))
+FORWARD(int, epoll_pwait, -1,
+	(int fd, struct epoll_event *ev, int max, int tmo,
+	 const sigset_t *mask), (fd, ev, max, tmo, mask))
+FORWARD(int, epoll_pwait2, -1,
+	(int fd, struct epoll_event *ev, int max, const struct timespec *t,
+	 const sigset_t *mask), (fd, ev, max, t, mask))
+FORWARD(int, sigtimedwait, -1,
+	(const sigset_t *set, siginfo_t *info, const struct timespec *t),
+	(set, info, t))
+FORWARD(int, sigwaitinfo, -1, (const sigset_t *set, siginfo_t *info),
+	(set, info))
+FORWARD(int, sigwait, ENOSYS, (const sigset_t *set, int *sig), (set, sig))
+FORWARD(sighandler_t, signal, SIG_ERR, (int sig, sighandler_t h), (sig, h))
+FORWARD(sighandler_t, bsd_signal, SIG_ERR, (int sig, sighandler_t h),
+	(sig, h))
+FORWARD(sighandler_t, sysv_signal, SIG_ERR, (int sig, sighandler_t h),
+	(sig, h))
+FORWARD(sighandler_t, __sysv_signal, SIG_ERR, (int sig, sighandler_t h),
+	(sig, h))
+FORWARD(sighandler_t, sigset, SIG_ERR, (int sig, sighandler_t h), (sig, h))
+FORWARD(int, sighold, -1, (int sig), (sig))
+FORWARD(int, sigrelse, -1, (int sig), (sig))
+FORWARD(int, sigignore, -1, (int sig), (sig))
+FORWARD(int, pthread_create, ENOSYS,
+	(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
+	 void *arg), (t, attr, fn, arg))

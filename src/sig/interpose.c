@@ -1,0 +1,913 @@
+// SPDX-License-Identifier: MIT
+/* interpose.c - libc's signal calls, seen through probekit: the program's handlers and masks of the signals probekit owns are virtual. */
+
+/*
+ * What this file is for: sig.c's design comment ("How the program's
+ * handlers and masks are kept"). In short: libprobekit.so exports
+ * sigaction, signal, sigprocmask, pthread_sigmask, ... under libc's names,
+ * unversioned, so that they come before libc's in the lookup order of a
+ * program linked with -lprobekit (and the agent, agent/interpose.c, has the
+ * same names forward here, a preload's dependencies coming after libc).
+ * While probekit owns a signal P (sig.c's installed[], mirrored in
+ * owned_bits):
+ *
+ *   - a handler the program installs for P is recorded and chained
+ *     (pk_signal_action()), and reading it back returns it;
+ *   - the thread's real mask never blocks P: what the program asked for is
+ *     kept per thread in vmask (initial-exec TLS, read in the signal path),
+ *     and reading the mask back returns it; likewise the sa_mask of every
+ *     handler never blocks P (strip[] keeps what was asked, for read-back);
+ *   - an asynchronous P (si_code <= 0: its own raise/kill) arriving while
+ *     the program has it virtually blocked is kept pending per thread and
+ *     sent again to the thread (rt_tgsigqueueinfo, same si_code, pid and
+ *     value where the kernel allows it) when the program unblocks it;
+ *   - a new thread's vmask is its creator's (pthread_create).
+ *
+ * Before probekit owns a signal, everything passes through unchanged
+ * except that vmask keeps following what the program asked for, so that
+ * read-back is right from the moment probekit takes the signal. SIGTRAP,
+ * which every commit needs, is owned from the moment the library loads
+ * (resolve_all()); the fault signals from the fault layer's first need.
+ *
+ * The real functions are libc's (or a sanitizer's that comes after us):
+ * dlsym(RTLD_NEXT) first, libc's own definition when that finds nothing,
+ * as in a preloaded agent where libc precedes libprobekit. The library's
+ * own calls use the real functions directly (pk_sig_real_*()).
+ */
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "sig/sig.h"
+
+#define PK_EXPORT __attribute__((visibility("default")))
+
+/* The signals probekit may own, as bits of a sigset_t's first word. */
+#define BIT(s) (1UL << ((s) - 1))
+#define FAULT_SIGS (BIT(SIGSEGV) | BIT(SIGBUS) | BIT(SIGILL) | BIT(SIGTRAP))
+
+/*
+ * Bits of the signals probekit owns now (sig.c keeps those of FAULT_SIGS)
+ * and of those it may own (vmask follows the program's wishes for these):
+ * FAULT_SIGS and the probe layer's sweep signal (src/probe/sweep.c,
+ * PROBEKIT_PROBE_SIGNAL or SIGRTMAX - 2), owned from load on: a thread that
+ * cannot take it holds every probe registration for seconds.
+ */
+unsigned long pk_sig_owned_bits;	/* atomic */
+static unsigned long ownable_bits = FAULT_SIGS;	/* set before main */
+PK_SIGNAL_DATA(pk_sig_owned_bits);
+#define OWNABLE (__atomic_load_n(&ownable_bits, __ATOMIC_RELAXED))
+
+/* ---------------------------------------------------- per-thread state */
+
+/* A deferred asynchronous signal: what it is sent again with. */
+struct deferred {
+	int code;
+	int pid;
+	int uid;
+	union sigval value;
+};
+
+/*
+ * vmask: which ownable signals the program has blocked in this thread;
+ * pend: which of them arrived while blocked and wait (info in dinfo).
+ * Written by this thread only, read by its signal handlers.
+ */
+static __thread unsigned long vmask __attribute__((tls_model("initial-exec")));
+static __thread unsigned long pend __attribute__((tls_model("initial-exec")));
+static __thread struct deferred dinfo[4]
+	__attribute__((tls_model("initial-exec")));
+PK_SIGNAL_TLS(vmask);
+PK_SIGNAL_TLS(pend);
+PK_SIGNAL_TLS(dinfo);
+
+static PK_NOPROBE_INLINE int dslot(int sig)
+{
+	return sig == SIGSEGV ? 0 : sig == SIGBUS ? 1 : sig == SIGILL ? 2 : 3;
+}
+
+static PK_NOPROBE_INLINE unsigned long owned(void)
+{
+	return __atomic_load_n(&pk_sig_owned_bits, __ATOMIC_RELAXED);
+}
+
+static PK_NOPROBE_INLINE unsigned long word(const sigset_t *s)
+{
+	return ((const unsigned long *)s)[0];
+}
+
+static PK_NOPROBE_INLINE void set_word(sigset_t *s, unsigned long w)
+{
+	((unsigned long *)s)[0] = w;
+}
+
+static PK_NOPROBE_INLINE long raw4(long nr, long a, long b, long c, long d)
+{
+	register long r10 __asm__("r10") = d;
+	long ret;
+
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "0"(nr), "D"(a), "S"(b), "d"(c), "r"(r10)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+PK_NOPROBE int pk_sig_vblocked(int sig)
+{
+	return (vmask & BIT(sig)) != 0;
+}
+
+PK_NOPROBE void pk_sig_defer(int sig, const siginfo_t *si)
+{
+	struct deferred *d = &dinfo[dslot(sig)];
+
+	d->code = si->si_code;
+	d->pid = si->si_pid;
+	d->uid = si->si_uid;
+	d->value = si->si_value;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	pend |= BIT(sig);
+}
+
+/* Send again, to this thread, every deferred signal @mask lets through. */
+PK_NOPROBE static void flush_pending(unsigned long mask)
+{
+	int saved = errno;
+
+	for (;;) {
+		unsigned long ready = pend & ~mask;
+		siginfo_t si;
+		long pid, tid;
+		int sig;
+
+		if (!ready)
+			break;
+		sig = __builtin_ctzl(ready) + 1;
+		pend &= ~BIT(sig);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		__builtin_memset(&si, 0, sizeof(si));
+		si.si_signo = sig;
+		si.si_code = dinfo[dslot(sig)].code;
+		si.si_pid = dinfo[dslot(sig)].pid;
+		si.si_uid = dinfo[dslot(sig)].uid;
+		si.si_value = dinfo[dslot(sig)].value;
+		/* The kernel allows SI_USER/SI_TKILL to self from the main
+		 * thread only: elsewhere tgkill, which loses si_pid. */
+		pid = raw4(SYS_getpid, 0, 0, 0, 0);
+		tid = raw4(SYS_gettid, 0, 0, 0, 0);
+		if (raw4(SYS_rt_tgsigqueueinfo, pid, tid, sig, (long)&si) < 0)
+			raw4(SYS_tgkill, pid, tid, sig, 0);
+	}
+	errno = saved;
+}
+
+/* ---------------------------------------------------- the real functions */
+
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+typedef int (*sigmask_fn)(int, const sigset_t *, sigset_t *);
+typedef int (*sigsuspend_fn)(const sigset_t *);
+typedef int (*ppoll_fn)(struct pollfd *, nfds_t, const struct timespec *,
+			const sigset_t *);
+typedef int (*pselect_fn)(int, fd_set *, fd_set *, fd_set *,
+			  const struct timespec *, const sigset_t *);
+typedef int (*epoll_pwait_fn)(int, struct epoll_event *, int, int,
+			      const sigset_t *);
+typedef int (*epoll_pwait2_fn)(int, struct epoll_event *, int,
+			       const struct timespec *, const sigset_t *);
+typedef int (*sigtimedwait_fn)(const sigset_t *, siginfo_t *,
+			       const struct timespec *);
+typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *,
+				 void *(*)(void *), void *);
+
+enum {
+	R_SIGACTION, R_SIGPROCMASK, R_PTHREAD_SIGMASK, R_SIGSUSPEND, R_PPOLL,
+	R_PSELECT, R_EPOLL_PWAIT, R_EPOLL_PWAIT2, R_SIGTIMEDWAIT,
+	R_PTHREAD_CREATE, R_N
+};
+static const char *const real_names[R_N] = {
+	"sigaction", "sigprocmask", "pthread_sigmask", "sigsuspend", "ppoll",
+	"pselect", "epoll_pwait", "epoll_pwait2", "sigtimedwait",
+	"pthread_create",
+};
+static void *real[R_N];		/* atomic; set once */
+PK_SIGNAL_DATA(real);
+
+static void *resolve(int i)
+{
+	void *p = __atomic_load_n(&real[i], __ATOMIC_ACQUIRE);
+	Dl_info mine, found;
+
+	if (p)
+		return p;
+	p = dlsym(RTLD_NEXT, real_names[i]);
+	/* Not ourselves (a static link, or an object after us that is us). */
+	if (p && dladdr((void *)resolve, &mine) && dladdr(p, &found) &&
+	    found.dli_fbase == mine.dli_fbase)
+		p = NULL;
+	if (!p) {
+		void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+
+		if (libc) {
+			p = dlsym(libc, real_names[i]);
+			dlclose(libc);
+		}
+	}
+	if (p)
+		__atomic_store_n(&real[i], p, __ATOMIC_RELEASE);
+	return p;
+}
+
+static void spawn_init(void);
+
+/*
+ * Resolved before main, so that the signal path never calls dlsym; and
+ * SIGTRAP owned from here on. Not at the first commit: a thread's mask
+ * that blocks SIGTRAP cannot be changed from another thread, so a thread
+ * that blocked every signal before probekit took SIGTRAP would keep it
+ * blocked, and any later commit would have to be refused (text.c). Owning
+ * it costs nothing while nothing traps: the handler passes every SIGTRAP
+ * on to the program's handler or the default action (sig.c).
+ */
+__attribute__((constructor(101))) static void resolve_all(void)
+{
+	const char *v = secure_getenv("PROBEKIT_PROBE_SIGNAL");
+	int sweep = v ? atoi(v) : SIGRTMAX - 2;
+
+	for (int i = 0; i < R_N; i++)
+		resolve(i);
+	spawn_init();
+	if (sweep >= SIGRTMIN && sweep <= SIGRTMAX && sweep <= 64) {
+		__atomic_or_fetch(&ownable_bits, BIT(sweep), __ATOMIC_RELAXED);
+		__atomic_or_fetch(&pk_sig_owned_bits, BIT(sweep),
+				  __ATOMIC_RELAXED);
+		pk_sig_strip_masks(sweep);
+	}
+	pk_sig_pin(SIGTRAP);
+}
+
+#define REAL(i) (__atomic_load_n(&real[i], __ATOMIC_ACQUIRE) ?: resolve(i))
+
+/*
+ * Called through a pointer, so that the signal path has no direct call out
+ * of pk_noprobe_text; it runs only before resolve_all() has.
+ */
+static void *(*const volatile resolve_late_p)(int) = resolve;
+
+PK_NOPROBE int pk_sig_real_sigaction(int sig, const struct sigaction *act,
+				     struct sigaction *old)
+{
+	sigaction_fn f = (sigaction_fn)__atomic_load_n(&real[R_SIGACTION],
+						       __ATOMIC_ACQUIRE);
+
+	if (!f)
+		f = (sigaction_fn)resolve_late_p(R_SIGACTION);
+	if (!f) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return f(sig, act, old);
+}
+
+/* pthread_sigmask's convention: 0 or an error number; errno kept. */
+PK_NOPROBE int pk_sig_real_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+	sigmask_fn f = (sigmask_fn)__atomic_load_n(&real[R_PTHREAD_SIGMASK],
+						   __ATOMIC_ACQUIRE);
+
+	if (!f) {
+		/* The 8-byte kernel mask, as glibc passes it. */
+		long r = raw4(SYS_rt_sigprocmask, how, (long)set, (long)old, 8);
+
+		return r < 0 ? (int)-r : 0;
+	}
+	return f(how, set, old);
+}
+
+/* ---------------------------------------------------- masks */
+
+/*
+ * mask_set() - the mask calls' common part: vmask follows @how/@set for the
+ * ownable signals, the real mask gets @set without the owned ones, and
+ * *@old reads back what the program had set. Returns pthread_sigmask's
+ * convention (0 or an error number).
+ */
+static int mask_set(int how, const sigset_t *set, sigset_t *old, int errno_style)
+{
+	unsigned long was = vmask, now = was, own = owned();
+	sigset_t adj;
+	int err;
+
+	if (set) {
+		unsigned long w = word(set) & OWNABLE;
+
+		switch (how) {
+		case SIG_BLOCK:   now = was | w; break;
+		case SIG_UNBLOCK: now = was & ~w; break;
+		case SIG_SETMASK: now = w; break;
+		default:          return EINVAL;
+		}
+		adj = *set;
+		if (how != SIG_UNBLOCK)
+			set_word(&adj, word(&adj) & ~own);
+		/* Before the real call: a signal arriving in between sees
+		 * the state the program is moving to. */
+		vmask = now;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	}
+	if (errno_style) {
+		sigmask_fn f = (sigmask_fn)REAL(R_SIGPROCMASK);
+
+		err = f(how, set ? &adj : NULL, old) ? errno : 0;
+	} else {
+		err = pk_sig_real_sigmask(how, set ? &adj : NULL, old);
+	}
+	if (err) {
+		vmask = was;
+		return err;
+	}
+	if (old)
+		set_word(old, (word(old) & ~own) | (was & own));
+	if (pend & ~now)
+		flush_pending(now);
+	return 0;
+}
+
+PK_EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+	return mask_set(how, set, old, 0);
+}
+
+PK_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+	int err = mask_set(how, set, old, 1);
+
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * For the calls that wait with a temporary mask (sigsuspend, ppoll,
+ * pselect, epoll_pwait): @in without the owned signals in *@out, vmask set
+ * to @in's for the wait. Returns 1 when a deferred signal is let through
+ * by @in: it has been delivered (its handler ran), and the call returns
+ * EINTR without waiting, as the kernel's would.
+ */
+struct wait_mask {
+	unsigned long was;
+	sigset_t adj;
+};
+
+static int wait_enter(const sigset_t *in, struct wait_mask *w)
+{
+	unsigned long now = word(in) & OWNABLE;
+
+	w->was = vmask;
+	w->adj = *in;
+	set_word(&w->adj, word(&w->adj) & ~owned());
+	vmask = now;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (pend & ~now) {
+		/* Delivered under the wait's mask, as the kernel would. */
+		flush_pending(now);
+		vmask = w->was;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		return 1;
+	}
+	return 0;
+}
+
+static void wait_leave(struct wait_mask *w)
+{
+	int saved = errno;
+
+	vmask = w->was;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (pend & ~w->was)
+		flush_pending(w->was);
+	errno = saved;
+}
+
+PK_EXPORT int sigsuspend(const sigset_t *mask)
+{
+	struct wait_mask w;
+	int r;
+
+	if (wait_enter(mask, &w)) {
+		errno = EINTR;
+		return -1;
+	}
+	r = ((sigsuspend_fn)REAL(R_SIGSUSPEND))(&w.adj);
+	wait_leave(&w);
+	return r;
+}
+
+PK_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *t,
+		    const sigset_t *mask)
+{
+	struct wait_mask w;
+	int r;
+
+	if (!mask)
+		return ((ppoll_fn)REAL(R_PPOLL))(fds, n, t, mask);
+	if (wait_enter(mask, &w)) {
+		errno = EINTR;
+		return -1;
+	}
+	r = ((ppoll_fn)REAL(R_PPOLL))(fds, n, t, &w.adj);
+	wait_leave(&w);
+	return r;
+}
+
+PK_EXPORT int pselect(int n, fd_set *r, fd_set *wr, fd_set *e,
+		      const struct timespec *t, const sigset_t *mask)
+{
+	struct wait_mask w;
+	int ret;
+
+	if (!mask)
+		return ((pselect_fn)REAL(R_PSELECT))(n, r, wr, e, t, mask);
+	if (wait_enter(mask, &w)) {
+		errno = EINTR;
+		return -1;
+	}
+	ret = ((pselect_fn)REAL(R_PSELECT))(n, r, wr, e, t, &w.adj);
+	wait_leave(&w);
+	return ret;
+}
+
+PK_EXPORT int epoll_pwait(int fd, struct epoll_event *ev, int max, int tmo,
+			  const sigset_t *mask)
+{
+	struct wait_mask w;
+	int r;
+
+	if (!mask)
+		return ((epoll_pwait_fn)REAL(R_EPOLL_PWAIT))(fd, ev, max, tmo,
+							     mask);
+	if (wait_enter(mask, &w)) {
+		errno = EINTR;
+		return -1;
+	}
+	r = ((epoll_pwait_fn)REAL(R_EPOLL_PWAIT))(fd, ev, max, tmo, &w.adj);
+	wait_leave(&w);
+	return r;
+}
+
+PK_EXPORT int epoll_pwait2(int fd, struct epoll_event *ev, int max,
+			   const struct timespec *t, const sigset_t *mask)
+{
+	epoll_pwait2_fn f = (epoll_pwait2_fn)REAL(R_EPOLL_PWAIT2);
+	struct wait_mask w;
+	int r;
+
+	if (!f) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (!mask)
+		return f(fd, ev, max, t, mask);
+	if (wait_enter(mask, &w)) {
+		errno = EINTR;
+		return -1;
+	}
+	r = f(fd, ev, max, t, &w.adj);
+	wait_leave(&w);
+	return r;
+}
+
+/*
+ * sigwait and friends: an owned signal the program waits for is never
+ * really blocked, so it reaches probekit's handler, which defers it (the
+ * program has it blocked, as sigwait requires) and interrupts the wait:
+ * take it from the deferred ones first, and again after EINTR.
+ */
+static int take_deferred(const sigset_t *set, siginfo_t *info)
+{
+	unsigned long ready = pend & word(set) & OWNABLE;
+	int sig;
+
+	if (!ready)
+		return 0;
+	sig = __builtin_ctzl(ready) + 1;
+	pend &= ~BIT(sig);
+	if (info) {
+		memset(info, 0, sizeof(*info));
+		info->si_signo = sig;
+		info->si_code = dinfo[dslot(sig)].code;
+		info->si_pid = dinfo[dslot(sig)].pid;
+		info->si_uid = dinfo[dslot(sig)].uid;
+		info->si_value = dinfo[dslot(sig)].value;
+	}
+	return sig;
+}
+
+PK_EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info,
+			   const struct timespec *t)
+{
+	int r, sig = take_deferred(set, info);
+
+	if (sig)
+		return sig;
+	r = ((sigtimedwait_fn)REAL(R_SIGTIMEDWAIT))(set, info, t);
+	if (r < 0 && errno == EINTR && (sig = take_deferred(set, info)))
+		return sig;
+	return r;
+}
+
+PK_EXPORT int sigwaitinfo(const sigset_t *set, siginfo_t *info)
+{
+	return sigtimedwait(set, info, NULL);
+}
+
+PK_EXPORT int sigwait(const sigset_t *set, int *sig)
+{
+	int r;
+
+	do
+		r = sigtimedwait(set, NULL, NULL);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return errno;
+	*sig = r;
+	return 0;
+}
+
+/* ---------------------------------------------------- handlers */
+
+/* Ownable signals each handler's sa_mask asked for and did not get. */
+static unsigned long strip[NSIG];	/* atomic */
+/*
+ * Ownable signals no handler's sa_mask has blocked since they were last
+ * taken out of all of them (pk_sig_strip_masks()): a handler installed
+ * through sigaction() while the signal was not owned clears its bit.
+ */
+static unsigned long stripped;		/* atomic */
+
+PK_EXPORT int sigaction(int sig, const struct sigaction *act,
+			struct sigaction *old)
+{
+	unsigned long was = 0, own = owned();
+	struct sigaction a;
+	int err;
+
+	if (sig > 0 && sig < NSIG)
+		was = __atomic_load_n(&strip[sig], __ATOMIC_RELAXED);
+	if (act) {
+		unsigned long w = word(&act->sa_mask);
+
+		a = *act;
+		set_word(&a.sa_mask, w & ~own);
+		if (w & OWNABLE & ~own)
+			__atomic_and_fetch(&stripped, ~(w & OWNABLE & ~own),
+					   __ATOMIC_RELAXED);
+		if (sig > 0 && sig < NSIG)
+			__atomic_store_n(&strip[sig], w & own,
+					 __ATOMIC_RELAXED);
+		act = &a;
+	}
+	if (sig > 0 && sig < NSIG && (FAULT_SIGS & BIT(sig)))
+		err = pk_signal_action(sig, act, old);
+	else
+		err = pk_sig_real_sigaction(sig, act, old) ? -errno : 0;
+	if (err) {
+		if (act && sig > 0 && sig < NSIG)
+			__atomic_store_n(&strip[sig], was, __ATOMIC_RELAXED);
+		errno = -err;
+		return -1;
+	}
+	if (old)
+		set_word(&old->sa_mask, word(&old->sa_mask) | was);
+	return 0;
+}
+
+/*
+ * pk_sig_strip_masks() - @sig has just become owned: take it out of every
+ * handler's sa_mask (remembered in strip[] for read-back) and out of this
+ * thread's real mask (vmask keeps it). Called by sig.c under sig_lock.
+ */
+void pk_sig_strip_masks(int sig)
+{
+	sigset_t cur, one;
+
+	for (int s = 1; s < NSIG && !(stripped & BIT(sig)); s++) {
+		struct sigaction sa;
+
+		if (s == SIGKILL || s == SIGSTOP ||
+		    pk_sig_real_sigaction(s, NULL, &sa) ||
+		    !(word(&sa.sa_mask) & BIT(sig)) ||
+		    (!(sa.sa_flags & SA_SIGINFO) &&
+		     (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN)))
+			continue;
+		set_word(&sa.sa_mask, word(&sa.sa_mask) & ~BIT(sig));
+		if (pk_sig_real_sigaction(s, &sa, NULL) == 0)
+			__atomic_or_fetch(&strip[s], BIT(sig),
+					  __ATOMIC_RELAXED);
+	}
+	__atomic_or_fetch(&stripped, BIT(sig), __ATOMIC_RELAXED);
+	if (pk_sig_real_sigmask(SIG_BLOCK, NULL, &cur) == 0 &&
+	    (word(&cur) & BIT(sig))) {
+		/* Blocked behind our back (a raw syscall): now virtual. */
+		vmask |= BIT(sig);
+		sigemptyset(&one);
+		set_word(&one, BIT(sig));
+		pk_sig_real_sigmask(SIG_UNBLOCK, &one, NULL);
+	}
+}
+
+static sighandler_t set_handler(int sig, sighandler_t h, int flags,
+				int mask_self)
+{
+	struct sigaction sa, old;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = h;
+	sa.sa_flags = flags;
+	sigemptyset(&sa.sa_mask);
+	if (mask_self && sig > 0 && sig < NSIG)
+		sigaddset(&sa.sa_mask, sig);
+	if (sigaction(sig, &sa, &old))
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
+/* glibc's signal() is BSD's: SA_RESTART, the signal blocked in its handler. */
+PK_EXPORT sighandler_t signal(int sig, sighandler_t h)
+{
+	return set_handler(sig, h, SA_RESTART, 1);
+}
+
+PK_EXPORT sighandler_t bsd_signal(int sig, sighandler_t h)
+{
+	return set_handler(sig, h, SA_RESTART, 1);
+}
+
+PK_EXPORT sighandler_t sysv_signal(int sig, sighandler_t h)
+{
+	return set_handler(sig, h, SA_RESETHAND | SA_NODEFER, 0);
+}
+
+PK_EXPORT sighandler_t __sysv_signal(int sig, sighandler_t h)
+{
+	return sysv_signal(sig, h);
+}
+
+static int mask_one(int how, int sig)
+{
+	sigset_t s;
+
+	sigemptyset(&s);
+	if (sigaddset(&s, sig))
+		return -1;
+	return sigprocmask(how, &s, NULL);
+}
+
+PK_EXPORT int sighold(int sig)
+{
+	return mask_one(SIG_BLOCK, sig);
+}
+
+PK_EXPORT int sigrelse(int sig)
+{
+	return mask_one(SIG_UNBLOCK, sig);
+}
+
+PK_EXPORT int sigignore(int sig)
+{
+	return set_handler(sig, SIG_IGN, 0, 0) == SIG_ERR ? -1 : 0;
+}
+
+PK_EXPORT sighandler_t sigset(int sig, sighandler_t h)
+{
+	sigset_t cur;
+	sighandler_t prev;
+	int held;
+
+	if (sigprocmask(SIG_BLOCK, NULL, &cur))
+		return SIG_ERR;
+	held = sigismember(&cur, sig) == 1;
+	if (h == SIG_HOLD) {
+		struct sigaction old;
+
+		if (sigaction(sig, NULL, &old) || mask_one(SIG_BLOCK, sig))
+			return SIG_ERR;
+		return held ? SIG_HOLD : old.sa_handler;
+	}
+	prev = set_handler(sig, h, 0, 0);
+	if (prev == SIG_ERR || mask_one(SIG_UNBLOCK, sig))
+		return SIG_ERR;
+	return held ? SIG_HOLD : prev;
+}
+
+/* ---------------------------------------------------- threads */
+
+struct start {
+	void *(*fn)(void *);
+	void *arg;
+	unsigned long vmask;
+};
+
+static void *thread_start(void *p)
+{
+	struct start s = *(struct start *)p;
+
+	free(p);
+	vmask = s.vmask;
+	return s.fn(s.arg);
+}
+
+/* The child's virtual mask is its creator's, as its real one is. */
+PK_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr,
+			     void *(*fn)(void *), void *arg)
+{
+	pthread_create_fn f = (pthread_create_fn)REAL(R_PTHREAD_CREATE);
+	struct start *s;
+	int err;
+
+	if (!f)
+		return ENOSYS;
+	if (!vmask)
+		return f(t, attr, fn, arg);
+	s = malloc(sizeof(*s));
+	if (!s)
+		return EAGAIN;
+	s->fn = fn;
+	s->arg = arg;
+	s->vmask = vmask;
+	err = f(t, attr, thread_start, s);
+	if (err)
+		free(s);
+	return err;
+}
+
+/* ---------------------------------------------------- threads that block */
+
+/* SigBlk of /proc/self/task/@tid/status: 1 if it has @bit, 0, -errno. */
+static int task_blocks(const char *tid, unsigned long bit)
+{
+	char path[64], buf[2048], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%s/status", tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;	/* gone: fine */
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	p = strstr(buf, "\nSigBlk:");
+	if (!p)
+		return 0;
+	return (strtoull(p + 8, NULL, 16) & bit) != 0;
+}
+
+/*
+ * pk_sig_check_blocked() - 0 when no thread of the process has @sig really
+ * blocked; else -EDEADLK, naming the thread in the log. glibc blocks every
+ * signal for short windows of its own (a thread being created or ending,
+ * posix_spawn's parent): a thread counts only if it still has @sig blocked
+ * after about half a second (under load, or ASan, such a window can last
+ * over 100 ms), re-read with growing pauses. One pass over
+ * /proc/self/task when nothing is blocked (one status read per thread,
+ * ~8 us each); none right after a check with @handoff by this thread
+ * (the probe layer's, whose commit in text.c comes next).
+ */
+#define CHECK_MAX 64
+
+/*
+ * When this thread's last check with @handoff found nothing (ns), for the
+ * next check to skip once: a probe registration checks before its sweep,
+ * then its commit would check again at once.
+ */
+static __thread int64_t handed_off;
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int pk_sig_check_blocked(int sig, const char *what, int handoff)
+{
+	unsigned long bit = BIT(sig);
+	char tids[CHECK_MAX][16];
+	struct dirent *de;
+	int64_t now = mono_ns();
+	int n = 0, left;
+	DIR *d;
+
+	if (handed_off) {
+		int fresh = now - handed_off < 2000000;
+
+		handed_off = 0;
+		if (fresh && !handoff)
+			return 0;
+	}
+	d = opendir("/proc/self/task");
+	if (!d)
+		return 0;	/* no /proc: nothing to go by */
+	while ((de = readdir(d)) && n < CHECK_MAX) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (task_blocks(de->d_name, bit) == 1)
+			snprintf(tids[n++], sizeof(tids[0]), "%.15s", de->d_name);
+	}
+	closedir(d);
+	/* Only those seen blocked are read again: a transient one unblocks. */
+	for (unsigned int pause = 1000; n && pause <= 256000; pause *= 2) {
+		usleep(pause);
+		left = 0;
+		for (int i = 0; i < n; i++)
+			if (task_blocks(tids[i], bit) == 1)
+				memcpy(tids[left++], tids[i], sizeof(tids[0]));
+		n = left;
+	}
+	if (!n) {
+		if (handoff)
+			handed_off = mono_ns();
+		return 0;
+	}
+	pk_err("%s: thread %s blocks SIG%s (SigBlk in /proc/self/task/%s/status, "
+	       "set behind libc's back, e.g. by a raw rt_sigprocmask): an int3 "
+	       "there would kill the process; refused",
+	       what, tids[0], sigabbrev_np(sig), tids[0]);
+	return -EDEADLK;
+}
+
+/* ---------------------------------------------------- posix_spawn's child */
+
+/*
+ * What glibc's posix_spawn child (CLONE_VM|CLONE_VFORK, in the parent's
+ * memory) runs after it has set every handler to SIG_DFL or with every
+ * signal blocked: an int3 there kills it. Names; libc's own definitions.
+ */
+static const char *const spawn_names[] = {
+	"sigprocmask", "__sigprocmask", "pthread_sigmask", "sigaction",
+	"__sigaction", "__libc_sigaction", "sched_setparam",
+	"sched_setscheduler", "setsid", "setpgid", "getuid", "getgid",
+	"seteuid", "setegid", "close", "__close", "__close_nocancel",
+	"open", "open64", "__open_nocancel", "__open64_nocancel", "dup2",
+	"__dup2", "chdir", "fchdir", "getrlimit", "getrlimit64",
+	"close_range", "closefrom", "tcsetpgrp", "ioctl", "execve",
+	"__execve", "execvpe", "fexecve", "_exit", "_Exit",
+};
+#define N_SPAWN PK_ARRAY_SIZE(spawn_names)
+
+static struct { uintptr_t lo, hi; } spawn_fn[N_SPAWN];	/* set before main */
+
+/* From the constructor: a commit (under text_lock) must not take dlopen's lock. */
+static void spawn_init(void)
+{
+	void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+
+	if (!libc)
+		return;
+	for (size_t i = 0; i < N_SPAWN; i++) {
+		const ElfW(Sym) *sym = NULL;
+		void *p = dlsym(libc, spawn_names[i]);
+		Dl_info di;
+
+		if (!p || !dladdr1(p, &di, (void **)&sym, RTLD_DL_SYMENT) ||
+		    !sym)
+			continue;
+		spawn_fn[i].lo = (uintptr_t)p;
+		spawn_fn[i].hi = (uintptr_t)p + (sym->st_size ? sym->st_size : 1);
+	}
+	dlclose(libc);
+}
+
+/*
+ * pk_sig_spawn_child_fn() - the name of the function of glibc's posix_spawn
+ * child path that [@addr, @addr + @len) lies in, or NULL.
+ */
+const char *pk_sig_spawn_child_fn(uintptr_t addr, size_t len)
+{
+	for (size_t i = 0; i < N_SPAWN; i++)
+		if (spawn_fn[i].lo < addr + len && addr < spawn_fn[i].hi)
+			return spawn_names[i];
+	return NULL;
+}
