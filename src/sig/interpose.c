@@ -53,6 +53,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "arch/arch.h"
 #include "internal.h"
 #include "sig/sig.h"
 
@@ -117,18 +118,6 @@ static PK_NOPROBE_INLINE void set_word(sigset_t *s, unsigned long w)
 	((unsigned long *)s)[0] = w;
 }
 
-static PK_NOPROBE_INLINE long raw4(long nr, long a, long b, long c, long d)
-{
-	register long r10 __asm__("r10") = d;
-	long ret;
-
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "0"(nr), "D"(a), "S"(b), "d"(c), "r"(r10)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
-
 PK_NOPROBE int pk_sig_vblocked(int sig)
 {
 	return (vmask & BIT(sig)) != 0;
@@ -149,8 +138,7 @@ PK_NOPROBE void pk_sig_defer(int sig, const siginfo_t *si)
 /* Send again, to this thread, every deferred signal @mask lets through. */
 PK_NOPROBE static void flush_pending(unsigned long mask)
 {
-	int saved = errno;
-
+	/* Raw system calls only: errno is not touched. */
 	for (;;) {
 		unsigned long ready = pend & ~mask;
 		siginfo_t si;
@@ -170,12 +158,11 @@ PK_NOPROBE static void flush_pending(unsigned long mask)
 		si.si_value = dinfo[dslot(sig)].value;
 		/* The kernel allows SI_USER/SI_TKILL to self from the main
 		 * thread only: elsewhere tgkill, which loses si_pid. */
-		pid = raw4(SYS_getpid, 0, 0, 0, 0);
-		tid = raw4(SYS_gettid, 0, 0, 0, 0);
-		if (raw4(SYS_rt_tgsigqueueinfo, pid, tid, sig, (long)&si) < 0)
-			raw4(SYS_tgkill, pid, tid, sig, 0);
+		pid = pk_sys4(SYS_getpid, 0, 0, 0, 0);
+		tid = pk_sys4(SYS_gettid, 0, 0, 0, 0);
+		if (pk_sys4(SYS_rt_tgsigqueueinfo, pid, tid, sig, (long)&si) < 0)
+			pk_sys4(SYS_tgkill, pid, tid, sig, 0);
 	}
-	errno = saved;
 }
 
 /* ---------------------------------------------------- the real functions */
@@ -279,7 +266,7 @@ PK_NOPROBE int pk_sig_real_sigaction(int sig, const struct sigaction *act,
 	if (!f)
 		f = (sigaction_fn)resolve_late_p(R_SIGACTION);
 	if (!f) {
-		errno = ENOSYS;
+		*pk_errno_ptr() = ENOSYS;	/* not __errno_location() */
 		return -1;
 	}
 	return f(sig, act, old);
@@ -293,7 +280,7 @@ PK_NOPROBE int pk_sig_real_sigmask(int how, const sigset_t *set, sigset_t *old)
 
 	if (!f) {
 		/* The 8-byte kernel mask, as glibc passes it. */
-		long r = raw4(SYS_rt_sigprocmask, how, (long)set, (long)old, 8);
+		long r = pk_sys4(SYS_rt_sigprocmask, how, (long)set, (long)old, 8);
 
 		return r < 0 ? (int)-r : 0;
 	}
@@ -788,8 +775,10 @@ static int task_blocks(const char *tid, unsigned long bit)
  * blocked; else -EDEADLK, naming the thread in the log. glibc blocks every
  * signal for short windows of its own (a thread being created or ending,
  * posix_spawn's parent): a thread counts only if it still has @sig blocked
- * after about half a second (under load, or ASan, such a window can last
- * over 100 ms), re-read with growing pauses. One pass over
+ * after about two seconds (under load, or ASan, such a window can last
+ * over 100 ms; on a machine with 25 runnable threads per core a thread
+ * seen blocked at 0.5 s was not a raw blocker), re-read with growing
+ * pauses. One pass over
  * /proc/self/task when nothing is blocked (one status read per thread,
  * ~8 us each); none right after a check with @handoff by this thread
  * (the probe layer's, whose commit in text.c comes next).
@@ -838,7 +827,7 @@ int pk_sig_check_blocked(int sig, const char *what, int handoff)
 	}
 	closedir(d);
 	/* Only those seen blocked are read again: a transient one unblocks. */
-	for (unsigned int pause = 1000; n && pause <= 256000; pause *= 2) {
+	for (unsigned int pause = 1000; n && pause <= 1024000; pause *= 2) {
 		usleep(pause);
 		left = 0;
 		for (int i = 0; i < n; i++)

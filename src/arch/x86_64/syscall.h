@@ -37,6 +37,19 @@ static PK_NOPROBE_INLINE long pk_sys3(long nr, long a, long b, long c)
 	return ret;
 }
 
+/* pk_sys4() - system call @nr with up to four arguments: >= 0, or -errno. */
+static PK_NOPROBE_INLINE long pk_sys4(long nr, long a, long b, long c, long d)
+{
+	register long r10 __asm__("r10") = d;
+	long ret;
+
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "0"(nr), "D"(a), "S"(b), "d"(c), "r"(r10)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
 /* The calling thread's thread pointer (glibc's TCB: %fs:0 points to itself). */
 static PK_NOPROBE_INLINE uintptr_t pk_arch_tp(void)
 {
