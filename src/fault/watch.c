@@ -73,8 +73,9 @@
  * A watch is published and unpublished through its active flag, read
  * inside the fault layer's read side: active = 0 is W1 of the grace period
  * (fault.c, pk_fault_wait_readers()), the handlers' seq_cst loads of it
- * are R3, and pk_watch_remove() waits one grace period before the handle
- * may be reused. A watched page has two handshakes of its own, numbered
+ * are R3, and pk_watch_remove() waits one grace period before the entry
+ * may serve another add (a handle is never reused: "Handles" at
+ * pk_watch_add()). A watched page has two handshakes of its own, numbered
  * for the barriers below:
  *   P1. a faulter (wpage_fault()) counts itself in pg->steps, then loads
  *       pg->busy (both seq_cst);
@@ -124,6 +125,7 @@ struct pk_watch {
 	unsigned int access;
 	pk_watch_fn fn;
 	void *ctx;
+	uint64_t gen;		/* in the handle given out ("Handles") */
 	uint64_t shadow;	/* last value seen (atomic) */
 	int active;		/* atomic: published ("Memory ordering") */
 	struct {
@@ -990,6 +992,40 @@ static void watch_fork_child(void)
 PK_ATFORK(watch, PK_RANK_FAULT, watch_fork_prepare, watch_fork_parent,
 	  watch_fork_child);
 
+/*
+ * Handles
+ * -------
+ *
+ * A handle is not the entry's address (an entry serves the next add as
+ * soon as it is free, and a stale handle would then name the new watch):
+ * it names the entry and the add that filled it, (gen << 5) | (idx << 1) | 1,
+ * gen counting adds from 1 (2^59 of them never wrap). Odd, so no pointer
+ * to anything of 2-byte alignment or more is one; a handle whose entry was
+ * freed or filled again by a later add no longer matches its gen.
+ */
+#define HANDLE_IDX_BITS 4
+_Static_assert(WATCH_MAX <= 1u << HANDLE_IDX_BITS, "idx fits in a handle");
+static uint64_t watch_adds;	/* pk_fault_lock */
+
+static struct pk_watch *handle_of(unsigned int idx, uint64_t gen)
+{
+	return (struct pk_watch *)(uintptr_t)(gen << (HANDLE_IDX_BITS + 1) |
+					      idx << 1 | 1);
+}
+
+/* The entry a handle names, or -EINVAL if it cannot be a handle. */
+static int handle_idx(const struct pk_watch *h, unsigned int *idx,
+		      uint64_t *gen)
+{
+	uintptr_t v = (uintptr_t)h;
+
+	if (!(v & 1) || !(v >> (HANDLE_IDX_BITS + 1)))
+		return -EINVAL;
+	*idx = (v >> 1) & ((1u << HANDLE_IDX_BITS) - 1);
+	*gen = v >> (HANDLE_IDX_BITS + 1);
+	return *idx < WATCH_MAX ? 0 : -EINVAL;
+}
+
 int pk_watch_add(void *addr, size_t len, unsigned int access, pk_watch_fn fn,
 		 void *ctx, struct pk_watch **out)
 {
@@ -1070,24 +1106,28 @@ fail:
 		pk_fault_client_join(&watch_client);	/* if it failed */
 		goto out;
 	}
-	*out = w;
+	w->gen = ++watch_adds;
+	*out = handle_of(idx, w->gen);
 out:
 	pk_fault_write_unlock();
 	return err;
 }
 
-int pk_watch_remove(struct pk_watch *w)
+int pk_watch_remove(struct pk_watch *h)
 {
-	int err;
+	struct pk_watch *w;
+	unsigned int idx;
+	uint64_t gen;
+	int err = handle_idx(h, &idx, &gen);
 
-	if (!w || w < watches || w >= watches + WATCH_MAX ||
-	    ((uintptr_t)w - (uintptr_t)watches) % sizeof(*w))
-		return -EINVAL;
+	if (err)
+		return err;
 	err = pk_fault_write_lock();
 	if (err)
 		return err;
-	if (!w->fn) {
-		err = -ENOENT;
+	w = &watches[idx];
+	if (!w->fn || w->gen != gen) {
+		err = -ENOENT;	/* removed (its entry may serve another) */
 		goto out;
 	}
 	if (w->pg) {
