@@ -84,8 +84,9 @@
  *       the faulter's count and waits for it, or the faulter sees busy,
  *       takes its count back and waits;
  *   P3. the converter stores busy = 0 (release) once the page is in its
- *       new state; a waiting faulter's acquire load of busy sees that
- *       state when it retries;
+ *       new state, watched or not (wpage_done(): the whole conversion,
+ *       protection and nw included, is inside busy); a waiting faulter's
+ *       acquire load of busy sees that state when it retries;
  *   P4. one stepper per page: a faulter claims pg->stepper by a
  *       compare-and-swap (acquire) or waits for it to be 0 (acquire);
  *   P5. the stepper, after protecting the page again, stores stepper = 0
@@ -190,6 +191,16 @@ static struct {
 	unsigned long open_steps;	/* steps that opened their page */
 } wstats;				/* atomic counters */
 PK_SIGNAL_DATA(wstats);
+
+/*
+ * Conversions: how many times a watched page changed state (pk_fault_lock;
+ * atomic). A fault raised before a change can reach the handler after it,
+ * on a page that no longer faults: wpage_retired() retries a fault once per
+ * change, and a second fault at the same address with no change between is
+ * a real one.
+ */
+static unsigned long wgen;
+PK_SIGNAL_DATA(wgen);
 
 PK_NOPROBE static uint64_t watch_read(uintptr_t addr, size_t len)
 {
@@ -363,7 +374,13 @@ PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 			sched_yield();
 		return PK_FAULT_HANDLED;	/* retry on the new mapping */
 	}
-	/* Acquire: pairs with watch_page_add()'s release store of nw. */
+	/*
+	 * No watch on it: the range is about to go (or has just come, and
+	 * the page is not protected yet), so the fault was raised before a
+	 * conversion that has ended: watch_hook() judges it
+	 * (wpage_retired()), as no range claimed it. Acquire: pairs with
+	 * watch_page_add()'s release store of nw.
+	 */
 	if (!__atomic_load_n(&pg->nw, __ATOMIC_ACQUIRE)) {
 		__atomic_sub_fetch(&pg->steps, 1, __ATOMIC_SEQ_CST);	/* P6 */
 		return PK_FAULT_UNHANDLED;
@@ -504,8 +521,14 @@ PK_NOPROBE static int wpage_step(ucontext_t *uc)
  * back and its range removed. A thread can fault on it and reach the fault
  * chain only after that (the access would succeed now): the last RETIRED_N
  * retired pages are remembered in a ring, and a protection fault there is
- * retried once per thread (a second fault at the same address in a row is
- * a real one).
+ * retried. A fault at the address this thread retried last, with no
+ * conversion of any watched page since (wgen unchanged), is a real one
+ * (the program's own protection): it goes on. Any conversion between the
+ * two makes the second one stale too (a thread can be preempted between
+ * the fault and its handler for milliseconds, while watches come and go):
+ * retried again. A fault with no range on it reaches this only when no
+ * range claimed it, and a page is retired only once its range has no
+ * watch (wpage_fault() does not claim such faults).
  */
 #define RETIRED_N 8
 static uintptr_t retired[RETIRED_N];	/* atomic; written under pk_fault_lock */
@@ -513,6 +536,8 @@ PK_SIGNAL_DATA(retired);
 static unsigned int retired_pos;	/* pk_fault_lock */
 static __thread uintptr_t retry_addr __attribute__((tls_model("initial-exec")));
 PK_SIGNAL_TLS(retry_addr);
+static __thread unsigned long retry_gen __attribute__((tls_model("initial-exec")));
+PK_SIGNAL_TLS(retry_gen);
 
 PK_NOPROBE __attribute__((cold)) static int wpage_retired(uintptr_t addr)
 {
@@ -522,11 +547,15 @@ PK_NOPROBE __attribute__((cold)) static int wpage_retired(uintptr_t addr)
 		/* Acquire: pairs with watch_page_remove()'s release. */
 		if (__atomic_load_n(&retired[i], __ATOMIC_ACQUIRE) != page)
 			continue;
-		if (retry_addr == addr) {
+		/* Acquire: pairs with wpage_done()'s release. */
+		unsigned long g = __atomic_load_n(&wgen, __ATOMIC_ACQUIRE);
+
+		if (retry_addr == addr && retry_gen == g) {
 			retry_addr = 0;
 			return 0;
 		}
 		retry_addr = addr;
+		retry_gen = g;
 		return 1;
 	}
 	return 0;
@@ -720,6 +749,17 @@ static void wpage_quiesce(struct wpage *pg)
 		sched_yield();
 }
 
+/*
+ * The end of a conversion: counted (wpage_retired()), then faulters go on
+ * to find the page in its new state.
+ */
+static void wpage_done(struct wpage *pg)
+{
+	/* Release: pairs with wpage_retired()'s acquire load. */
+	__atomic_store_n(&wgen, wgen + 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&pg->busy, 0, __ATOMIC_RELEASE);	/* P3 */
+}
+
 /* Map a new memfd holding @pg's bytes at the alias and at the page. */
 static int wpage_remap(struct wpage *pg, int prot, const void *src)
 {
@@ -756,10 +796,11 @@ out:
 }
 
 /*
- * Turn @pg into a memfd page with an alias (see "Alias stepping"); on
- * failure the page stays as it was and steps open it instead.
+ * Turn @pg into a memfd page with an alias (see "Alias stepping"), mapped
+ * with @prot; on failure the page stays as it was and steps open it
+ * instead. The caller has quiesced it (busy).
  */
-static void wpage_alias(struct wpage *pg)
+static void wpage_alias(struct wpage *pg, int prot)
 {
 	size_t psz = (size_t)pk_page_size;
 	char *resv;
@@ -770,16 +811,10 @@ static void wpage_alias(struct wpage *pg)
 		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (resv == MAP_FAILED)
 		return;
-	wpage_quiesce(pg);
 	pg->resv = resv;
-	/* Freeze writers (they fault and wait) while the bytes move. */
+	/* Freeze writers (they fault and wait: busy) while the bytes move. */
 	mprotect((void *)pg->page, psz, PROT_READ);
-	/*
-	 * Mapped back with the page's own protection: no watch counts on it
-	 * yet (nw is 0), so a fault now would reach the default action; the
-	 * caller protects it once the watch is published.
-	 */
-	err = wpage_remap(pg, pg->orig_prot, NULL);
+	err = wpage_remap(pg, prot, NULL);
 	if (err) {
 		pk_dbg("watch: page %#lx: no alias (%s); steps open the page",
 		       (unsigned long)pg->page, strerror(-err));
@@ -789,17 +824,18 @@ static void wpage_alias(struct wpage *pg)
 	} else {
 		pg->alias = resv + RESV_HALF;
 	}
-	__atomic_store_n(&pg->busy, 0, __ATOMIC_RELEASE);	/* P3 */
 }
 
-/* The last watch went: a private page with the bytes and protection back. */
+/*
+ * The last watch went: a private page with the bytes and protection back.
+ * The caller has quiesced it (busy).
+ */
 static void wpage_unalias(struct wpage *pg)
 {
 	size_t psz = (size_t)pk_page_size;
 	void *tmp;
 
 	pk_assert_held(&pk_fault_lock);
-	wpage_quiesce(pg);
 	tmp = mmap(NULL, psz, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (tmp != MAP_FAILED) {
@@ -819,16 +855,23 @@ static void wpage_unalias(struct wpage *pg)
 	}
 	munmap(pg->resv, 2 * RESV_HALF);
 	pg->resv = pg->alias = NULL;
-	__atomic_store_n(&pg->busy, 0, __ATOMIC_RELEASE);	/* P3 */
 }
 
-/* Page mechanism: protect @w's page and join the fault chain. */
+/*
+ * Page mechanism: protect @w's page and join the fault chain.
+ *
+ * A page's first watch converts it with busy set from before it is first
+ * protected until it is watched (nw, the watch active, its protection), so
+ * no fault raised meanwhile, however late its handler runs, finds the page
+ * protected with no watch counted on it: the handler either waits (busy)
+ * or finds it watched, or finds the conversion over (wgen) and retries.
+ */
 static int watch_page_add(struct pk_watch *w)
 {
 	uintptr_t psz = (uintptr_t)pk_page_size;
 	uintptr_t page = w->addr & ~(psz - 1);
 	struct wpage *pg = NULL;
-	int err, prot;
+	int err = 0, prot, fresh = 0;
 
 	pk_assert_held(&pk_fault_lock);
 	if (((w->addr + w->len - 1) & ~(psz - 1)) != page)
@@ -845,28 +888,30 @@ static int watch_page_add(struct pk_watch *w)
 		err = watch_page_allowed(page, psz, &mi);
 		if (err)
 			return err;
-		prot = mi.prot;
 		/* -EBUSY too if the page holds a table of the fault layer's. */
 		err = pk_fault_range_add(page, page + psz, wpage_fault, pg);
 		if (err)
 			return err;
 		pg->page = page;
-		pg->orig_prot = prot;
-		if (!pk_env_flag("WATCH_NOALIAS"))
-			wpage_alias(pg);
+		pg->orig_prot = mi.prot;
+		fresh = 1;
+		wpage_quiesce(pg);
 	}
 	w->pg = pg;
+	prot = wpage_prot(pg);
+	/* Release: pairs with wpage_step()'s acquire load of prot. */
+	__atomic_store_n(&pg->prot, prot, __ATOMIC_RELEASE);
+	if (fresh && !pk_env_flag("WATCH_NOALIAS"))
+		wpage_alias(pg, prot);
 	/* Release: pairs with wpage_fault()'s acquire load of nw. */
 	__atomic_store_n(&pg->nw, pg->nw + 1, __ATOMIC_RELEASE);
 	/* Published: pairs with R3 in wpage_fault() and wpage_step(). */
 	__atomic_store_n(&w->active, 1, __ATOMIC_SEQ_CST);
-	/* Release: pairs with wpage_step()'s acquire load of prot. */
-	__atomic_store_n(&pg->prot, wpage_prot(pg), __ATOMIC_RELEASE);
-	if (mprotect((void *)page, psz, pg->prot)) {
-		err = -errno;
-		return err;	/* the caller undoes */
-	}
-	return 0;
+	if (mprotect((void *)page, psz, prot))
+		err = -errno;	/* the caller undoes */
+	if (fresh)
+		wpage_done(pg);
+	return err;
 }
 
 /* Page mechanism: stop reporting, wait for steps, unprotect if last. */
@@ -880,36 +925,38 @@ static void watch_page_remove(struct pk_watch *w)
 	/* W1 of the grace period below (pk_fault_wait_readers()). */
 	__atomic_store_n(&w->active, 0, __ATOMIC_SEQ_CST);
 	w->pg = NULL;
-	/*
-	 * The new protection first (the page's own after the last watch), so
-	 * threads stop faulting on it and a step in flight re-protects with
-	 * it; remembered as retired before the range goes (wpage_retired()).
-	 * Both release: pair with the acquire loads of wpage_step() and
-	 * wpage_retired().
-	 */
-	__atomic_store_n(&pg->prot, last ? pg->orig_prot : wpage_prot(pg),
-			 __ATOMIC_RELEASE);
-	if (last)
-		__atomic_store_n(&retired[retired_pos++ % RETIRED_N], pg->page,
-				 __ATOMIC_RELEASE);
-	if (last && pg->alias)
-		wpage_unalias(pg);
-	else
-		mprotect((void *)pg->page, psz, pg->prot);
-	pk_fault_wait_readers();	/* no handler runs w->fn after this */
-	w->fn = NULL;
 	if (!last) {
+		/*
+		 * The page's protection for the watches left (a step in
+		 * flight re-protects with it: release, pairs with
+		 * wpage_step()'s acquire load).
+		 */
+		__atomic_store_n(&pg->prot, wpage_prot(pg), __ATOMIC_RELEASE);
+		mprotect((void *)pg->page, psz, pg->prot);
+		pk_fault_wait_readers();  /* no handler runs w->fn after this */
+		w->fn = NULL;
 		__atomic_store_n(&pg->nw, pg->nw - 1, __ATOMIC_RELEASE);
 		return;
 	}
 	/*
-	 * The entry may serve another page next: wait for threads still
-	 * stepping over this one (a bounded wait: the page faults no more):
-	 * P2's wait, without busy, for P6.
+	 * The last watch: the page converts back with busy set (no thread
+	 * steps over it meanwhile, P2), remembered as retired before its
+	 * range goes (wpage_retired(); release, pairs with its acquire
+	 * load). nw goes to 0 before busy does, so a late fault finds the
+	 * conversion over and is retried (wpage_retired()).
 	 */
-	while (__atomic_load_n(&pg->steps, __ATOMIC_SEQ_CST))
-		sched_yield();
+	wpage_quiesce(pg);
+	__atomic_store_n(&pg->prot, pg->orig_prot, __ATOMIC_RELEASE);
+	__atomic_store_n(&retired[retired_pos++ % RETIRED_N], pg->page,
+			 __ATOMIC_RELEASE);
+	if (pg->alias)
+		wpage_unalias(pg);
+	else
+		mprotect((void *)pg->page, psz, pg->orig_prot);
 	__atomic_store_n(&pg->nw, 0, __ATOMIC_RELEASE);
+	wpage_done(pg);
+	pk_fault_wait_readers();	/* no handler runs w->fn after this */
+	w->fn = NULL;
 	pk_fault_range_remove(pg->page);
 }
 
