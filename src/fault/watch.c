@@ -107,7 +107,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/ucontext.h>
 #include <unistd.h>
@@ -157,6 +161,8 @@ struct wpage {
 	char *alias;		/* writable view of the page (memfd), or NULL */
 	char *resv;		/* address space reserved around the alias */
 	char *snap;		/* fork: the alias's bytes at prepare, or NULL */
+	uint64_t ino;		/* the alias's memfd: its inode and device, */
+	unsigned int dev_major, dev_minor;	/* how wpage_ours() knows it */
 };
 
 /*
@@ -201,6 +207,85 @@ PK_SIGNAL_DATA(wstats);
  */
 static unsigned long wgen;
 PK_SIGNAL_DATA(wgen);
+
+/*
+ * Is the mapping at a watched page still probekit's?
+ * --------------------------------------------------
+ *
+ * The program may munmap() a watched page, or map something else over it
+ * (mmap MAP_FIXED, mremap, shmat), without telling probekit. Its range in
+ * the fault chain stays until pk_watch_remove(), so:
+ *   - a fault there that is not a protection fault on a mapped page
+ *     (SEGV_MAPERR: nothing mapped; SIGBUS) is never probekit's: it is
+ *     passed on, whatever the state of the watch;
+ *   - before a protection fault is served (the access moved to the alias,
+ *     or the page opened), and before pk_watch_remove() or fork() maps
+ *     anything at the page, the mapping found there is asked whether it is
+ *     still the one probekit made: the alias's memfd (same inode and
+ *     device, shared) for an aliased page; for a page without an alias (a
+ *     private mapping, nothing to name it by), a private mapping with the
+ *     protection probekit gave it. If it is not, the fault goes on to the
+ *     program and nothing is mapped or protected there. (Without an
+ *     alias this is a weak test: a new private mapping that is read-only,
+ *     inaccessible or has the page's own protection passes it.)
+ * The question is PROCMAP_QUERY (Linux 6.11) on a descriptor of
+ * /proc/self/maps kept open for it (wmaps_fd: opened at the first page
+ * watch, again in a fork child). Where it cannot be asked (an older
+ * kernel, the descriptor closed by the program) the answer is "ours", as
+ * before. What remains (probekit(7), WATCHPOINTS): the program changing
+ * the mapping between the question and the step or the remap.
+ */
+struct wmaps_query {	/* PROCMAP_QUERY's argument, uapi linux/fs.h */
+	uint64_t size, query_flags, query_addr;
+	uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset;
+	uint64_t inode;
+	uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
+	uint64_t vma_name_addr, build_id_addr;
+};
+#define WMAPS_QUERY _IOWR('f', 17, struct wmaps_query)
+#define WMAPS_VMA_PROT 0x07	/* readable, writable, executable */
+#define WMAPS_VMA_SHARED 0x08
+
+static int wmaps_fd = -1;	/* pk_fault_lock (and fork child) */
+PK_SIGNAL_DATA(wmaps_fd);
+static dev_t wmaps_dev;		/* what it was opened as: pk_fault_lock */
+static ino_t wmaps_ino;
+
+/* PROT_* as PROCMAP_QUERY's vma_flags name them (the same three bits). */
+_Static_assert(PROT_READ == 1 && PROT_WRITE == 2 && PROT_EXEC == 4,
+	       "PROT_* and PROCMAP_VMA_* bits");
+
+/*
+ * Whether the page of @pg is still mapped as probekit mapped it: 1 (or
+ * cannot tell), 0 (not: unmapped, or another mapping). Async-signal-safe
+ * (one ioctl; errno is the caller's to keep).
+ */
+PK_NOPROBE static int wpage_ours(const struct wpage *pg)
+{
+	struct wmaps_query q;
+	int fd = __atomic_load_n(&wmaps_fd, __ATOMIC_RELAXED), prot;
+
+	if (fd < 0)
+		return 1;
+	__builtin_memset(&q, 0, sizeof(q));
+	q.size = sizeof(q);
+	q.query_addr = pg->page;
+	if (ioctl(fd, WMAPS_QUERY, &q))
+		return errno == ENOENT ? 0 : 1;	/* nothing mapped there */
+	if (pg->alias)
+		return (q.vma_flags & WMAPS_VMA_SHARED) && q.inode == pg->ino &&
+		       q.dev_major == pg->dev_major &&
+		       q.dev_minor == pg->dev_minor;
+	/*
+	 * Any protection probekit gives the page: protected for writes or
+	 * for reads (pg->prot changes before the page does), or opened for
+	 * a step.
+	 */
+	prot = (int)(q.vma_flags & WMAPS_VMA_PROT);
+	return !(q.vma_flags & WMAPS_VMA_SHARED) &&
+	       (prot == PROT_NONE || prot == PROT_READ ||
+		prot == pg->orig_prot);
+}
 
 PK_NOPROBE static uint64_t watch_read(uintptr_t addr, size_t len)
 {
@@ -352,6 +437,9 @@ PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 	struct pk_access a;
 	int decoded;
 
+	/* Nothing mapped there (the program unmapped it), or not ours. */
+	if (f->signo != SIGSEGV || f->code != SEGV_ACCERR)
+		return PK_FAULT_UNHANDLED;
 	if (wstep.pg) {
 		/*
 		 * This thread is in a step already: a watch handler of it
@@ -382,6 +470,15 @@ PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 	 * watch_page_add()'s release store of nw.
 	 */
 	if (!__atomic_load_n(&pg->nw, __ATOMIC_ACQUIRE)) {
+		__atomic_sub_fetch(&pg->steps, 1, __ATOMIC_SEQ_CST);	/* P6 */
+		return PK_FAULT_UNHANDLED;
+	}
+	/*
+	 * Counted in steps, the page cannot be converted now (P2): a mapping
+	 * that is not probekit's is the program's (it unmapped the page and
+	 * mapped something else there): its fault goes on to it.
+	 */
+	if (!wpage_ours(pg)) {
 		__atomic_sub_fetch(&pg->steps, 1, __ATOMIC_SEQ_CST);	/* P6 */
 		return PK_FAULT_UNHANDLED;
 	}
@@ -765,11 +862,12 @@ static int wpage_remap(struct wpage *pg, int prot, const void *src)
 {
 	size_t psz = (size_t)pk_page_size;
 	int fd = memfd_create("probekit-watch", MFD_CLOEXEC), err = 0;
+	struct stat st;
 	void *tmp;
 
 	if (fd < 0)
 		return -errno;
-	if (ftruncate(fd, (off_t)psz)) {
+	if (ftruncate(fd, (off_t)psz) || fstat(fd, &st)) {
 		err = -errno;
 		goto out;
 	}
@@ -788,8 +886,14 @@ static int wpage_remap(struct wpage *pg, int prot, const void *src)
 	if (mmap(pg->resv + RESV_HALF, psz, PROT_READ | PROT_WRITE,
 		 MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED ||
 	    mmap((void *)pg->page, psz, prot, MAP_SHARED | MAP_FIXED, fd,
-		 0) == MAP_FAILED)
+		 0) == MAP_FAILED) {
 		err = -errno;	/* only after the reservation was checked */
+		goto out;
+	}
+	/* What wpage_ours() recognises the page by from now on. */
+	pg->ino = st.st_ino;
+	pg->dev_major = major(st.st_dev);
+	pg->dev_minor = minor(st.st_dev);
 out:
 	close(fd);
 	return err;
@@ -827,17 +931,20 @@ static void wpage_alias(struct wpage *pg, int prot)
 }
 
 /*
- * The last watch went: a private page with the bytes and protection back.
- * The caller has quiesced it (busy).
+ * The last watch went: a private page with the bytes and protection back,
+ * if the page is still the memfd probekit mapped (@ours); else the
+ * program's mapping there is left alone, and the alias only goes. The
+ * caller has quiesced it (busy).
  */
-static void wpage_unalias(struct wpage *pg)
+static void wpage_unalias(struct wpage *pg, int ours)
 {
 	size_t psz = (size_t)pk_page_size;
-	void *tmp;
+	void *tmp = MAP_FAILED;
 
 	pk_assert_held(&pk_fault_lock);
-	tmp = mmap(NULL, psz, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (ours)
+		tmp = mmap(NULL, psz, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (tmp != MAP_FAILED) {
 		pk_arch_copy_unchecked(tmp, pg->alias, psz);
 		mprotect(tmp, psz, pg->orig_prot);
@@ -847,7 +954,10 @@ static void wpage_unalias(struct wpage *pg)
 			tmp = MAP_FAILED;
 		}
 	}
-	if (tmp == MAP_FAILED) {
+	if (!ours) {
+		pk_dbg("watch: page %#lx was unmapped or replaced by the "
+		       "program: left alone", (unsigned long)pg->page);
+	} else if (tmp == MAP_FAILED) {
 		/* Keep the shared page, unprotected: the bytes stay right. */
 		pk_warn("watch: page %#lx stays a shared mapping",
 			(unsigned long)pg->page);
@@ -855,6 +965,31 @@ static void wpage_unalias(struct wpage *pg)
 	}
 	munmap(pg->resv, 2 * RESV_HALF);
 	pg->resv = pg->alias = NULL;
+}
+
+/*
+ * The descriptor wpage_ours() asks; -1 where it cannot be had. Opened
+ * again if the program closed it (it may hold another file now: that one
+ * is the program's, left open).
+ */
+static void wmaps_open(void)
+{
+	struct stat st;
+	int fd;
+
+	if (wmaps_fd >= 0 && !fstat(wmaps_fd, &st) &&
+	    st.st_dev == wmaps_dev && st.st_ino == wmaps_ino)
+		return;
+	fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && fstat(fd, &st)) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd >= 0) {
+		wmaps_dev = st.st_dev;
+		wmaps_ino = st.st_ino;
+	}
+	__atomic_store_n(&wmaps_fd, fd, __ATOMIC_RELAXED);
 }
 
 /*
@@ -888,6 +1023,7 @@ static int watch_page_add(struct pk_watch *w)
 		err = watch_page_allowed(page, psz, &mi);
 		if (err)
 			return err;
+		wmaps_open();
 		/* -EBUSY too if the page holds a table of the fault layer's. */
 		err = pk_fault_range_add(page, page + psz, wpage_fault, pg);
 		if (err)
@@ -919,7 +1055,7 @@ static void watch_page_remove(struct pk_watch *w)
 {
 	uintptr_t psz = (uintptr_t)pk_page_size;
 	struct wpage *pg = w->pg;
-	int last = pg->nw == 1;
+	int last = pg->nw == 1, ours;
 
 	pk_assert_held(&pk_fault_lock);
 	/* W1 of the grace period below (pk_fault_wait_readers()). */
@@ -946,12 +1082,13 @@ static void watch_page_remove(struct pk_watch *w)
 	 * conversion over and is retried (wpage_retired()).
 	 */
 	wpage_quiesce(pg);
+	ours = wpage_ours(pg);	/* while pg->prot says what probekit set */
 	__atomic_store_n(&pg->prot, pg->orig_prot, __ATOMIC_RELEASE);
 	__atomic_store_n(&retired[retired_pos++ % RETIRED_N], pg->page,
 			 __ATOMIC_RELEASE);
 	if (pg->alias)
-		wpage_unalias(pg);
-	else
+		wpage_unalias(pg, ours);
+	else if (ours)
 		mprotect((void *)pg->page, psz, pg->orig_prot);
 	__atomic_store_n(&pg->nw, 0, __ATOMIC_RELEASE);
 	wpage_done(pg);
@@ -1021,11 +1158,24 @@ static void watch_fork_parent(void)
 
 static void watch_fork_child(void)
 {
+	/* The parent's descriptor answers for the parent's mappings. */
+	if (wmaps_fd >= 0) {
+		int old = wmaps_fd;
+		struct stat st;
+		int mine = !fstat(old, &st) && st.st_dev == wmaps_dev &&
+			   st.st_ino == wmaps_ino;
+
+		wmaps_fd = -1;
+		wmaps_open();
+		if (mine)
+			close(old);	/* after: the new one has another number */
+	}
 	for (unsigned int i = 0; i < WATCH_MAX; i++) {
 		struct wpage *pg = &wpages[i];
 
 		if (pg->nw && pg != wstep.pg) {
-			if (pg->alias)
+			/* Not over a mapping the program put there. */
+			if (pg->alias && wpage_ours(pg))
 				wpage_remap(pg, pg->prot, pg->snap);
 			pg->steps = 0;
 			pg->stepper = 0;
