@@ -257,21 +257,23 @@ _Static_assert(PROT_READ == 1 && PROT_WRITE == 2 && PROT_EXEC == 4,
 
 /*
  * Whether the page of @pg is still mapped as probekit mapped it: 1 (or
- * cannot tell), 0 (not: unmapped, or another mapping). Async-signal-safe
- * (one ioctl; errno is the caller's to keep).
+ * cannot tell), 0 (not: unmapped, or another mapping). Async-signal-safe:
+ * one raw ioctl (pk_sys3(): nothing a probe can be on, errno untouched).
  */
 PK_NOPROBE static int wpage_ours(const struct wpage *pg)
 {
 	struct wmaps_query q;
 	int fd = __atomic_load_n(&wmaps_fd, __ATOMIC_RELAXED), prot;
+	long ret;
 
 	if (fd < 0)
 		return 1;
 	__builtin_memset(&q, 0, sizeof(q));
 	q.size = sizeof(q);
 	q.query_addr = pg->page;
-	if (ioctl(fd, WMAPS_QUERY, &q))
-		return errno == ENOENT ? 0 : 1;	/* nothing mapped there */
+	ret = pk_sys3(SYS_ioctl, fd, (long)WMAPS_QUERY, (long)&q);
+	if (ret < 0)
+		return ret == -ENOENT ? 0 : 1;	/* nothing mapped there */
 	if (pg->alias)
 		return (q.vma_flags & WMAPS_VMA_SHARED) && q.inode == pg->ino &&
 		       q.dev_major == pg->dev_major &&
