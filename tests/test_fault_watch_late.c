@@ -93,6 +93,7 @@ static int child(void)
 	pthread_t th;
 	pid_t tid;
 
+	alarm(60);	/* a lost message ends in SIGALRM, not a hang */
 	memset(&sa, 0, sizeof(sa));
 	sigemptyset(&sa.sa_mask);
 	sa.sa_sigaction = on_segv;
@@ -111,7 +112,10 @@ static int child(void)
 		if (!ASSERT_OK(pk_watch_add((void *)&vars[0], 8, PK_WATCH_WRITE,
 					    on_hit, NULL, &w), "watch"))
 			break;
+		/* The tracer is waiting for the fault before the write. */
 		say(to_parent[1], 'g');
+		if (!ASSERT_EQ(hear(to_child[0]), 'G', "the tracer is ready"))
+			break;
 		__atomic_store_n(&go, 1, __ATOMIC_RELEASE);
 		if (!ASSERT_EQ(hear(to_child[0]), 'h', "the writer's fault held"))
 			break;
@@ -133,7 +137,8 @@ static int child(void)
 }
 
 /*
- * Trace the writer: hold its first SIGSEGV after 'g' until 'r'; after 'q'
+ * Trace the writer: hold its first SIGSEGV after 'g' (answered 'G') until
+ * 'r'; after 'q'
  * (or the child's end) pass everything on until the thread has exited and
  * is reaped (the child's own exit waits for that).
  */
@@ -170,6 +175,7 @@ static void tracer(pid_t tid)
 
 			if (c == 'g') {
 				want = 1;
+				say(to_child[1], 'G');
 			} else if (c == 'r' && held) {
 				want = held = 0;
 				ptrace(PTRACE_CONT, tid, NULL,
