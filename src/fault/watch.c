@@ -268,9 +268,12 @@ PK_NOPROBE static int wpage_ours(const struct wpage *pg)
 
 	if (fd < 0)
 		return 1;
-	__builtin_memset(&q, 0, sizeof(q));
+	/* Field by field: an initializer or memset() may call memset. */
 	q.size = sizeof(q);
+	q.query_flags = 0;
 	q.query_addr = pg->page;
+	q.vma_name_size = q.build_id_size = 0;
+	q.vma_name_addr = q.build_id_addr = 0;
 	ret = pk_sys3(SYS_ioctl, fd, (long)WMAPS_QUERY, (long)&q);
 	if (ret < 0)
 		return ret == -ENOENT ? 0 : 1;	/* nothing mapped there */
