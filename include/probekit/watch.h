@@ -84,9 +84,12 @@ PK_API int pk_watch_add(void *addr, size_t len, unsigned int access,
  * pk_watch_remove() - stop watching; no handler of @w runs once it returns
  * @w: from pk_watch_add()
  *
+ * A handle is stale once removed: no later pk_watch_add() gives the same
+ * value, so removing it again never removes another watch.
+ *
  * Context: any thread, may block; not from a chain callback or signal handler.
- * Return: 0, or -EINVAL (not a handle pk_watch_add() gives), -ENOENT
- * (already removed), -EDEADLK; on failure nothing changed.
+ * Return: 0, or -EINVAL (no value pk_watch_add() gives), -ENOENT (already
+ * removed: a stale handle), -EDEADLK; on failure nothing changed.
  */
 PK_API int pk_watch_remove(struct pk_watch *w);
 

@@ -73,8 +73,9 @@
  * A watch is published and unpublished through its active flag, read
  * inside the fault layer's read side: active = 0 is W1 of the grace period
  * (fault.c, pk_fault_wait_readers()), the handlers' seq_cst loads of it
- * are R3, and pk_watch_remove() waits one grace period before the handle
- * may be reused. A watched page has two handshakes of its own, numbered
+ * are R3, and pk_watch_remove() waits one grace period before the entry
+ * may serve another add (a handle is never reused: "Handles" at
+ * pk_watch_add()). A watched page has two handshakes of its own, numbered
  * for the barriers below:
  *   P1. a faulter (wpage_fault()) counts itself in pg->steps, then loads
  *       pg->busy (both seq_cst);
@@ -83,8 +84,9 @@
  *       the faulter's count and waits for it, or the faulter sees busy,
  *       takes its count back and waits;
  *   P3. the converter stores busy = 0 (release) once the page is in its
- *       new state; a waiting faulter's acquire load of busy sees that
- *       state when it retries;
+ *       new state, watched or not (wpage_done(): the whole conversion,
+ *       protection and nw included, is inside busy); a waiting faulter's
+ *       acquire load of busy sees that state when it retries;
  *   P4. one stepper per page: a faulter claims pg->stepper by a
  *       compare-and-swap (acquire) or waits for it to be 0 (acquire);
  *   P5. the stepper, after protecting the page again, stores stepper = 0
@@ -105,7 +107,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/ucontext.h>
 #include <unistd.h>
@@ -124,6 +130,7 @@ struct pk_watch {
 	unsigned int access;
 	pk_watch_fn fn;
 	void *ctx;
+	uint64_t gen;		/* in the handle given out ("Handles") */
 	uint64_t shadow;	/* last value seen (atomic) */
 	int active;		/* atomic: published ("Memory ordering") */
 	struct {
@@ -154,6 +161,8 @@ struct wpage {
 	char *alias;		/* writable view of the page (memfd), or NULL */
 	char *resv;		/* address space reserved around the alias */
 	char *snap;		/* fork: the alias's bytes at prepare, or NULL */
+	uint64_t ino;		/* the alias's memfd: its inode and device, */
+	unsigned int dev_major, dev_minor;	/* how wpage_ours() knows it */
 };
 
 /*
@@ -188,6 +197,100 @@ static struct {
 	unsigned long open_steps;	/* steps that opened their page */
 } wstats;				/* atomic counters */
 PK_SIGNAL_DATA(wstats);
+
+/*
+ * Conversions: how many times a watched page changed state (pk_fault_lock;
+ * atomic). A fault raised before a change can reach the handler after it,
+ * on a page that no longer faults: wpage_retired() retries a fault once per
+ * change, and a second fault at the same address with no change between is
+ * a real one.
+ */
+static unsigned long wgen;
+PK_SIGNAL_DATA(wgen);
+
+/*
+ * Is the mapping at a watched page still probekit's?
+ * --------------------------------------------------
+ *
+ * The program may munmap() a watched page, or map something else over it
+ * (mmap MAP_FIXED, mremap, shmat), without telling probekit. Its range in
+ * the fault chain stays until pk_watch_remove(), so:
+ *   - a fault there that is not a protection fault on a mapped page
+ *     (SEGV_MAPERR: nothing mapped; SIGBUS) is never probekit's: it is
+ *     passed on, whatever the state of the watch;
+ *   - before a protection fault is served (the access moved to the alias,
+ *     or the page opened), and before pk_watch_remove() or fork() maps
+ *     anything at the page, the mapping found there is asked whether it is
+ *     still the one probekit made: the alias's memfd (same inode and
+ *     device, shared) for an aliased page; for a page without an alias (a
+ *     private mapping, nothing to name it by), a private mapping with the
+ *     protection probekit gave it. If it is not, the fault goes on to the
+ *     program and nothing is mapped or protected there. (Without an
+ *     alias this is a weak test: a new private mapping that is read-only,
+ *     inaccessible or has the page's own protection passes it.)
+ * The question is PROCMAP_QUERY (Linux 6.11) on a descriptor of
+ * /proc/self/maps kept open for it (wmaps_fd: opened at the first page
+ * watch, again in a fork child). Where it cannot be asked (an older
+ * kernel, the descriptor closed by the program) the answer is "ours", as
+ * before. What remains (probekit(7), WATCHPOINTS): the program changing
+ * the mapping between the question and the step or the remap.
+ */
+struct wmaps_query {	/* PROCMAP_QUERY's argument, uapi linux/fs.h */
+	uint64_t size, query_flags, query_addr;
+	uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset;
+	uint64_t inode;
+	uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
+	uint64_t vma_name_addr, build_id_addr;
+};
+#define WMAPS_QUERY _IOWR('f', 17, struct wmaps_query)
+#define WMAPS_VMA_PROT 0x07	/* readable, writable, executable */
+#define WMAPS_VMA_SHARED 0x08
+
+static int wmaps_fd = -1;	/* pk_fault_lock (and fork child) */
+PK_SIGNAL_DATA(wmaps_fd);
+static dev_t wmaps_dev;		/* what it was opened as: pk_fault_lock */
+static ino_t wmaps_ino;
+
+/* PROT_* as PROCMAP_QUERY's vma_flags name them (the same three bits). */
+_Static_assert(PROT_READ == 1 && PROT_WRITE == 2 && PROT_EXEC == 4,
+	       "PROT_* and PROCMAP_VMA_* bits");
+
+/*
+ * Whether the page of @pg is still mapped as probekit mapped it: 1 (or
+ * cannot tell), 0 (not: unmapped, or another mapping). Async-signal-safe:
+ * one raw ioctl (pk_sys3(): nothing a probe can be on, errno untouched).
+ */
+PK_NOPROBE static int wpage_ours(const struct wpage *pg)
+{
+	struct wmaps_query q;
+	int fd = __atomic_load_n(&wmaps_fd, __ATOMIC_RELAXED), prot;
+	long ret;
+
+	if (fd < 0)
+		return 1;
+	/* Field by field: an initializer or memset() may call memset. */
+	q.size = sizeof(q);
+	q.query_flags = 0;
+	q.query_addr = pg->page;
+	q.vma_name_size = q.build_id_size = 0;
+	q.vma_name_addr = q.build_id_addr = 0;
+	ret = pk_sys3(SYS_ioctl, fd, (long)WMAPS_QUERY, (long)&q);
+	if (ret < 0)
+		return ret == -ENOENT ? 0 : 1;	/* nothing mapped there */
+	if (pg->alias)
+		return (q.vma_flags & WMAPS_VMA_SHARED) && q.inode == pg->ino &&
+		       q.dev_major == pg->dev_major &&
+		       q.dev_minor == pg->dev_minor;
+	/*
+	 * Any protection probekit gives the page: protected for writes or
+	 * for reads (pg->prot changes before the page does), or opened for
+	 * a step.
+	 */
+	prot = (int)(q.vma_flags & WMAPS_VMA_PROT);
+	return !(q.vma_flags & WMAPS_VMA_SHARED) &&
+	       (prot == PROT_NONE || prot == PROT_READ ||
+		prot == pg->orig_prot);
+}
 
 PK_NOPROBE static uint64_t watch_read(uintptr_t addr, size_t len)
 {
@@ -339,6 +442,9 @@ PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 	struct pk_access a;
 	int decoded;
 
+	/* Nothing mapped there (the program unmapped it), or not ours. */
+	if (f->signo != SIGSEGV || f->code != SEGV_ACCERR)
+		return PK_FAULT_UNHANDLED;
 	if (wstep.pg) {
 		/*
 		 * This thread is in a step already: a watch handler of it
@@ -361,8 +467,23 @@ PK_NOPROBE static int wpage_fault(const struct pk_fault *f, void *ctx)
 			sched_yield();
 		return PK_FAULT_HANDLED;	/* retry on the new mapping */
 	}
-	/* Acquire: pairs with watch_page_add()'s release store of nw. */
+	/*
+	 * No watch on it: the range is about to go (or has just come, and
+	 * the page is not protected yet), so the fault was raised before a
+	 * conversion that has ended: watch_hook() judges it
+	 * (wpage_retired()), as no range claimed it. Acquire: pairs with
+	 * watch_page_add()'s release store of nw.
+	 */
 	if (!__atomic_load_n(&pg->nw, __ATOMIC_ACQUIRE)) {
+		__atomic_sub_fetch(&pg->steps, 1, __ATOMIC_SEQ_CST);	/* P6 */
+		return PK_FAULT_UNHANDLED;
+	}
+	/*
+	 * Counted in steps, the page cannot be converted now (P2): a mapping
+	 * that is not probekit's is the program's (it unmapped the page and
+	 * mapped something else there): its fault goes on to it.
+	 */
+	if (!wpage_ours(pg)) {
 		__atomic_sub_fetch(&pg->steps, 1, __ATOMIC_SEQ_CST);	/* P6 */
 		return PK_FAULT_UNHANDLED;
 	}
@@ -502,8 +623,14 @@ PK_NOPROBE static int wpage_step(ucontext_t *uc)
  * back and its range removed. A thread can fault on it and reach the fault
  * chain only after that (the access would succeed now): the last RETIRED_N
  * retired pages are remembered in a ring, and a protection fault there is
- * retried once per thread (a second fault at the same address in a row is
- * a real one).
+ * retried. A fault at the address this thread retried last, with no
+ * conversion of any watched page since (wgen unchanged), is a real one
+ * (the program's own protection): it goes on. Any conversion between the
+ * two makes the second one stale too (a thread can be preempted between
+ * the fault and its handler for milliseconds, while watches come and go):
+ * retried again. A fault with no range on it reaches this only when no
+ * range claimed it, and a page is retired only once its range has no
+ * watch (wpage_fault() does not claim such faults).
  */
 #define RETIRED_N 8
 static uintptr_t retired[RETIRED_N];	/* atomic; written under pk_fault_lock */
@@ -511,6 +638,8 @@ PK_SIGNAL_DATA(retired);
 static unsigned int retired_pos;	/* pk_fault_lock */
 static __thread uintptr_t retry_addr __attribute__((tls_model("initial-exec")));
 PK_SIGNAL_TLS(retry_addr);
+static __thread unsigned long retry_gen __attribute__((tls_model("initial-exec")));
+PK_SIGNAL_TLS(retry_gen);
 
 PK_NOPROBE __attribute__((cold)) static int wpage_retired(uintptr_t addr)
 {
@@ -520,11 +649,15 @@ PK_NOPROBE __attribute__((cold)) static int wpage_retired(uintptr_t addr)
 		/* Acquire: pairs with watch_page_remove()'s release. */
 		if (__atomic_load_n(&retired[i], __ATOMIC_ACQUIRE) != page)
 			continue;
-		if (retry_addr == addr) {
+		/* Acquire: pairs with wpage_done()'s release. */
+		unsigned long g = __atomic_load_n(&wgen, __ATOMIC_ACQUIRE);
+
+		if (retry_addr == addr && retry_gen == g) {
 			retry_addr = 0;
 			return 0;
 		}
 		retry_addr = addr;
+		retry_gen = g;
 		return 1;
 	}
 	return 0;
@@ -718,16 +851,28 @@ static void wpage_quiesce(struct wpage *pg)
 		sched_yield();
 }
 
+/*
+ * The end of a conversion: counted (wpage_retired()), then faulters go on
+ * to find the page in its new state.
+ */
+static void wpage_done(struct wpage *pg)
+{
+	/* Release: pairs with wpage_retired()'s acquire load. */
+	__atomic_store_n(&wgen, wgen + 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&pg->busy, 0, __ATOMIC_RELEASE);	/* P3 */
+}
+
 /* Map a new memfd holding @pg's bytes at the alias and at the page. */
 static int wpage_remap(struct wpage *pg, int prot, const void *src)
 {
 	size_t psz = (size_t)pk_page_size;
 	int fd = memfd_create("probekit-watch", MFD_CLOEXEC), err = 0;
+	struct stat st;
 	void *tmp;
 
 	if (fd < 0)
 		return -errno;
-	if (ftruncate(fd, (off_t)psz)) {
+	if (ftruncate(fd, (off_t)psz) || fstat(fd, &st)) {
 		err = -errno;
 		goto out;
 	}
@@ -746,18 +891,25 @@ static int wpage_remap(struct wpage *pg, int prot, const void *src)
 	if (mmap(pg->resv + RESV_HALF, psz, PROT_READ | PROT_WRITE,
 		 MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED ||
 	    mmap((void *)pg->page, psz, prot, MAP_SHARED | MAP_FIXED, fd,
-		 0) == MAP_FAILED)
+		 0) == MAP_FAILED) {
 		err = -errno;	/* only after the reservation was checked */
+		goto out;
+	}
+	/* What wpage_ours() recognises the page by from now on. */
+	pg->ino = st.st_ino;
+	pg->dev_major = major(st.st_dev);
+	pg->dev_minor = minor(st.st_dev);
 out:
 	close(fd);
 	return err;
 }
 
 /*
- * Turn @pg into a memfd page with an alias (see "Alias stepping"); on
- * failure the page stays as it was and steps open it instead.
+ * Turn @pg into a memfd page with an alias (see "Alias stepping"), mapped
+ * with @prot; on failure the page stays as it was and steps open it
+ * instead. The caller has quiesced it (busy).
  */
-static void wpage_alias(struct wpage *pg)
+static void wpage_alias(struct wpage *pg, int prot)
 {
 	size_t psz = (size_t)pk_page_size;
 	char *resv;
@@ -768,16 +920,10 @@ static void wpage_alias(struct wpage *pg)
 		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (resv == MAP_FAILED)
 		return;
-	wpage_quiesce(pg);
 	pg->resv = resv;
-	/* Freeze writers (they fault and wait) while the bytes move. */
+	/* Freeze writers (they fault and wait: busy) while the bytes move. */
 	mprotect((void *)pg->page, psz, PROT_READ);
-	/*
-	 * Mapped back with the page's own protection: no watch counts on it
-	 * yet (nw is 0), so a fault now would reach the default action; the
-	 * caller protects it once the watch is published.
-	 */
-	err = wpage_remap(pg, pg->orig_prot, NULL);
+	err = wpage_remap(pg, prot, NULL);
 	if (err) {
 		pk_dbg("watch: page %#lx: no alias (%s); steps open the page",
 		       (unsigned long)pg->page, strerror(-err));
@@ -787,19 +933,23 @@ static void wpage_alias(struct wpage *pg)
 	} else {
 		pg->alias = resv + RESV_HALF;
 	}
-	__atomic_store_n(&pg->busy, 0, __ATOMIC_RELEASE);	/* P3 */
 }
 
-/* The last watch went: a private page with the bytes and protection back. */
-static void wpage_unalias(struct wpage *pg)
+/*
+ * The last watch went: a private page with the bytes and protection back,
+ * if the page is still the memfd probekit mapped (@ours); else the
+ * program's mapping there is left alone, and the alias only goes. The
+ * caller has quiesced it (busy).
+ */
+static void wpage_unalias(struct wpage *pg, int ours)
 {
 	size_t psz = (size_t)pk_page_size;
-	void *tmp;
+	void *tmp = MAP_FAILED;
 
 	pk_assert_held(&pk_fault_lock);
-	wpage_quiesce(pg);
-	tmp = mmap(NULL, psz, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (ours)
+		tmp = mmap(NULL, psz, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (tmp != MAP_FAILED) {
 		pk_arch_copy_unchecked(tmp, pg->alias, psz);
 		mprotect(tmp, psz, pg->orig_prot);
@@ -809,7 +959,10 @@ static void wpage_unalias(struct wpage *pg)
 			tmp = MAP_FAILED;
 		}
 	}
-	if (tmp == MAP_FAILED) {
+	if (!ours) {
+		pk_dbg("watch: page %#lx was unmapped or replaced by the "
+		       "program: left alone", (unsigned long)pg->page);
+	} else if (tmp == MAP_FAILED) {
 		/* Keep the shared page, unprotected: the bytes stay right. */
 		pk_warn("watch: page %#lx stays a shared mapping",
 			(unsigned long)pg->page);
@@ -817,16 +970,48 @@ static void wpage_unalias(struct wpage *pg)
 	}
 	munmap(pg->resv, 2 * RESV_HALF);
 	pg->resv = pg->alias = NULL;
-	__atomic_store_n(&pg->busy, 0, __ATOMIC_RELEASE);	/* P3 */
 }
 
-/* Page mechanism: protect @w's page and join the fault chain. */
+/*
+ * The descriptor wpage_ours() asks; -1 where it cannot be had. Opened
+ * again if the program closed it (it may hold another file now: that one
+ * is the program's, left open).
+ */
+static void wmaps_open(void)
+{
+	struct stat st;
+	int fd;
+
+	if (wmaps_fd >= 0 && !fstat(wmaps_fd, &st) &&
+	    st.st_dev == wmaps_dev && st.st_ino == wmaps_ino)
+		return;
+	fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && fstat(fd, &st)) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd >= 0) {
+		wmaps_dev = st.st_dev;
+		wmaps_ino = st.st_ino;
+	}
+	__atomic_store_n(&wmaps_fd, fd, __ATOMIC_RELAXED);
+}
+
+/*
+ * Page mechanism: protect @w's page and join the fault chain.
+ *
+ * A page's first watch converts it with busy set from before it is first
+ * protected until it is watched (nw, the watch active, its protection), so
+ * no fault raised meanwhile, however late its handler runs, finds the page
+ * protected with no watch counted on it: the handler either waits (busy)
+ * or finds it watched, or finds the conversion over (wgen) and retries.
+ */
 static int watch_page_add(struct pk_watch *w)
 {
 	uintptr_t psz = (uintptr_t)pk_page_size;
 	uintptr_t page = w->addr & ~(psz - 1);
 	struct wpage *pg = NULL;
-	int err, prot;
+	int err = 0, prot, fresh = 0;
 
 	pk_assert_held(&pk_fault_lock);
 	if (((w->addr + w->len - 1) & ~(psz - 1)) != page)
@@ -843,28 +1028,31 @@ static int watch_page_add(struct pk_watch *w)
 		err = watch_page_allowed(page, psz, &mi);
 		if (err)
 			return err;
-		prot = mi.prot;
+		wmaps_open();
 		/* -EBUSY too if the page holds a table of the fault layer's. */
 		err = pk_fault_range_add(page, page + psz, wpage_fault, pg);
 		if (err)
 			return err;
 		pg->page = page;
-		pg->orig_prot = prot;
-		if (!pk_env_flag("WATCH_NOALIAS"))
-			wpage_alias(pg);
+		pg->orig_prot = mi.prot;
+		fresh = 1;
+		wpage_quiesce(pg);
 	}
 	w->pg = pg;
+	prot = wpage_prot(pg);
+	/* Release: pairs with wpage_step()'s acquire load of prot. */
+	__atomic_store_n(&pg->prot, prot, __ATOMIC_RELEASE);
+	if (fresh && !pk_env_flag("WATCH_NOALIAS"))
+		wpage_alias(pg, prot);
 	/* Release: pairs with wpage_fault()'s acquire load of nw. */
 	__atomic_store_n(&pg->nw, pg->nw + 1, __ATOMIC_RELEASE);
 	/* Published: pairs with R3 in wpage_fault() and wpage_step(). */
 	__atomic_store_n(&w->active, 1, __ATOMIC_SEQ_CST);
-	/* Release: pairs with wpage_step()'s acquire load of prot. */
-	__atomic_store_n(&pg->prot, wpage_prot(pg), __ATOMIC_RELEASE);
-	if (mprotect((void *)page, psz, pg->prot)) {
-		err = -errno;
-		return err;	/* the caller undoes */
-	}
-	return 0;
+	if (mprotect((void *)page, psz, prot))
+		err = -errno;	/* the caller undoes */
+	if (fresh)
+		wpage_done(pg);
+	return err;
 }
 
 /* Page mechanism: stop reporting, wait for steps, unprotect if last. */
@@ -872,42 +1060,45 @@ static void watch_page_remove(struct pk_watch *w)
 {
 	uintptr_t psz = (uintptr_t)pk_page_size;
 	struct wpage *pg = w->pg;
-	int last = pg->nw == 1;
+	int last = pg->nw == 1, ours;
 
 	pk_assert_held(&pk_fault_lock);
 	/* W1 of the grace period below (pk_fault_wait_readers()). */
 	__atomic_store_n(&w->active, 0, __ATOMIC_SEQ_CST);
 	w->pg = NULL;
-	/*
-	 * The new protection first (the page's own after the last watch), so
-	 * threads stop faulting on it and a step in flight re-protects with
-	 * it; remembered as retired before the range goes (wpage_retired()).
-	 * Both release: pair with the acquire loads of wpage_step() and
-	 * wpage_retired().
-	 */
-	__atomic_store_n(&pg->prot, last ? pg->orig_prot : wpage_prot(pg),
-			 __ATOMIC_RELEASE);
-	if (last)
-		__atomic_store_n(&retired[retired_pos++ % RETIRED_N], pg->page,
-				 __ATOMIC_RELEASE);
-	if (last && pg->alias)
-		wpage_unalias(pg);
-	else
-		mprotect((void *)pg->page, psz, pg->prot);
-	pk_fault_wait_readers();	/* no handler runs w->fn after this */
-	w->fn = NULL;
 	if (!last) {
+		/*
+		 * The page's protection for the watches left (a step in
+		 * flight re-protects with it: release, pairs with
+		 * wpage_step()'s acquire load).
+		 */
+		__atomic_store_n(&pg->prot, wpage_prot(pg), __ATOMIC_RELEASE);
+		mprotect((void *)pg->page, psz, pg->prot);
+		pk_fault_wait_readers();  /* no handler runs w->fn after this */
+		w->fn = NULL;
 		__atomic_store_n(&pg->nw, pg->nw - 1, __ATOMIC_RELEASE);
 		return;
 	}
 	/*
-	 * The entry may serve another page next: wait for threads still
-	 * stepping over this one (a bounded wait: the page faults no more):
-	 * P2's wait, without busy, for P6.
+	 * The last watch: the page converts back with busy set (no thread
+	 * steps over it meanwhile, P2), remembered as retired before its
+	 * range goes (wpage_retired(); release, pairs with its acquire
+	 * load). nw goes to 0 before busy does, so a late fault finds the
+	 * conversion over and is retried (wpage_retired()).
 	 */
-	while (__atomic_load_n(&pg->steps, __ATOMIC_SEQ_CST))
-		sched_yield();
+	wpage_quiesce(pg);
+	ours = wpage_ours(pg);	/* while pg->prot says what probekit set */
+	__atomic_store_n(&pg->prot, pg->orig_prot, __ATOMIC_RELEASE);
+	__atomic_store_n(&retired[retired_pos++ % RETIRED_N], pg->page,
+			 __ATOMIC_RELEASE);
+	if (pg->alias)
+		wpage_unalias(pg, ours);
+	else if (ours)
+		mprotect((void *)pg->page, psz, pg->orig_prot);
 	__atomic_store_n(&pg->nw, 0, __ATOMIC_RELEASE);
+	wpage_done(pg);
+	pk_fault_wait_readers();	/* no handler runs w->fn after this */
+	w->fn = NULL;
 	pk_fault_range_remove(pg->page);
 }
 
@@ -972,11 +1163,24 @@ static void watch_fork_parent(void)
 
 static void watch_fork_child(void)
 {
+	/* The parent's descriptor answers for the parent's mappings. */
+	if (wmaps_fd >= 0) {
+		int old = wmaps_fd;
+		struct stat st;
+		int mine = !fstat(old, &st) && st.st_dev == wmaps_dev &&
+			   st.st_ino == wmaps_ino;
+
+		wmaps_fd = -1;
+		wmaps_open();
+		if (mine)
+			close(old);	/* after: the new one has another number */
+	}
 	for (unsigned int i = 0; i < WATCH_MAX; i++) {
 		struct wpage *pg = &wpages[i];
 
 		if (pg->nw && pg != wstep.pg) {
-			if (pg->alias)
+			/* Not over a mapping the program put there. */
+			if (pg->alias && wpage_ours(pg))
 				wpage_remap(pg, pg->prot, pg->snap);
 			pg->steps = 0;
 			pg->stepper = 0;
@@ -989,6 +1193,40 @@ static void watch_fork_child(void)
 
 PK_ATFORK(watch, PK_RANK_FAULT, watch_fork_prepare, watch_fork_parent,
 	  watch_fork_child);
+
+/*
+ * Handles
+ * -------
+ *
+ * A handle is not the entry's address (an entry serves the next add as
+ * soon as it is free, and a stale handle would then name the new watch):
+ * it names the entry and the add that filled it, (gen << 5) | (idx << 1) | 1,
+ * gen counting adds from 1 (2^59 of them never wrap). Odd, so no pointer
+ * to anything of 2-byte alignment or more is one; a handle whose entry was
+ * freed or filled again by a later add no longer matches its gen.
+ */
+#define HANDLE_IDX_BITS 4
+_Static_assert(WATCH_MAX <= 1u << HANDLE_IDX_BITS, "idx fits in a handle");
+static uint64_t watch_adds;	/* pk_fault_lock */
+
+static struct pk_watch *handle_of(unsigned int idx, uint64_t gen)
+{
+	return (struct pk_watch *)(uintptr_t)(gen << (HANDLE_IDX_BITS + 1) |
+					      idx << 1 | 1);
+}
+
+/* The entry a handle names, or -EINVAL if it cannot be a handle. */
+static int handle_idx(const struct pk_watch *h, unsigned int *idx,
+		      uint64_t *gen)
+{
+	uintptr_t v = (uintptr_t)h;
+
+	if (!(v & 1) || !(v >> (HANDLE_IDX_BITS + 1)))
+		return -EINVAL;
+	*idx = (v >> 1) & ((1u << HANDLE_IDX_BITS) - 1);
+	*gen = v >> (HANDLE_IDX_BITS + 1);
+	return *idx < WATCH_MAX ? 0 : -EINVAL;
+}
 
 int pk_watch_add(void *addr, size_t len, unsigned int access, pk_watch_fn fn,
 		 void *ctx, struct pk_watch **out)
@@ -1070,24 +1308,28 @@ fail:
 		pk_fault_client_join(&watch_client);	/* if it failed */
 		goto out;
 	}
-	*out = w;
+	w->gen = ++watch_adds;
+	*out = handle_of(idx, w->gen);
 out:
 	pk_fault_write_unlock();
 	return err;
 }
 
-int pk_watch_remove(struct pk_watch *w)
+int pk_watch_remove(struct pk_watch *h)
 {
-	int err;
+	struct pk_watch *w;
+	unsigned int idx;
+	uint64_t gen;
+	int err = handle_idx(h, &idx, &gen);
 
-	if (!w || w < watches || w >= watches + WATCH_MAX ||
-	    ((uintptr_t)w - (uintptr_t)watches) % sizeof(*w))
-		return -EINVAL;
+	if (err)
+		return err;
 	err = pk_fault_write_lock();
 	if (err)
 		return err;
-	if (!w->fn) {
-		err = -ENOENT;
+	w = &watches[idx];
+	if (!w->fn || w->gen != gen) {
+		err = -ENOENT;	/* removed (its entry may serve another) */
 		goto out;
 	}
 	if (w->pg) {
