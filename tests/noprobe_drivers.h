@@ -32,7 +32,7 @@ static void *d_page;			/* a private page of our own */
 static pthread_key_t d_key;
 static void *(*d_tls_get_addr)(void *);
 static unsigned long d_tls_index[2];	/* liburcu-bp's module, offset 0 */
-static volatile long d_sink;
+static volatile unsigned long d_sink;	/* unsigned: sums wrap, never overflow */
 
 /* Once, before any thread runs a driver. 0, or -1 (errno set). */
 static int drivers_init(void)
@@ -136,7 +136,7 @@ static void dr_setspecific(void)
 static void dr_tls_get_addr(void)
 {
 	if (d_tls_get_addr)
-		d_sink += (long)(uintptr_t)d_tls_get_addr(d_tls_index);
+		d_sink += (uintptr_t)d_tls_get_addr(d_tls_index);
 }
 static void dr_zydis(void)
 {
