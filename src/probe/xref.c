@@ -458,23 +458,26 @@ static struct pk_xref *get_index(const struct obj *o)
 	struct pk_xref **pp, *x;
 	struct stat st;
 	size_t n = 0;
-	int fd;
+	int fd = -1;
 
 	pk_assert_held(&xref_lock);
-	fd = open(o->path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0 && fstat(fd, &st)) {
-		close(fd);
-		fd = -1;
-	}
-	for (pp = &cache; fd >= 0 && (x = *pp); pp = &x->next) {
-		if (same_file(x, o->bias, &st)) {
+	/* A hit costs a stat(2): the file's identity now. */
+	if (!stat(o->path, &st)) {
+		for (pp = &cache; (x = *pp); pp = &x->next) {
+			if (!same_file(x, o->bias, &st))
+				continue;
 			/* To the front: the most recently used. */
 			*pp = x->next;
 			x->next = cache;
 			cache = x;
-			close(fd);
 			return x;
 		}
+		fd = open(o->path, O_RDONLY | O_CLOEXEC);
+	}
+	/* The identity of what is read (the file may have changed since). */
+	if (fd >= 0 && fstat(fd, &st)) {
+		close(fd);
+		fd = -1;
 	}
 	x = calloc(1, sizeof(*x));
 	if (!x) {
