@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: MIT
+/* bench_xref.c - building the branch-destination index a jump probe's placement checks (probe/xref.h), on the largest objects here. */
+
+/*
+ * xref / OBJECT / build_ms      pk_xref_build() on the object's file: read
+ *                               (mmap), decode every executable byte from
+ *                               each function start, sort, deduplicate;
+ *                               wall time (the file's pages read in
+ *                               included: warm after the first run)
+ * xref / OBJECT / build_cpu_ms  the same in this thread's CPU time, which
+ *                               the machine's other load does not inflate
+ * xref / OBJECT / bytes         what the index keeps afterwards
+ * xref / OBJECT / peak_bytes    the most its building held at once (the
+ *                               file's mapping not counted)
+ * xref / OBJECT / text_mb, functions (start points), targets: its size, so
+ *                               that a figure can be scaled to another
+ *                               object (libxul: ~100k functions, ~100 MB)
+ * xref / libc / check_us        pk_xref_lands_in() on memcpy, index cached:
+ *                               what every jump probe's placement now pays
+ *
+ * OBJECT: libc (libc.so.6), libstdc++ (libstdc++.so.6), and largest: the
+ * largest regular file named *.so* under /usr/lib/x86_64-linux-gnu (its
+ * name is printed; libLLVM on a machine with LLVM installed). The index is
+ * a hidden function: this program links the static library.
+ */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "bench.h"
+#include "probe/xref.h"
+
+#define LIBDIR "/usr/lib/x86_64-linux-gnu"
+
+/* This thread's CPU time: the machine's other load left out. */
+static double cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static int largest_so(char *path, size_t cap)
+{
+	DIR *d = opendir(LIBDIR);
+	struct dirent *de;
+	off_t best = 0;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		char p[PATH_MAX];
+		struct stat st;
+
+		if (!strstr(de->d_name, ".so"))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", LIBDIR, de->d_name);
+		if (lstat(p, &st) || !S_ISREG(st.st_mode) || st.st_size <= best)
+			continue;
+		best = st.st_size;
+		snprintf(path, cap, "%s", p);
+	}
+	closedir(d);
+	return best ? 0 : -1;
+}
+
+static void skip_all(const char *cas, const char *why)
+{
+	static const char *const m[] = { "build_ms", "build_cpu_ms", "bytes",
+					  "peak_bytes" };
+
+	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++)
+		bench_skip("xref", cas, m[i], why);
+}
+
+static void one(const char *cas, const char *path, int runs)
+{
+	struct bench_series ms = { 0 }, cpu = { 0 }, bytes = { 0 }, peak = { 0 },
+			    text = { 0 }, funcs = { 0 }, targets = { 0 };
+	struct pk_xref_stats st;
+
+	for (int r = 0; r < runs; r++) {
+		struct pk_xref *x;
+		double t0 = bench_now_ns(), c0 = cpu_ns();
+		int err = pk_xref_build(path, 0, &x);
+
+		if (err) {
+			char why[PATH_MAX + 64];
+
+			snprintf(why, sizeof(why), "%s: pk_xref_build %d", path, err);
+			skip_all(cas, why);
+			return;
+		}
+		bench_add(&ms, (bench_now_ns() - t0) / 1e6);
+		bench_add(&cpu, (cpu_ns() - c0) / 1e6);
+		pk_xref_get_stats(x, &st);
+		bench_add(&bytes, (double)st.bytes);
+		bench_add(&peak, (double)st.peak_bytes);
+		bench_add(&text, st.text_bytes / 1e6);
+		bench_add(&funcs, (double)st.starts);
+		bench_add(&targets, (double)st.targets);
+		pk_xref_free(x);
+	}
+	printf("  %s: %s (%zu instructions, %zu branches into its code)\n",
+	       cas, path, st.insns, st.branches);
+	bench_report("xref", cas, "build_ms", "ms", &ms);
+	bench_report("xref", cas, "build_cpu_ms", "ms", &cpu);
+	bench_report("xref", cas, "bytes", "B", &bytes);
+	bench_report("xref", cas, "peak_bytes", "B", &peak);
+	bench_report("xref", cas, "text_mb", "MB", &text);
+	bench_report("xref", cas, "functions", "n", &funcs);
+	bench_report("xref", cas, "targets", "n", &targets);
+}
+
+static void check(int runs)
+{
+	struct bench_series us = { 0 };
+	void *fn = dlsym(RTLD_DEFAULT, "memcpy");
+	uintptr_t at;
+	int n = bench_opts.quick ? 200 : 2000;
+
+	if (!fn || pk_xref_lands_in((uintptr_t)fn, 5, &at) < 0) {
+		bench_skip("xref", "libc", "check_us", "no index of libc here");
+		return;
+	}
+	for (int r = 0; r < runs; r++) {
+		double t0 = bench_now_ns();
+
+		for (int i = 0; i < n; i++)
+			bench_keep(pk_xref_lands_in((uintptr_t)fn, 5, &at));
+		bench_add(&us, (bench_now_ns() - t0) / 1e3 / n);
+	}
+	bench_report("xref", "libc", "check_us", "us", &us);
+}
+
+int main(int argc, char **argv)
+{
+	char big[PATH_MAX];
+	int runs;
+
+	bench_init(argc, argv);
+	runs = bench_opts.quick ? 1 : bench_opts.runs;
+	one("libc", LIBDIR "/libc.so.6", bench_opts.runs);
+	one("libstdc++", LIBDIR "/libstdc++.so.6", bench_opts.runs);
+	if (largest_so(big, sizeof(big))) {
+		skip_all("largest", "no .so in " LIBDIR);
+	} else {
+		one("largest", big, runs);
+	}
+	check(bench_opts.runs);
+	return 0;
+}
