@@ -119,6 +119,10 @@ add_test(NAME cli_xjump
           $<IF:$<BOOL:${PK_SANITIZE}>,1,0>)
 set_tests_properties(cli_xjump PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+# test_probe_xjump loads copies of libxjumpa.so and libxjumpb.so.
+if(TARGET test_probe_xjump AND TARGET xjumpa AND TARGET xjumpb)
+  add_dependencies(test_probe_xjump xjumpa xjumpb)
+endif()
 # test_arch_branch checks the branch index's fast tables against Zydis
 # (it includes decode.c itself: the tables are static there).
 if(TARGET test_arch_branch)

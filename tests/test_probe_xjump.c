@@ -18,10 +18,18 @@
  * (the destination: nothing lands after its first byte) stays a jump
  * probe and sees every path, and xj_plain, which nothing jumps into, too.
  * The calls run in a child: a crash is reported, not the test's death.
+ *
+ * The index is per loaded file: libxjumpa.so (nothing jumps into xj_lib_f)
+ * copied to a temporary path gives a jump probe; dlclose'd, replaced there
+ * by libxjumpb.so (xj_lib_g jumps to xj_lib_f+3) and loaded again, most
+ * likely at the same address, it must give an int3 probe and run.
  */
+#include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "harness.h"
 
@@ -214,10 +222,100 @@ static void test_entry_alone(void)
 	pk_probe_destroy(p);
 }
 
+static int copy_file(const char *from, const char *to)
+{
+	char tmp[4200], buf[65536];
+	int in = open(from, O_RDONLY | O_CLOEXEC), out, ok = in >= 0;
+	ssize_t n;
+
+	snprintf(tmp, sizeof(tmp), "%s.new", to);
+	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+	ok = ok && out >= 0;
+	while (ok && (n = read(in, buf, sizeof(buf))) > 0)
+		ok = write(out, buf, (size_t)n) == n;
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	/* A new inode under the old name, as a package upgrade makes. */
+	return ok && !rename(tmp, to) ? 0 : -1;
+}
+
+/* Probe xj_lib_f of the library at @path: its kind; xj_lib_g(5), probed. */
+static int lib_kind(const char *path, uintptr_t *base, long *g5)
+{
+	struct pk_probe *p;
+	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	void *f, *g;
+	int kind = -1, st;
+
+	if (!ASSERT_TRUE(h, "dlopen the copy"))
+		return -1;
+	f = dlsym(h, "xj_lib_f");
+	g = dlsym(h, "xj_lib_g");
+	*base = (uintptr_t)f;
+	if (ASSERT_TRUE(f && g, "dlsym") &&
+	    ASSERT_OK(create(f, 0, 0, &p), "probe xj_lib_f")) {
+		kind = kind_of(p);
+		if (ASSERT_OK(pk_probe_register(&p, 1), "register")) {
+			pid_t pid = fork();
+
+			if (pid == 0) {
+				alarm(10);
+				_exit((int)((long (*)(long))g)(5) & 0x7f);
+			}
+			ASSERT_EQ(waitpid(pid, &st, 0), pid, "waitpid");
+			*g5 = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+			if (WIFSIGNALED(st))
+				fprintf(stderr, "the child died of signal %d (%s)\n",
+					WTERMSIG(st), strsignal(WTERMSIG(st)));
+			ASSERT_OK(pk_probe_unregister(&p, 1), "unregister");
+		}
+		pk_probe_destroy(p);
+	}
+	dlclose(h);
+	return kind;
+}
+
+static void test_reload(void)
+{
+	const char *dir = getenv("PK_TARGET_DIR");
+	char a[4096], b[4096], tmpl[] = "/tmp/pk_xjump.XXXXXX", path[4200];
+	uintptr_t base_a = 0, base_b = 0;
+	long g = 0;
+
+	if (!dir) {
+		printf("reload: PK_TARGET_DIR not set (run through ctest): not run\n");
+		return;
+	}
+	snprintf(a, sizeof(a), "%s/libxjumpa.so", dir);
+	snprintf(b, sizeof(b), "%s/libxjumpb.so", dir);
+	if (!ASSERT_TRUE(mkdtemp(tmpl), "mkdtemp"))
+		return;
+	snprintf(path, sizeof(path), "%s/libxjump.so", tmpl);
+	if (ASSERT_OK(copy_file(a, path), "copy libxjumpa.so")) {
+		ASSERT_EQ(lib_kind(path, &base_a, &g), PK_PROBE_JUMP,
+			  "libxjumpa: a jump probe");
+		ASSERT_EQ(g, 10, "libxjumpa: xj_lib_g(5), in a child");
+	}
+	if (ASSERT_OK(copy_file(b, path), "replace it by libxjumpb.so")) {
+		ASSERT_EQ(lib_kind(path, &base_b, &g), PK_PROBE_INT3,
+			  "libxjumpb, same path: an int3 probe");
+		ASSERT_EQ(g, 11, "libxjumpb: xj_lib_g(5) through xj_lib_f+3, "
+			  "in a child");
+	}
+	printf("reload: xj_lib_f at %#lx, then at %#lx (%s)\n",
+	       (unsigned long)base_a, (unsigned long)base_b,
+	       base_a == base_b ? "same address" : "moved");
+	unlink(path);
+	rmdir(tmpl);
+}
+
 int main(void)
 {
 	pk_set_log(t_quiet_log, NULL);
 	test_entry_alone();
 	test_foreign_jumps();
+	test_reload();
 	return t_exit();
 }
