@@ -7,6 +7,10 @@
  *   xj_jmp     jmp rel32 (2a + 1)
  *   xj_jcc8    jnz rel8 (3a + 1; 100 when a is 0)
  *   xj_jcc32   jnz rel32 (5a + 1; 100 when a is 0)
+ *   xj_far     jmp rel32 from 1 KiB away (7a + 1): past a rel8's reach,
+ *              found by the object's index, not the decoding near the probe
+ *   (and xj_lone_far, 1 KiB away, the only branch into xj_lone+3:
+ *              3a + 1; an int3 probe on xj_lone through the index alone)
  *   xj_anon()  code with no symbol and no FDE, reached through a pointer,
  *              as glibc's __mempcpy_sse2_unaligned in a stripped libc.so.6
  *              (jmp rel8: -a + 1)
@@ -38,6 +42,9 @@ long xj_jmp(long a);
 long xj_jcc8(long a);
 long xj_jcc32(long a);
 long xj_plain(long a);
+long xj_far(long a);
+long xj_lone(long a);
+long xj_lone_far(long a);
 extern long (*const xj_anon_ptr)(long a);
 
 __asm__(".text\n"
@@ -81,6 +88,25 @@ __asm__(".text\n"
 	"	add $2, %rax\n"
 	"	ret\n"
 	".size xj_plain, .-xj_plain\n"
+	".globl xj_lone\n.type xj_lone,@function\n"
+	"xj_lone:\n"
+	"	mov %rdi, %rax\n"
+	".Lxj_lone3:\n"
+	"	add $1, %rax\n"
+	"	ret\n"
+	".size xj_lone, .-xj_lone\n"
+	"	.p2align 4\n"
+	"	.skip 1024, 0xcc\n"
+	".globl xj_far\n.type xj_far,@function\n"
+	"xj_far:\n"
+	"	imul $7, %rdi, %rax\n"
+	"	jmp .Lxj_first3\n"
+	".size xj_far, .-xj_far\n"
+	".globl xj_lone_far\n.type xj_lone_far,@function\n"
+	"xj_lone_far:\n"
+	"	lea (%rdi,%rdi,2), %rax\n"
+	"	jmp .Lxj_lone3\n"
+	".size xj_lone_far, .-xj_lone_far\n"
 	".section .data.rel.ro,\"aw\"\n"
 	".globl xj_anon_ptr\n.type xj_anon_ptr,@object\n"
 	"xj_anon_ptr:\n"
@@ -129,11 +155,12 @@ static int run_paths(void)
 	bad |= xj_jcc32(0) != 100;
 	bad |= xj_anon_ptr(5) != -4;
 	bad |= xj_plain(5) != 7;
+	bad |= xj_far(5) != 36;
 	if (bad)
 		fprintf(stderr, "a path returned a wrong value\n");
 	/* The entry: xj_first once; +3: every path but the two jcc fall-throughs. */
-	if (hits[0] != 1 || hits[1] != 5 || hits[2] != 1) {
-		fprintf(stderr, "hits: entry %lu (want 1), +3 %lu (want 5), "
+	if (hits[0] != 1 || hits[1] != 6 || hits[2] != 1) {
+		fprintf(stderr, "hits: entry %lu (want 1), +3 %lu (want 6), "
 			"xj_plain %lu (want 1)\n", hits[0], hits[1], hits[2]);
 		bad = 1;
 	}
@@ -209,6 +236,7 @@ static void test_entry_alone(void)
 			hits[0] = 0;
 			_exit(xj_jmp(5) != 11 || xj_jcc32(7) != 36 ||
 			      xj_anon_ptr(9) != -8 || xj_first(1) != 2 ||
+			      xj_far(1) != 8 ||
 			      hits[0] != 1);
 		}
 		ASSERT_EQ(waitpid(pid, &st, 0), pid, "waitpid");
@@ -277,6 +305,35 @@ static int lib_kind(const char *path, uintptr_t *base, long *g5)
 	return kind;
 }
 
+/* Only a rel32 from afar lands in xj_lone's displaced bytes. */
+static void test_far_only(void)
+{
+	struct pk_probe *p;
+	int st;
+
+	if (!ASSERT_OK(create((void *)xj_lone, 0, 0, &p), "probe xj_lone"))
+		return;
+	ASSERT_EQ(kind_of(p), PK_PROBE_INT3, "xj_lone: an int3 probe");
+	if (ASSERT_OK(pk_probe_register(&p, 1), "register")) {
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			alarm(10);
+			hits[0] = 0;
+			_exit(xj_lone_far(5) != 16 || xj_lone(5) != 6 ||
+			      hits[0] != 1);
+		}
+		ASSERT_EQ(waitpid(pid, &st, 0), pid, "waitpid");
+		if (WIFSIGNALED(st))
+			fprintf(stderr, "the child died of signal %d (%s)\n",
+				WTERMSIG(st), strsignal(WTERMSIG(st)));
+		ASSERT_TRUE(WIFEXITED(st) && !WEXITSTATUS(st),
+			    "a jump from 1 KiB into xj_lone+3");
+		ASSERT_OK(pk_probe_unregister(&p, 1), "unregister");
+	}
+	pk_probe_destroy(p);
+}
+
 static void test_reload(void)
 {
 	const char *dir = getenv("PK_TARGET_DIR");
@@ -316,6 +373,7 @@ int main(void)
 	pk_set_log(t_quiet_log, NULL);
 	test_entry_alone();
 	test_foreign_jumps();
+	test_far_only();
 	test_reload();
 	return t_exit();
 }

@@ -51,7 +51,7 @@ PK_HIDDEN int pk_arch_decode(const void *code, size_t avail, uint64_t runtime,
  * is stepped over (data among the code); an instruction that would cross
  * the end is not decoded. Common instructions are measured from opcode
  * tables, the rest by Zydis (minimal mode: length and raw immediate only):
- * this is the branch index's inner loop (probe/xref.c).
+ * the branch index decodes the code near each probe with it (probe/xref.c).
  * Return: the number of instructions decoded.
  */
 PK_HIDDEN size_t pk_arch_branch_targets(const void *code, size_t len,

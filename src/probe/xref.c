@@ -20,6 +20,11 @@
 #define BUILD_ID_MAX 64
 #define CACHE_MAX 64		/* indexes kept; the least recently used goes */
 
+/* An executable section: where its bytes are in the file. */
+struct xsec {
+	uint64_t addr, size, offset;
+};
+
 struct pk_xref {
 	struct pk_xref *next;	/* the cache's list, most recent first */
 	uintptr_t bias;
@@ -28,30 +33,36 @@ struct pk_xref {
 	off_t size;
 	struct timespec mtime;
 	int err;		/* 0, or why there is no index (cached too) */
-	uint32_t *t;		/* distinct destinations - bias, sorted */
+	uint32_t *t;		/* distinct rel32 destinations - bias, sorted */
 	size_t n;
+	uint32_t *s;		/* decoding start points, sorted */
+	size_t ns;
+	struct xsec *sec;	/* sorted by address */
+	size_t nsec;
 	struct pk_xref_stats st;
 };
 
 /* ------------------------------------------------------------ sorting */
 
-/* LSD radix sort of @n 32-bit keys in two 16-bit passes, through @tmp. */
+#define RADIX 256
+
+/* LSD radix sort of @n 32-bit keys in four 8-bit passes, through @tmp. */
 static void radix_sort(uint32_t *a, uint32_t *tmp, size_t n, size_t *count)
 {
-	for (int shift = 0; shift < 32; shift += 16) {
+	for (int shift = 0; shift < 32; shift += 8) {
 		size_t sum = 0;
 
-		memset(count, 0, 65536 * sizeof(*count));
+		memset(count, 0, RADIX * sizeof(*count));
 		for (size_t i = 0; i < n; i++)
-			count[(a[i] >> shift) & 0xffff]++;
-		for (size_t k = 0; k < 65536; k++) {
+			count[(a[i] >> shift) & (RADIX - 1)]++;
+		for (size_t k = 0; k < RADIX; k++) {
 			size_t c = count[k];
 
 			count[k] = sum;
 			sum += c;
 		}
 		for (size_t i = 0; i < n; i++)
-			tmp[count[(a[i] >> shift) & 0xffff]++] = a[i];
+			tmp[count[(a[i] >> shift) & (RADIX - 1)]++] = a[i];
 		memcpy(a, tmp, n * sizeof(*a));
 	}
 }
@@ -65,11 +76,11 @@ static size_t sort_unique(uint32_t *a, size_t n, size_t *peak, size_t held)
 	if (n < 2)
 		return n;
 	tmp = malloc(n * sizeof(*tmp));
-	count = malloc(65536 * sizeof(*count));
+	count = malloc(RADIX * sizeof(*count));
 	if (tmp && count) {
 		radix_sort(a, tmp, n, count);
-		if (*peak < held + n * sizeof(*tmp) + 65536 * sizeof(*count))
-			*peak = held + n * sizeof(*tmp) + 65536 * sizeof(*count);
+		if (*peak < held + n * sizeof(*tmp) + RADIX * sizeof(*count))
+			*peak = held + n * sizeof(*tmp) + RADIX * sizeof(*count);
 	}
 	free(tmp);
 	free(count);
@@ -84,7 +95,7 @@ static size_t sort_unique(uint32_t *a, size_t n, size_t *peak, size_t held)
 /* ------------------------------------------------------------ building */
 
 struct sec {
-	uint64_t addr, size;
+	uint64_t addr, size, offset;
 	const uint8_t *bytes;
 };
 
@@ -142,6 +153,21 @@ static void symbol_starts(struct build *b, Elf *e, Elf_Scn *scn,
 		if (type == STT_FUNC || type == STT_GNU_IFUNC)
 			add_start(b, s.st_value);
 	}
+}
+
+#define ONES 0x0101010101010101ull
+
+/* Whether some byte of @w may be zero (never a false "no"). */
+static uint64_t zero_byte(uint64_t w)
+{
+	return (w - ONES) & ~w & (ONES << 7);
+}
+
+/* Whether some byte of @w is e8, e9, 0f or c7 (or, rarely, a false yes). */
+static int may_begin(uint64_t w)
+{
+	return zero_byte((w | ONES) ^ (ONES * 0xe9)) ||
+	       zero_byte(w ^ (ONES * 0x0f)) || zero_byte(w ^ (ONES * 0xc7));
 }
 
 static uint32_t get32(const uint8_t *p)
@@ -204,6 +230,13 @@ static size_t note_build_id(const uint8_t *p, size_t size, uint8_t *id)
 	return 0;
 }
 
+static int sec_cmp(const void *a, const void *b)
+{
+	const struct xsec *x = a, *y = b;
+
+	return (x->addr > y->addr) - (x->addr < y->addr);
+}
+
 /*
  * Index the file open at @fd. @id/@id_len: the loaded object's build id,
  * which the file's must equal (@id_len 0: not checked).
@@ -246,7 +279,8 @@ static int build_fd(int fd, const uint8_t *id, size_t id_len,
 			err = -ENOMEM;
 			goto out;
 		}
-		b.sec[b.nsec++] = (struct sec){ sh.sh_addr, sh.sh_size, d->d_buf };
+		b.sec[b.nsec++] = (struct sec){ sh.sh_addr, sh.sh_size,
+						sh.sh_offset, d->d_buf };
 		if (sh.sh_addr < b.lo)
 			b.lo = sh.sh_addr;
 		if (sh.sh_addr + sh.sh_size > b.hi)
@@ -295,23 +329,41 @@ static int build_fd(int fd, const uint8_t *id, size_t id_len,
 		goto out;
 	}
 	x->st.starts = b.nstarts;
-	/* Each stretch from one start to the next, within its section. */
-	for (size_t i = 0, k = 0; i < b.nsec; i++) {
-		const struct sec *s = &b.sec[i];
-		uint64_t end = s->addr + s->size;
+	/*
+	 * Every byte that could begin a jmp, call, jcc or xbegin rel32 (e8,
+	 * e9, 0f 8x, c7 f8) and whose destination would be in the code: a
+	 * superset of the rel32 branches a decoding finds, with no decoding.
+	 * rel8 branches are decoded exactly, near each probe, at its check.
+	 */
+	for (size_t i = 0; i < b.nsec; i++) {
+		const struct sec *sc = &b.sec[i];
+		const uint8_t *p = sc->bytes;
 
-		while (k < b.nstarts && b.starts[k] < s->addr)
-			k++;
-		for (; k < b.nstarts && b.starts[k] < end; k++) {
-			uint64_t from = b.starts[k], to = end;
+		for (size_t j = 0; j + 5 <= sc->size; j++) {
+			size_t at;
 
-			if (k + 1 < b.nstarts && b.starts[k + 1] < end)
-				to = b.starts[k + 1];
-			x->st.insns += pk_arch_branch_targets(
-				s->bytes + (from - s->addr), to - from,
-				from, emit, &b);
+			/* Eight bytes at a time while none can begin one. */
+			if ((j & 7) == 0 && j + 8 <= sc->size) {
+				uint64_t w;
+
+				memcpy(&w, p + j, 8);
+				if (!may_begin(w)) {
+					j += 7;
+					continue;
+				}
+			}
+			if (p[j] == 0xe8 || p[j] == 0xe9)
+				at = j + 1;
+			else if (j + 6 <= sc->size &&
+				 ((p[j] == 0x0f && (p[j + 1] & 0xf0) == 0x80) ||
+				  (p[j] == 0xc7 && p[j + 1] == 0xf8)))
+				at = j + 2;
+			else
+				continue;
+			emit(sc->addr + at + 4 +
+			     (uint64_t)(int64_t)(int32_t)get32(p + at), &b);
 		}
-		x->st.text_bytes += s->size;
+		x->st.text_bytes += sc->size;
 	}
 	if (b.oom) {
 		err = -ENOMEM;
@@ -320,8 +372,20 @@ static int build_fd(int fd, const uint8_t *id, size_t id_len,
 	x->st.branches = b.nt;
 	if (peak < b.starts_cap * sizeof(*b.starts) + b.t_cap * sizeof(*b.t))
 		peak = b.starts_cap * sizeof(*b.starts) + b.t_cap * sizeof(*b.t);
-	free(b.starts);
+	/* Kept for the exact decoding near a probe. */
+	x->s = b.starts;
+	x->ns = b.nstarts;
 	b.starts = NULL;
+	x->sec = malloc(b.nsec * sizeof(*x->sec));
+	if (!x->sec) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < b.nsec; i++)
+		x->sec[i] = (struct xsec){ b.sec[i].addr, b.sec[i].size,
+					   b.sec[i].offset };
+	x->nsec = b.nsec;
+	qsort(x->sec, x->nsec, sizeof(*x->sec), sec_cmp);
 	x->n = sort_unique(b.t, b.nt, &peak, b.t_cap * sizeof(*b.t));
 	if (b.nt && !x->n) {
 		err = -ENOMEM;
@@ -336,7 +400,8 @@ static int build_fd(int fd, const uint8_t *id, size_t id_len,
 	}
 	b.t = NULL;
 	x->st.targets = x->n;
-	x->st.bytes = sizeof(*x) + x->n * sizeof(*x->t);
+	x->st.bytes = sizeof(*x) + x->n * sizeof(*x->t) +
+		      x->ns * sizeof(*x->s) + x->nsec * sizeof(*x->sec);
 	x->st.peak_bytes = peak;
 out:
 	free(b.sec);
@@ -379,6 +444,8 @@ void pk_xref_free(struct pk_xref *x)
 	if (!x)
 		return;
 	free(x->t);
+	free(x->s);
+	free(x->sec);
 	free(x);
 }
 
@@ -500,8 +567,8 @@ static struct pk_xref *get_index(const struct obj *o)
 	if (x->err)
 		pk_dbg("xref: %s: no branch index (%d)", o->path, x->err);
 	else
-		pk_dbg("xref: %s: %zu instructions, %zu branch destinations, "
-		       "%zu bytes", o->path, x->st.insns, x->st.targets,
+		pk_dbg("xref: %s: %zu start points, %zu rel32 destinations, "
+		       "%zu bytes", o->path, x->st.starts, x->st.targets,
 		       x->st.bytes);
 	/* At the front; an index of another file at the same bias goes. */
 	x->next = cache;
@@ -517,6 +584,84 @@ static struct pk_xref *get_index(const struct obj *o)
 		}
 	}
 	return x;
+}
+
+struct near {
+	uint64_t lo, hi;	/* the window (lo, hi), file addresses */
+	uint64_t hit;
+	int found;
+};
+
+static void near_emit(uint64_t t, void *ctx)
+{
+	struct near *n = ctx;
+
+	if (t > n->lo && t < n->hi && !n->found) {
+		n->found = 1;
+		n->hit = t;
+	}
+}
+
+/*
+ * The branches near (@lo, @hi), decoded exactly as a decoding of the
+ * whole object would (each stretch from its start point), from the file
+ * open at @fd: every instruction starting within 130 bytes of the window,
+ * as far as a rel8 branch reaches. Return: 0, 1 (*@hit), -EIO.
+ */
+static int near_branches(const struct pk_xref *x, int fd, uint64_t lo,
+			 uint64_t hi, uint64_t *hit)
+{
+	uint64_t from = lo > 130 ? lo - 130 : 0, to = hi + 130;
+	struct near n = { .lo = lo, .hi = hi };
+	uint8_t *buf = NULL;
+	size_t cap = 0;
+	int err = 0;
+
+	for (size_t i = 0; i < x->nsec && !n.found && !err; i++) {
+		const struct xsec *sc = &x->sec[i];
+		uint64_t end = sc->addr + sc->size, a, b;
+		size_t k;
+
+		if (sc->addr >= to || end <= from)
+			continue;
+		a = from > sc->addr ? from : sc->addr;
+		b = to < end ? to : end;
+		/* The stretch holding a (a section's start is a start point). */
+		k = PK_LOWER_BOUND(x->ns, j, x->s[j] <= a);
+		for (k = k ? k - 1 : 0; k < x->ns && x->s[k] < b && !n.found; k++) {
+			uint64_t st = x->s[k], se = end, cut;
+			size_t len;
+
+			if (st < sc->addr)
+				continue;
+			if (k + 1 < x->ns && x->s[k + 1] < end)
+				se = x->s[k + 1];
+			/* What starts past b reaches nothing with rel8. */
+			cut = se < b + 16 ? se : b + 16;
+			len = cut - st;
+			if (len > cap) {
+				uint8_t *nb = realloc(buf, len);
+
+				if (!nb) {
+					err = -ENOMEM;
+					break;
+				}
+				buf = nb;
+				cap = len;
+			}
+			if (pread(fd, buf, len, (off_t)(sc->offset + (st - sc->addr))) !=
+			    (ssize_t)len) {
+				err = -EIO;
+				break;
+			}
+			pk_arch_branch_targets(buf, len, st, near_emit, &n);
+		}
+	}
+	free(buf);
+	if (err)
+		return err;
+	*hit = n.hit;
+	return n.found;
 }
 
 int pk_xref_lands_in(uintptr_t lo, size_t len, uintptr_t *at)
@@ -544,10 +689,24 @@ int pk_xref_lands_in(uintptr_t lo, size_t len, uintptr_t *at)
 	} else if (lo >= o->bias && lo - o->bias < UINT32_MAX) {
 		uint32_t a = (uint32_t)(lo - o->bias);
 		size_t i = PK_LOWER_BOUND(x->n, k, x->t[k] <= a);
+		uint64_t hit;
+		struct stat st;
+		int fd;
 
 		if (i < x->n && x->t[i] < a + len) {
 			*at = o->bias + x->t[i];
 			ret = 1;
+		} else if ((fd = open(o->path, O_RDONLY | O_CLOEXEC)) < 0) {
+			ret = -ENOEXEC;
+		} else {
+			/* The bytes the index was made from, or none. */
+			if (fstat(fd, &st) || !same_file(x, o->bias, &st))
+				ret = -ENOEXEC;
+			else
+				ret = near_branches(x, fd, a, (uint64_t)a + len, &hit);
+			if (ret > 0)
+				*at = o->bias + hit;
+			close(fd);
 		}
 	}
 	pthread_mutex_unlock(&xref_lock);

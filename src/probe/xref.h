@@ -10,20 +10,29 @@
  * jumps to memcpy+3). The index answers "does any direct branch of the
  * object land in (lo, hi)?" with one binary search.
  *
- * What it holds: the destinations of every PC-relative branch (jmp, jcc,
- * call, loop, jrcxz, xbegin) decoded in the object's executable sections,
- * read from its file. Decoding restarts at every function start the file
- * names (.symtab, .dynsym, and the .eh_frame_hdr table, which also covers
- * the functions a stripped library has no symbol for) and at each
- * section's start; a byte that does not decode is stepped over. Stored as
- * a sorted array of distinct 32-bit offsets from the load bias.
+ * What it holds, built from the object's file (its executable sections):
+ *   - rel32: every byte that could begin a jmp, call, jcc or xbegin rel32
+ *     (e8, e9, 0f 8x, c7 f8) and whose destination would fall in the
+ *     object's code, kept as a sorted array of distinct 32-bit offsets
+ *     from the load bias. No decoding: a superset of the rel32 branches a
+ *     decoding finds. The extra ones (bytes of other instructions, data)
+ *     have all but random destinations: 3 more int3 probes among libc's
+ *     2614 jump-probeable functions, 46 among libLLVM-15's 33031.
+ *   - rel8 branches reach 128 bytes at most: at each check, the code
+ *     within 130 bytes of the displaced bytes is decoded exactly (read
+ *     again from the file), each stretch from its start point as a
+ *     decoding of the whole object would: the start points are every
+ *     function start the file names (.symtab, .dynsym, and the
+ *     .eh_frame_hdr table, which also covers the functions a stripped
+ *     library has no symbol for) and each section's start.
  *
  * What it cannot see: indirect jumps and calls (jump tables, function
  * pointers: their destinations are data), branches in code generated at
- * run time, and, after data embedded in text, the few instructions the
- * decoder takes to fall back into step with the real instruction stream.
- * Junk decoded from data only adds destinations (a jump probe refused
- * where it was safe), never hides one.
+ * run time, a rel8 branch whose instruction a decoding loses after data
+ * embedded in text (for the few instructions the decoder takes to fall
+ * back into step), and 66-prefixed rel16 jmp/call (which no compiler
+ * emits). Junk decoded from data only adds destinations (a jump probe
+ * refused where it was safe), never hides one.
  *
  * Built once per object, on the first check in it, and cached by load
  * bias and the file's identity (st_dev, st_ino, size, mtime): a library
@@ -34,7 +43,9 @@
  *
  * Locking: xref_lock (rank PK_RANK_SYM, a leaf: nothing is taken under it
  * but the dynamic linker's lock and the log's) guards the cache. Nothing
- * here is async-signal-safe.
+ * here is async-signal-safe. Cost (bench/bench_xref.c, 2026-12-01): libc
+ * 4 ms of CPU to build, 100 KB kept; libLLVM-15 (53 MB of code, 98k
+ * start points) 0.15 s, 2.2 MB; a check 15 us (open, read, decode).
  */
 
 #include <stddef.h>
@@ -59,8 +70,8 @@ PK_HIDDEN int pk_xref_lands_in(uintptr_t lo, size_t len, uintptr_t *at);
 struct pk_xref_stats {
 	size_t text_bytes;	/* executable bytes decoded */
 	size_t starts;		/* distinct decoding start points */
-	size_t insns;		/* instructions decoded */
-	size_t branches;	/* relative branches into the object's code */
+	size_t insns;		/* unused: nothing is decoded at build time */
+	size_t branches;	/* rel32 candidates into the object's code */
 	size_t targets;		/* distinct destinations kept */
 	size_t bytes;		/* memory the index keeps */
 	size_t peak_bytes;	/* the most its building held at once */
