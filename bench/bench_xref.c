@@ -20,6 +20,15 @@
  *                               what every jump probe's placement now pays
  *                               (stat, binary search, open, read and decode
  *                               the code within 130 bytes)
+ * xref / libc / check_cpu_us    the same in this thread's CPU time (the
+ *                               system calls included)
+ * xref / libc / check_all_us    the CPU time of one check at the entry of
+ *                               each function libc's .dynsym names (size
+ *                               5 or more), its median over them: the
+ *                               decoding starts at the previous start
+ *                               point, so a check costs more after a long
+ *                               function
+ * xref / libc / check_max_us    the same, the costliest function's
  *
  * OBJECT: libc (libc.so.6), libstdc++ (libstdc++.so.6), and largest: the
  * largest regular file named *.so* under /usr/lib/x86_64-linux-gnu (its
@@ -28,7 +37,13 @@
  */
 #include <dirent.h>
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
 #include <limits.h>
+#include <link.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -119,9 +134,101 @@ static void one(const char *cas, const char *path, int runs)
 	bench_report("xref", cas, "targets", "n", &targets);
 }
 
+static int libc_bias(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	if (!info->dlpi_name || !strstr(info->dlpi_name, "/libc.so.6"))
+		return 0;
+	*(uintptr_t *)arg = info->dlpi_addr;
+	return 1;
+}
+
+static int dbl_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* One check at every libc function's entry: the median and the costliest. */
+static void check_all(int runs)
+{
+	struct bench_series med = { 0 }, max = { 0 };
+	uintptr_t bias = 0, *fn = NULL, worst = 0;
+	size_t nfn = 0, cap = 0;
+	Dl_info di;
+	Elf_Scn *scn = NULL;
+	double *t;
+	int fd;
+	Elf *e;
+
+	dl_iterate_phdr(libc_bias, &bias);
+	fd = open(LIBDIR "/libc.so.6", O_RDONLY | O_CLOEXEC);
+	elf_version(EV_CURRENT);
+	e = fd < 0 ? NULL : elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	while (e && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM ||
+		    !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym sym;
+
+			if (!gelf_getsym(d, (int)i, &sym) ||
+			    GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
+			    sym.st_shndx == SHN_UNDEF || sym.st_size < 5)
+				continue;
+			if (nfn == cap) {
+				cap = cap ? 2 * cap : 1024;
+				fn = realloc(fn, cap * sizeof(*fn));
+				if (!fn)
+					abort();
+			}
+			fn[nfn++] = bias + sym.st_value;
+		}
+	}
+	elf_end(e);
+	if (fd >= 0)
+		close(fd);
+	t = nfn && bias ? malloc(nfn * sizeof(*t)) : NULL;
+	if (!t) {
+		bench_skip("xref", "libc", "check_all_us", "libc's functions not found");
+		bench_skip("xref", "libc", "check_max_us", "libc's functions not found");
+		free(fn);
+		return;
+	}
+	for (int r = 0; r < runs; r++) {
+		double most = 0;
+
+		for (size_t i = 0; i < nfn; i++) {
+			uintptr_t at;
+			double c0 = cpu_ns();
+
+			bench_keep(pk_xref_lands_in(fn[i], 5, &at));
+			t[i] = (cpu_ns() - c0) / 1e3;
+			if (t[i] > most) {
+				most = t[i];
+				worst = fn[i];
+			}
+		}
+		qsort(t, nfn, sizeof(*t), dbl_cmp);
+		bench_add(&med, t[nfn / 2]);
+		bench_add(&max, t[nfn - 1]);
+	}
+	printf("  libc: %zu functions checked at their entry, the costliest "
+	       "at %s\n", nfn, dladdr((void *)worst, &di) && di.dli_sname ?
+				 di.dli_sname : "?");
+	bench_report("xref", "libc", "check_all_us", "us", &med);
+	bench_report("xref", "libc", "check_max_us", "us", &max);
+	free(t);
+	free(fn);
+}
+
 static void check(int runs)
 {
-	struct bench_series us = { 0 };
+	struct bench_series us = { 0 }, cpu = { 0 };
 	void *fn = dlsym(RTLD_DEFAULT, "memcpy");
 	uintptr_t at;
 	int n = bench_opts.quick ? 200 : 2000;
@@ -131,13 +238,16 @@ static void check(int runs)
 		return;
 	}
 	for (int r = 0; r < runs; r++) {
-		double t0 = bench_now_ns();
+		double t0 = bench_now_ns(), c0 = cpu_ns();
 
 		for (int i = 0; i < n; i++)
 			bench_keep(pk_xref_lands_in((uintptr_t)fn, 5, &at));
 		bench_add(&us, (bench_now_ns() - t0) / 1e3 / n);
+		bench_add(&cpu, (cpu_ns() - c0) / 1e3 / n);
 	}
 	bench_report("xref", "libc", "check_us", "us", &us);
+	bench_report("xref", "libc", "check_cpu_us", "us", &cpu);
+	check_all(bench_opts.quick ? 1 : 3);
 }
 
 int main(int argc, char **argv)
