@@ -123,9 +123,10 @@ set_tests_properties(cli_xjump PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
 if(TARGET test_probe_xjump AND TARGET xjumpa AND TARGET xjumpb)
   add_dependencies(test_probe_xjump xjumpa xjumpb)
 endif()
-# test_arch_branch checks the branch index's fast tables against Zydis
-# (it includes decode.c itself: the tables are static there).
+# test_arch_branch checks the branch index's decoding against a full Zydis
+# decoding (decode.c's hidden pk_arch_branch_targets(), compiled in).
 if(TARGET test_arch_branch)
+  target_sources(test_arch_branch PRIVATE ${PROJECT_SOURCE_DIR}/src/arch/x86_64/decode.c)
   target_link_libraries(test_arch_branch PRIVATE Zydis::Zydis PkgConfig::LIBELF)
 endif()
 # ---- end probe/xjump ----

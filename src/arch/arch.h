@@ -49,22 +49,15 @@ PK_HIDDEN int pk_arch_decode(const void *code, size_t avail, uint64_t runtime,
  * the destination of every PC-relative branch among them (jmp, jcc, call,
  * loop, jrcxz, xbegin: rel8/rel32) to @emit. A byte that does not decode
  * is stepped over (data among the code); an instruction that would cross
- * the end is not decoded. Common instructions are measured from opcode
- * tables, the rest by Zydis (minimal mode: length and raw immediate only):
- * the branch index decodes the code near each probe with it (probe/xref.c).
+ * the end is not decoded. Zydis decodes them in its minimal mode (length
+ * and raw immediates only): the branch index decodes the code near each
+ * probe with it (probe/xref.c).
  * Return: the number of instructions decoded.
  */
 PK_HIDDEN size_t pk_arch_branch_targets(const void *code, size_t len,
 					uint64_t runtime,
 					void (*emit)(uint64_t target, void *ctx),
 					void *ctx);
-
-/* The same, every instruction decoded by Zydis: the fast tables' reference. */
-PK_HIDDEN size_t pk_arch_branch_targets_zydis(const void *code, size_t len,
-					      uint64_t runtime,
-					      void (*emit)(uint64_t target,
-							   void *ctx),
-					      void *ctx);
 
 /*
  * How the one data access of a faulting instruction can be moved to another
