@@ -133,6 +133,26 @@ endforeach()
 pk_test_variant(test_probe_basic maps_read PROBEKIT_TEST_MAPS_READ=1)
 # ---- end probe ----
 
+# ---- probe/xjump: branches from other functions into displaced bytes (issue 9, item 3) ----
+# glibc's memcpy@GLIBC_2.2.5+3 destination, through the command (needs the
+# agent, so not under sanitizers; skipped where ls's memcpy is not that one).
+add_test(NAME cli_xjump
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli-xjump.sh $<TARGET_FILE:probekit_cli>
+          $<IF:$<BOOL:${PK_SANITIZE}>,1,0>)
+set_tests_properties(cli_xjump PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+# test_probe_xjump loads copies of libxjumpa.so and libxjumpb.so.
+if(TARGET test_probe_xjump AND TARGET xjumpa AND TARGET xjumpb)
+  add_dependencies(test_probe_xjump xjumpa xjumpb)
+endif()
+# test_arch_branch checks the branch index's decoding against a full Zydis
+# decoding (decode.c's hidden pk_arch_branch_targets(), compiled in).
+if(TARGET test_arch_branch)
+  target_sources(test_arch_branch PRIVATE ${PROJECT_SOURCE_DIR}/src/arch/x86_64/decode.c)
+  target_link_libraries(test_arch_branch PRIVATE Zydis::Zydis PkgConfig::LIBELF)
+endif()
+# ---- end probe/xjump ----
+
 # ---- project: ABI, header, install and bench-smoke checks (scripts/, tests/*.sh) ----
 # check-noprobe.sh: the trap and fault paths call nothing a probe can be on.
 add_test(NAME noprobe_check

@@ -44,6 +44,22 @@ PK_HIDDEN int pk_arch_decode(const void *code, size_t avail, uint64_t runtime,
 			     struct pk_insn *out);
 
 /*
+ * pk_arch_branch_targets() - decode the @len bytes at @code, which run at
+ * @runtime, one instruction after another from the first byte, and pass
+ * the destination of every PC-relative branch among them (jmp, jcc, call,
+ * loop, jrcxz, xbegin: rel8/rel32) to @emit. A byte that does not decode
+ * is stepped over (data among the code); an instruction that would cross
+ * the end is not decoded. Zydis decodes them in its minimal mode (length
+ * and raw immediates only): the branch index decodes the code near each
+ * probe with it (probe/xref.c).
+ * Return: the number of instructions decoded.
+ */
+PK_HIDDEN size_t pk_arch_branch_targets(const void *code, size_t len,
+					uint64_t runtime,
+					void (*emit)(uint64_t target, void *ctx),
+					void *ctx);
+
+/*
  * How the one data access of a faulting instruction can be moved to another
  * mapping of the same memory, @delta bytes away, without changing what else
  * the instruction does (page watchpoints, src/fault/watch.c):

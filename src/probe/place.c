@@ -8,7 +8,8 @@
  * bytes in, found by decoding from the start. A jump probe displaces the
  * whole instructions covering a jmp there and is safe only if they lie
  * inside the function, hold no call, int3 or static key site, no branch
- * of the function lands inside them after the first byte, no indirect jmp
+ * of the function or (xref.h) direct branch of the rest of its object
+ * lands inside them after the first byte, no indirect jmp of the function
  * could, and they relocate into a slot. Otherwise an int3 probe, whose one
  * instruction must run (or be emulated) in a slot. Nothing here changes
  * anything.
@@ -20,6 +21,7 @@
 #include "arch/arch.h"
 #include "internal.h"
 #include "probe/probe.h"
+#include "probe/xref.h"
 
 static int key_site_in(const struct pk_func *fn, uintptr_t at, size_t len)
 {
@@ -45,6 +47,7 @@ static int place_jump(struct pk_probe_place *p, int post,
 	uintptr_t end = fn->start + fn->size;
 	size_t off, cap = PK_TRAMP_COPY_MAX - (post ? PK_TRAMP_CALL_LEN : 0);
 	uint8_t copy[64];
+	uintptr_t hit;
 	int err;
 
 	/* The displaced instructions: whole ones covering a jmp. */
@@ -103,6 +106,23 @@ static int place_jump(struct pk_probe_place *p, int post,
 			return -ENOTSUP;
 		}
 		at += in.len;
+	}
+	/*
+	 * Nor any direct branch of the rest of the object: functions jump
+	 * into each other (glibc's __mempcpy_sse2_unaligned to memcpy+3),
+	 * and a stripped library's have no symbol to scan them by (xref.h).
+	 */
+	err = pk_xref_lands_in(p->addr, p->len, &hit);
+	if (err) {
+		if (err > 0)
+			pk_dbg("probe: %s: a branch elsewhere in %s lands inside "
+			       "the displaced bytes (at +%zu of %u): int3 probe",
+			       what, fn->object, (size_t)(hit - p->addr), p->len);
+		else
+			pk_dbg("probe: %s: no index of the branches in %s (%d), "
+			       "so cannot prove none lands in the displaced bytes: "
+			       "int3 probe", what, fn->object, err);
+		return -ENOTSUP;
 	}
 	/* Relocatable, and short enough for a slot (checked at a nearby address). */
 	err = pk_arch_relocate(code + (p->addr - fn->start), p->len, p->addr,

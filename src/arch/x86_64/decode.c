@@ -73,6 +73,38 @@ int pk_arch_decode(const void *code, size_t avail, uint64_t runtime,
 	return 0;
 }
 
+size_t pk_arch_branch_targets(const void *code, size_t len, uint64_t runtime,
+			      void (*emit)(uint64_t target, void *ctx),
+			      void *ctx)
+{
+	ZydisDecoderContext zctx;
+	ZydisDecodedInstruction insn;
+	ZydisDecoder dec;
+	const uint8_t *b = code;
+	size_t at = 0, n = 0;
+
+	/* Minimal mode: the length and the raw immediates, nothing else. */
+	if (ZYAN_FAILED(ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64,
+					 ZYDIS_STACK_WIDTH_64)) ||
+	    ZYAN_FAILED(ZydisDecoderEnableMode(&dec, ZYDIS_DECODER_MODE_MINIMAL,
+					       ZYAN_TRUE)))
+		return 0;
+	while (at < len) {
+		if (ZYAN_FAILED(ZydisDecoderDecodeInstruction(&dec, &zctx, b + at,
+							      len - at, &insn))) {
+			at++;	/* data among the code: step over a byte */
+			continue;
+		}
+		n++;
+		/* Only branches have a relative immediate ([rip+x] is a disp). */
+		if (insn.raw.imm[0].is_relative)
+			emit(runtime + at + insn.length +
+			     (uint64_t)insn.raw.imm[0].value.s, ctx);
+		at += insn.length;
+	}
+	return n;
+}
+
 /* The ucontext gregs index of a 64-bit general register, or -1. */
 static PK_NOPROBE_INLINE int greg_index(ZydisRegister r)
 {

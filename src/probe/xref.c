@@ -1,0 +1,715 @@
+// SPDX-License-Identifier: MIT
+/* xref.c - the index of every direct branch destination in a loaded object (design: xref.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <limits.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "arch/arch.h"
+#include "internal.h"
+#include "probe/xref.h"
+
+#define BUILD_ID_MAX 64
+#define CACHE_MAX 64		/* indexes kept; the least recently used goes */
+
+/* An executable section: where its bytes are in the file. */
+struct xsec {
+	uint64_t addr, size, offset;
+};
+
+struct pk_xref {
+	struct pk_xref *next;	/* the cache's list, most recent first */
+	uintptr_t bias;
+	dev_t dev;		/* the file's identity when it was indexed */
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+	int err;		/* 0, or why there is no index (cached too) */
+	uint32_t *t;		/* distinct rel32 destinations - bias, sorted */
+	size_t n;
+	uint32_t *s;		/* decoding start points, sorted */
+	size_t ns;
+	struct xsec *sec;	/* sorted by address */
+	size_t nsec;
+	struct pk_xref_stats st;
+};
+
+/* ------------------------------------------------------------ sorting */
+
+#define RADIX 256
+
+/* LSD radix sort of @n 32-bit keys in four 8-bit passes, through @tmp. */
+static void radix_sort(uint32_t *a, uint32_t *tmp, size_t n, size_t *count)
+{
+	for (int shift = 0; shift < 32; shift += 8) {
+		size_t sum = 0;
+
+		memset(count, 0, RADIX * sizeof(*count));
+		for (size_t i = 0; i < n; i++)
+			count[(a[i] >> shift) & (RADIX - 1)]++;
+		for (size_t k = 0; k < RADIX; k++) {
+			size_t c = count[k];
+
+			count[k] = sum;
+			sum += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			tmp[count[(a[i] >> shift) & (RADIX - 1)]++] = a[i];
+		memcpy(a, tmp, n * sizeof(*a));
+	}
+}
+
+/* Sort and drop duplicates; the new count. */
+static size_t sort_unique(uint32_t *a, size_t n, size_t *peak, size_t held)
+{
+	uint32_t *tmp;
+	size_t *count, m = 0;
+
+	if (n < 2)
+		return n;
+	tmp = malloc(n * sizeof(*tmp));
+	count = malloc(RADIX * sizeof(*count));
+	if (tmp && count) {
+		radix_sort(a, tmp, n, count);
+		if (*peak < held + n * sizeof(*tmp) + RADIX * sizeof(*count))
+			*peak = held + n * sizeof(*tmp) + RADIX * sizeof(*count);
+	}
+	free(tmp);
+	free(count);
+	if (!tmp || !count)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!m || a[m - 1] != a[i])
+			a[m++] = a[i];
+	return m;
+}
+
+/* ------------------------------------------------------------ building */
+
+struct sec {
+	uint64_t addr, size, offset;
+	const uint8_t *bytes;
+};
+
+struct build {
+	struct sec *sec;
+	size_t nsec, sec_cap;
+	uint64_t lo, hi;	/* the executable sections' span */
+	uint32_t *starts;	/* decoding start points */
+	size_t nstarts, starts_cap;
+	uint32_t *t;		/* destinations */
+	size_t nt, t_cap;
+	int oom;
+};
+
+static void add_start(struct build *b, uint64_t addr)
+{
+	if (addr < b->lo || addr >= b->hi)
+		return;
+	if (PK_GROW(&b->starts, &b->starts_cap, b->nstarts + 1)) {
+		b->oom = 1;
+		return;
+	}
+	b->starts[b->nstarts++] = (uint32_t)addr;
+}
+
+static void emit(uint64_t target, void *ctx)
+{
+	struct build *b = ctx;
+
+	/* Destinations outside the object's code cannot be probe points here. */
+	if (target < b->lo || target >= b->hi)
+		return;
+	if (b->nt == b->t_cap && PK_GROW(&b->t, &b->t_cap, b->nt + 1)) {
+		b->oom = 1;
+		return;
+	}
+	b->t[b->nt++] = (uint32_t)target;
+}
+
+/* Function starts from a symbol table: where decoding is in step. */
+static void symbol_starts(struct build *b, Elf *e, Elf_Scn *scn,
+			  const GElf_Shdr *sh)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+
+	(void)e;
+	for (size_t i = 0; d && sh->sh_entsize &&
+			   i < sh->sh_size / sh->sh_entsize; i++) {
+		GElf_Sym s;
+		int type;
+
+		if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF)
+			continue;
+		type = GELF_ST_TYPE(s.st_info);
+		if (type == STT_FUNC || type == STT_GNU_IFUNC)
+			add_start(b, s.st_value);
+	}
+}
+
+#define ONES 0x0101010101010101ull
+
+/* Whether some byte of @w may be zero (never a false "no"). */
+static uint64_t zero_byte(uint64_t w)
+{
+	return (w - ONES) & ~w & (ONES << 7);
+}
+
+/* Whether some byte of @w is e8, e9, 0f or c7 (or, rarely, a false yes). */
+static int may_begin(uint64_t w)
+{
+	return zero_byte((w | ONES) ^ (ONES * 0xe9)) ||
+	       zero_byte(w ^ (ONES * 0x0f)) || zero_byte(w ^ (ONES * 0xc7));
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+/*
+ * Function starts from .eh_frame_hdr's binary search table (one entry per
+ * FDE): in the usual encoding only (version 1, a 4-byte eh_frame_ptr,
+ * fde_count udata4, table datarel sdata4); anything else adds none.
+ */
+static void eh_starts(struct build *b, Elf_Scn *scn, const GElf_Shdr *sh)
+{
+	Elf_Data *d = elf_rawdata(scn, NULL);
+	const uint8_t *p;
+	size_t size, count;
+
+	if (!d || !d->d_buf)
+		return;
+	p = d->d_buf;
+	size = d->d_size;
+	if (size < 12 || p[0] != 1 || (p[1] & 0x07) != 0x03 ||
+	    p[2] != 0x03 /* DW_EH_PE_udata4 */ ||
+	    p[3] != 0x3b /* DW_EH_PE_datarel | DW_EH_PE_sdata4 */) {
+		pk_dbg("xref: .eh_frame_hdr in an encoding not read here: "
+		       "function starts from symbols only");
+		return;
+	}
+	count = get32(p + 8);
+	if (count > (size - 12) / 8)
+		count = (size - 12) / 8;
+	for (size_t i = 0; i < count; i++)
+		add_start(b, sh->sh_addr +
+			     (uint64_t)(int64_t)(int32_t)get32(p + 12 + 8 * i));
+}
+
+/* The GNU build id in the notes at @p (@size bytes), or 0 bytes. */
+static size_t note_build_id(const uint8_t *p, size_t size, uint8_t *id)
+{
+	size_t at = 0;
+
+	while (at + 12 <= size) {
+		uint32_t nsz = get32(p + at), dsz = get32(p + at + 4),
+			 type = get32(p + at + 8);
+		size_t name = at + 12, desc = name + ((nsz + 3) & ~3u);
+
+		if (desc + dsz > size || desc < name)
+			break;
+		if (type == NT_GNU_BUILD_ID && nsz == 4 &&
+		    !memcmp(p + name, "GNU", 4) && dsz && dsz <= BUILD_ID_MAX) {
+			memcpy(id, p + desc, dsz);
+			return dsz;
+		}
+		at = desc + ((dsz + 3) & ~3u);
+	}
+	return 0;
+}
+
+static int sec_cmp(const void *a, const void *b)
+{
+	const struct xsec *x = a, *y = b;
+
+	return (x->addr > y->addr) - (x->addr < y->addr);
+}
+
+/*
+ * Index the file open at @fd. @id/@id_len: the loaded object's build id,
+ * which the file's must equal (@id_len 0: not checked).
+ */
+static int build_fd(int fd, const uint8_t *id, size_t id_len,
+		    struct pk_xref *x)
+{
+	struct build b = { .lo = UINT64_MAX };
+	uint8_t fid[BUILD_ID_MAX];
+	size_t fid_len = 0, peak;
+	Elf_Scn *scn = NULL;
+	Elf *e;
+	int err = 0;
+
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!e || elf_kind(e) != ELF_K_ELF) {
+		elf_end(e);
+		return -ENOEXEC;
+	}
+	/* The executable sections, and the file's build id. */
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type == SHT_NOTE && !fid_len) {
+			d = elf_rawdata(scn, NULL);
+			if (d && d->d_buf)
+				fid_len = note_build_id(d->d_buf, d->d_size, fid);
+		}
+		if (sh.sh_type != SHT_PROGBITS || !(sh.sh_flags & SHF_ALLOC) ||
+		    !(sh.sh_flags & SHF_EXECINSTR) || !sh.sh_size)
+			continue;
+		d = elf_rawdata(scn, NULL);
+		if (!d || !d->d_buf || d->d_size < sh.sh_size)
+			continue;
+		if (PK_GROW(&b.sec, &b.sec_cap, b.nsec + 1)) {
+			err = -ENOMEM;
+			goto out;
+		}
+		b.sec[b.nsec++] = (struct sec){ sh.sh_addr, sh.sh_size,
+						sh.sh_offset, d->d_buf };
+		if (sh.sh_addr < b.lo)
+			b.lo = sh.sh_addr;
+		if (sh.sh_addr + sh.sh_size > b.hi)
+			b.hi = sh.sh_addr + sh.sh_size;
+	}
+	if (id_len && (fid_len != id_len || memcmp(fid, id, id_len))) {
+		err = -ENOEXEC;		/* replaced on disk since loaded */
+		goto out;
+	}
+	if (!b.nsec) {
+		err = -ENOEXEC;
+		goto out;
+	}
+	if (b.hi > UINT32_MAX) {
+		err = -E2BIG;
+		goto out;
+	}
+	/* Where decoding starts: sections, symbols, FDEs. */
+	for (size_t i = 0; i < b.nsec; i++)
+		add_start(&b, b.sec[i].addr);
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		size_t shstrndx;
+		const char *nm;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type == SHT_SYMTAB || sh.sh_type == SHT_DYNSYM) {
+			symbol_starts(&b, e, scn, &sh);
+			continue;
+		}
+		if (elf_getshdrstrndx(e, &shstrndx))
+			continue;
+		nm = elf_strptr(e, shstrndx, sh.sh_name);
+		if (nm && !strcmp(nm, ".eh_frame_hdr"))
+			eh_starts(&b, scn, &sh);
+	}
+	if (b.oom) {
+		err = -ENOMEM;
+		goto out;
+	}
+	peak = b.starts_cap * sizeof(*b.starts);
+	b.nstarts = sort_unique(b.starts, b.nstarts, &peak, peak);
+	if (!b.nstarts) {
+		err = -ENOMEM;
+		goto out;
+	}
+	x->st.starts = b.nstarts;
+	/*
+	 * Every byte that could begin a jmp, call, jcc or xbegin rel32 (e8,
+	 * e9, 0f 8x, c7 f8) and whose destination would be in the code: a
+	 * superset of the rel32 branches a decoding finds, with no decoding.
+	 * rel8 branches are decoded exactly, near each probe, at its check.
+	 */
+	for (size_t i = 0; i < b.nsec; i++) {
+		const struct sec *sc = &b.sec[i];
+		const uint8_t *p = sc->bytes;
+
+		for (size_t j = 0; j + 5 <= sc->size; j++) {
+			size_t at;
+
+			/* Eight bytes at a time while none can begin one. */
+			if ((j & 7) == 0 && j + 8 <= sc->size) {
+				uint64_t w;
+
+				memcpy(&w, p + j, 8);
+				if (!may_begin(w)) {
+					j += 7;
+					continue;
+				}
+			}
+			if (p[j] == 0xe8 || p[j] == 0xe9)
+				at = j + 1;
+			else if (j + 6 <= sc->size &&
+				 ((p[j] == 0x0f && (p[j + 1] & 0xf0) == 0x80) ||
+				  (p[j] == 0xc7 && p[j + 1] == 0xf8)))
+				at = j + 2;
+			else
+				continue;
+			emit(sc->addr + at + 4 +
+			     (uint64_t)(int64_t)(int32_t)get32(p + at), &b);
+		}
+		x->st.text_bytes += sc->size;
+	}
+	if (b.oom) {
+		err = -ENOMEM;
+		goto out;
+	}
+	x->st.branches = b.nt;
+	if (peak < b.starts_cap * sizeof(*b.starts) + b.t_cap * sizeof(*b.t))
+		peak = b.starts_cap * sizeof(*b.starts) + b.t_cap * sizeof(*b.t);
+	/* Kept for the exact decoding near a probe. */
+	x->s = b.starts;
+	x->ns = b.nstarts;
+	b.starts = NULL;
+	x->sec = malloc(b.nsec * sizeof(*x->sec));
+	if (!x->sec) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < b.nsec; i++)
+		x->sec[i] = (struct xsec){ b.sec[i].addr, b.sec[i].size,
+					   b.sec[i].offset };
+	x->nsec = b.nsec;
+	qsort(x->sec, x->nsec, sizeof(*x->sec), sec_cmp);
+	x->n = sort_unique(b.t, b.nt, &peak, b.t_cap * sizeof(*b.t));
+	if (b.nt && !x->n) {
+		err = -ENOMEM;
+		goto out;
+	}
+	/* Keep only what is used. */
+	x->t = x->n ? realloc(b.t, x->n * sizeof(*b.t)) : NULL;
+	if (x->n && !x->t) {
+		x->t = b.t;
+	} else if (!x->n) {
+		free(b.t);
+	}
+	b.t = NULL;
+	x->st.targets = x->n;
+	x->st.bytes = sizeof(*x) + x->n * sizeof(*x->t) +
+		      x->ns * sizeof(*x->s) + x->nsec * sizeof(*x->sec);
+	x->st.peak_bytes = peak;
+out:
+	free(b.sec);
+	free(b.starts);
+	free(b.t);
+	elf_end(e);
+	return err;
+}
+
+int pk_xref_build(const char *path, uintptr_t bias, struct pk_xref **out)
+{
+	struct pk_xref *x = calloc(1, sizeof(*x));
+	int fd, err;
+
+	if (!x)
+		return -ENOMEM;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		free(x);
+		return -ENOEXEC;
+	}
+	x->bias = bias;
+	err = build_fd(fd, NULL, 0, x);
+	close(fd);
+	if (err) {
+		pk_xref_free(x);
+		return err;
+	}
+	*out = x;
+	return 0;
+}
+
+void pk_xref_get_stats(const struct pk_xref *x, struct pk_xref_stats *st)
+{
+	*st = x->st;
+}
+
+void pk_xref_free(struct pk_xref *x)
+{
+	if (!x)
+		return;
+	free(x->t);
+	free(x->s);
+	free(x->sec);
+	free(x);
+}
+
+/* ------------------------------------------------------------ the cache */
+
+static pthread_mutex_t xref_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pk_xref *cache;	/* guarded by xref_lock */
+
+static void xref_fork_prepare(void)
+{
+	pthread_mutex_lock(&xref_lock);
+}
+
+static void xref_fork_release(void)
+{
+	pthread_mutex_unlock(&xref_lock);
+}
+
+PK_ATFORK(xref, PK_RANK_SYM, xref_fork_prepare, xref_fork_release,
+	  xref_fork_release);
+
+/* The loaded object that holds an address: its bias, file and build id. */
+struct obj {
+	uintptr_t addr;
+	int found;
+	uintptr_t bias;
+	char path[PATH_MAX];
+	uint8_t id[BUILD_ID_MAX];
+	size_t id_len;
+};
+
+static int find_obj(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct obj *o = arg;
+	int in = 0;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum && !in; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t s = info->dlpi_addr + ph->p_vaddr;
+
+		in = ph->p_type == PT_LOAD && o->addr >= s &&
+		     o->addr < s + ph->p_memsz;
+	}
+	if (!in)
+		return 0;
+	o->found = 1;
+	o->bias = info->dlpi_addr;
+	/* The executable: its file through /proc, whatever its path now. */
+	snprintf(o->path, sizeof(o->path), "%s",
+		 info->dlpi_name && *info->dlpi_name ? info->dlpi_name
+						     : "/proc/self/exe");
+	/* The loaded object's build id, read while the loader keeps it mapped. */
+	for (int i = 0; i < info->dlpi_phnum && !o->id_len; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_NOTE)
+			o->id_len = note_build_id(
+				(const uint8_t *)(info->dlpi_addr + ph->p_vaddr),
+				ph->p_filesz, o->id);
+	}
+	return 1;
+}
+
+static int same_file(const struct pk_xref *x, uintptr_t bias,
+		     const struct stat *st)
+{
+	return x->bias == bias && x->dev == st->st_dev &&
+	       x->ino == st->st_ino && x->size == st->st_size &&
+	       x->mtime.tv_sec == st->st_mtim.tv_sec &&
+	       x->mtime.tv_nsec == st->st_mtim.tv_nsec;
+}
+
+/* The index of @o's file, from the cache or built now. Under xref_lock. */
+static struct pk_xref *get_index(const struct obj *o)
+{
+	struct pk_xref **pp, *x;
+	struct stat st;
+	size_t n = 0;
+	int fd = -1;
+
+	pk_assert_held(&xref_lock);
+	/* A hit costs a stat(2): the file's identity now. */
+	if (!stat(o->path, &st)) {
+		for (pp = &cache; (x = *pp); pp = &x->next) {
+			if (!same_file(x, o->bias, &st))
+				continue;
+			/* To the front: the most recently used. */
+			*pp = x->next;
+			x->next = cache;
+			cache = x;
+			return x;
+		}
+		fd = open(o->path, O_RDONLY | O_CLOEXEC);
+	}
+	/* The identity of what is read (the file may have changed since). */
+	if (fd >= 0 && fstat(fd, &st)) {
+		close(fd);
+		fd = -1;
+	}
+	x = calloc(1, sizeof(*x));
+	if (!x) {
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	x->bias = o->bias;
+	if (fd < 0) {
+		/* Nothing to cache: an unreadable file is asked about again. */
+		x->err = -ENOEXEC;
+		return x;
+	}
+	x->dev = st.st_dev;
+	x->ino = st.st_ino;
+	x->size = st.st_size;
+	x->mtime = st.st_mtim;
+	x->err = build_fd(fd, o->id, o->id_len, x);
+	close(fd);
+	if (x->err)
+		pk_dbg("xref: %s: no branch index (%d)", o->path, x->err);
+	else
+		pk_dbg("xref: %s: %zu start points, %zu rel32 destinations, "
+		       "%zu bytes", o->path, x->st.starts, x->st.targets,
+		       x->st.bytes);
+	/* At the front; an index of another file at the same bias goes. */
+	x->next = cache;
+	cache = x;
+	for (pp = &x->next; *pp;) {
+		struct pk_xref *y = *pp;
+
+		if (y->bias == o->bias || ++n >= CACHE_MAX) {
+			*pp = y->next;
+			pk_xref_free(y);
+		} else {
+			pp = &y->next;
+		}
+	}
+	return x;
+}
+
+struct near {
+	uint64_t lo, hi;	/* the window (lo, hi), file addresses */
+	uint64_t hit;
+	int found;
+};
+
+static void near_emit(uint64_t t, void *ctx)
+{
+	struct near *n = ctx;
+
+	if (t > n->lo && t < n->hi && !n->found) {
+		n->found = 1;
+		n->hit = t;
+	}
+}
+
+/*
+ * The branches near (@lo, @hi), decoded exactly as a decoding of the
+ * whole object would (each stretch from its start point), from the file
+ * open at @fd: every instruction starting within 130 bytes of the window,
+ * as far as a rel8 branch reaches. Return: 0, 1 (*@hit), -EIO.
+ */
+static int near_branches(const struct pk_xref *x, int fd, uint64_t lo,
+			 uint64_t hi, uint64_t *hit)
+{
+	uint64_t from = lo > 130 ? lo - 130 : 0, to = hi + 130;
+	struct near n = { .lo = lo, .hi = hi };
+	uint8_t *buf = NULL;
+	size_t cap = 0;
+	int err = 0;
+
+	for (size_t i = 0; i < x->nsec && !n.found && !err; i++) {
+		const struct xsec *sc = &x->sec[i];
+		uint64_t end = sc->addr + sc->size, a, b;
+		size_t k;
+
+		if (sc->addr >= to || end <= from)
+			continue;
+		a = from > sc->addr ? from : sc->addr;
+		b = to < end ? to : end;
+		/* The stretch holding a (a section's start is a start point). */
+		k = PK_LOWER_BOUND(x->ns, j, x->s[j] <= a);
+		for (k = k ? k - 1 : 0; k < x->ns && x->s[k] < b && !n.found; k++) {
+			uint64_t st = x->s[k], se = end, cut;
+			size_t len;
+
+			if (st < sc->addr)
+				continue;
+			if (k + 1 < x->ns && x->s[k + 1] < end)
+				se = x->s[k + 1];
+			/* What starts past b reaches nothing with rel8. */
+			cut = se < b + 16 ? se : b + 16;
+			len = cut - st;
+			if (len > cap) {
+				uint8_t *nb = realloc(buf, len);
+
+				if (!nb) {
+					err = -ENOMEM;
+					break;
+				}
+				buf = nb;
+				cap = len;
+			}
+			if (pread(fd, buf, len, (off_t)(sc->offset + (st - sc->addr))) !=
+			    (ssize_t)len) {
+				err = -EIO;
+				break;
+			}
+			pk_arch_branch_targets(buf, len, st, near_emit, &n);
+		}
+	}
+	free(buf);
+	if (err)
+		return err;
+	*hit = n.hit;
+	return n.found;
+}
+
+int pk_xref_lands_in(uintptr_t lo, size_t len, uintptr_t *at)
+{
+	struct obj *o = calloc(1, sizeof(*o));
+	struct pk_xref *x;
+	int ret = 0;
+
+	if (!o)
+		return -ENOMEM;
+	o->addr = lo;
+	dl_iterate_phdr(find_obj, o);
+	if (!o->found) {
+		free(o);
+		return -ENOENT;
+	}
+	pthread_mutex_lock(&xref_lock);
+	x = get_index(o);
+	if (!x) {
+		ret = -ENOMEM;
+	} else if (x->err) {
+		ret = x->err;
+		if (!x->dev && !x->ino)
+			pk_xref_free(x);	/* not cached */
+	} else if (lo >= o->bias && lo - o->bias < UINT32_MAX) {
+		uint32_t a = (uint32_t)(lo - o->bias);
+		size_t i = PK_LOWER_BOUND(x->n, k, x->t[k] <= a);
+		uint64_t hit;
+		struct stat st;
+		int fd;
+
+		if (i < x->n && x->t[i] < a + len) {
+			*at = o->bias + x->t[i];
+			ret = 1;
+		} else if ((fd = open(o->path, O_RDONLY | O_CLOEXEC)) < 0) {
+			ret = -ENOEXEC;
+		} else {
+			/* The bytes the index was made from, or none. */
+			if (fstat(fd, &st) || !same_file(x, o->bias, &st))
+				ret = -ENOEXEC;
+			else
+				ret = near_branches(x, fd, a, (uint64_t)a + len, &hit);
+			if (ret > 0)
+				*at = o->bias + hit;
+			close(fd);
+		}
+	}
+	pthread_mutex_unlock(&xref_lock);
+	free(o);
+	return ret;
+}
