@@ -235,16 +235,8 @@ PK_SIGNAL_DATA(wgen);
  * before. What remains (probekit(7), WATCHPOINTS): the program changing
  * the mapping between the question and the step or the remap.
  */
-struct wmaps_query {	/* PROCMAP_QUERY's argument, uapi linux/fs.h */
-	uint64_t size, query_flags, query_addr;
-	uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset;
-	uint64_t inode;
-	uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
-	uint64_t vma_name_addr, build_id_addr;
-};
-#define WMAPS_QUERY _IOWR('f', 17, struct wmaps_query)
-#define WMAPS_VMA_PROT 0x07	/* readable, writable, executable */
-#define WMAPS_VMA_SHARED 0x08
+#define WMAPS_VMA_PROT (PK_PROCMAP_VMA_READABLE | PK_PROCMAP_VMA_WRITABLE | \
+			PK_PROCMAP_VMA_EXECUTABLE)
 
 static int wmaps_fd = -1;	/* pk_fault_lock (and fork child) */
 PK_SIGNAL_DATA(wmaps_fd);
@@ -262,7 +254,7 @@ _Static_assert(PROT_READ == 1 && PROT_WRITE == 2 && PROT_EXEC == 4,
  */
 PK_NOPROBE static int wpage_ours(const struct wpage *pg)
 {
-	struct wmaps_query q;
+	struct pk_procmap_query q;
 	int fd = __atomic_load_n(&wmaps_fd, __ATOMIC_RELAXED), prot;
 	long ret;
 
@@ -274,11 +266,11 @@ PK_NOPROBE static int wpage_ours(const struct wpage *pg)
 	q.query_addr = pg->page;
 	q.vma_name_size = q.build_id_size = 0;
 	q.vma_name_addr = q.build_id_addr = 0;
-	ret = pk_sys3(SYS_ioctl, fd, (long)WMAPS_QUERY, (long)&q);
+	ret = pk_sys3(SYS_ioctl, fd, (long)PK_PROCMAP_QUERY, (long)&q);
 	if (ret < 0)
 		return ret == -ENOENT ? 0 : 1;	/* nothing mapped there */
 	if (pg->alias)
-		return (q.vma_flags & WMAPS_VMA_SHARED) && q.inode == pg->ino &&
+		return (q.vma_flags & PK_PROCMAP_VMA_SHARED) && q.inode == pg->ino &&
 		       q.dev_major == pg->dev_major &&
 		       q.dev_minor == pg->dev_minor;
 	/*
@@ -287,7 +279,7 @@ PK_NOPROBE static int wpage_ours(const struct wpage *pg)
 	 * a step.
 	 */
 	prot = (int)(q.vma_flags & WMAPS_VMA_PROT);
-	return !(q.vma_flags & WMAPS_VMA_SHARED) &&
+	return !(q.vma_flags & PK_PROCMAP_VMA_SHARED) &&
 	       (prot == PROT_NONE || prot == PROT_READ ||
 		prot == pg->orig_prot);
 }

@@ -11,20 +11,6 @@
 
 #include "util/maps.h"
 
-/* PROCMAP_QUERY's argument (uapi linux/fs.h, 104 bytes; Debian 12's headers predate it). */
-struct pk_procmap_query {
-	uint64_t size, query_flags, query_addr;
-	uint64_t vma_start, vma_end, vma_flags, vma_page_size, vma_offset;
-	uint64_t inode;
-	uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
-	uint64_t vma_name_addr, build_id_addr;
-};
-#define PK_PROCMAP_QUERY _IOWR('f', 17, struct pk_procmap_query)
-#define PK_PROCMAP_VMA_READABLE 0x01
-#define PK_PROCMAP_VMA_WRITABLE 0x02
-#define PK_PROCMAP_VMA_EXECUTABLE 0x04
-#define PK_PROCMAP_VMA_SHARED 0x08
-#define PK_PROCMAP_COVERING_OR_NEXT_VMA 0x10	/* query_flags */
 
 /* Whether PROCMAP_QUERY answers here: -1 not known yet (atomic, relaxed). */
 static int query_ok = -1;
