@@ -759,7 +759,7 @@ static int task_blocks(const char *tid, unsigned long bit)
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/self/task/%s/status", tid);
+	snprintf(path, sizeof(path), "/proc/self/task/%.16s/status", tid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -errno;	/* gone: fine */
