@@ -144,7 +144,12 @@ set_tests_properties(cli_xjump PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
 # test_probe_xjump loads copies of libxjumpa.so and libxjumpb.so.
 if(TARGET test_probe_xjump AND TARGET xjumpa AND TARGET xjumpb)
   add_dependencies(test_probe_xjump xjumpa xjumpb)
+  # Without a build id: only the file's identity tells the two apart.
+  target_link_options(xjumpa PRIVATE -Wl,--build-id=none)
+  target_link_options(xjumpb PRIVATE -Wl,--build-id=none)
 endif()
+# The mapped file's device and inode from /proc/self/maps read whole too.
+pk_test_variant(test_probe_xjump maps_read PROBEKIT_TEST_MAPS_READ=1)
 # test_arch_branch checks the branch index's decoding against a full Zydis
 # decoding (decode.c's hidden pk_arch_branch_targets(), compiled in).
 if(TARGET test_arch_branch)

@@ -368,6 +368,53 @@ static void test_reload(void)
 	rmdir(tmpl);
 }
 
+/*
+ * The file at the loaded path replaced while the library stays loaded
+ * (rename() over it, as a package upgrade does): the index must come from
+ * the mapped file or from none. libxjumpb.so is loaded (xj_lib_g jumps to
+ * xj_lib_f+3); the path then names libxjumpa.so, in which nothing does.
+ * Both are linked without a build id (tests/extra.cmake), so only the
+ * mapping's device and inode can tell them apart.
+ */
+static void test_replaced_while_loaded(void)
+{
+	const char *dir = getenv("PK_TARGET_DIR");
+	char a[4096], b[4096], tmpl[] = "/tmp/pk_xjump.XXXXXX", path[4200],
+	     next[4200];
+	struct pk_probe *p;
+	void *h, *f;
+
+	if (!dir) {
+		printf("replaced: PK_TARGET_DIR not set (run through ctest): not run\n");
+		return;
+	}
+	snprintf(a, sizeof(a), "%s/libxjumpa.so", dir);
+	snprintf(b, sizeof(b), "%s/libxjumpb.so", dir);
+	if (!ASSERT_TRUE(mkdtemp(tmpl), "mkdtemp"))
+		return;
+	snprintf(path, sizeof(path), "%s/libxjumpr.so", tmpl);
+	snprintf(next, sizeof(next), "%s/libxjumpr.so.new", tmpl);
+	if (!ASSERT_OK(copy_file(b, path), "copy libxjumpb.so"))
+		goto out;
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!ASSERT_TRUE(h, "dlopen it"))
+		goto out;
+	f = dlsym(h, "xj_lib_f");
+	if (ASSERT_OK(copy_file(a, next), "copy libxjumpa.so") &&
+	    ASSERT_OK(rename(next, path), "rename it over the loaded file") &&
+	    ASSERT_TRUE(f, "dlsym") &&
+	    ASSERT_OK(create(f, 0, 0, &p), "probe the loaded xj_lib_f")) {
+		ASSERT_EQ(kind_of(p), PK_PROBE_INT3,
+			  "the loaded libxjumpb's xj_lib_f: an int3 probe");
+		pk_probe_destroy(p);
+	}
+	dlclose(h);
+out:
+	unlink(path);
+	unlink(next);
+	rmdir(tmpl);
+}
+
 int main(void)
 {
 	pk_set_log(t_quiet_log, NULL);
@@ -375,5 +422,6 @@ int main(void)
 	test_foreign_jumps();
 	test_far_only();
 	test_reload();
+	test_replaced_while_loaded();
 	return t_exit();
 }

@@ -2,6 +2,7 @@
 /* xref.c - the index of every direct branch destination in a loaded object (design: xref.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <limits.h>
@@ -11,11 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "arch/arch.h"
 #include "internal.h"
 #include "probe/xref.h"
+#include "util/maps.h"
 
 #define BUILD_ID_MAX 64
 #define CACHE_MAX 64		/* indexes kept; the least recently used goes */
@@ -475,7 +478,36 @@ struct obj {
 	char path[PATH_MAX];
 	uint8_t id[BUILD_ID_MAX];
 	size_t id_len;
+	int mapped;		/* the mapping's file is known: */
+	dev_t dev;		/* its device and inode, from the kernel */
+	uint64_t ino;
 };
+
+/*
+ * The identity of the file mapped at @o->addr, as the kernel has it: the
+ * path the loader recorded may name another file by now (a relative
+ * dlopen() then chdir(), a library replaced on disk), and an object
+ * without a build id cannot be told from it otherwise.
+ */
+static void mapped_file(struct obj *o)
+{
+	struct pk_maps ms = PK_MAPS_INIT;
+	struct pk_mapinfo mi;
+
+	if (!pk_maps_open(&ms, 0) && !pk_maps_find(&ms, o->addr, &mi) &&
+	    mi.ino) {
+		o->mapped = 1;
+		o->dev = makedev(mi.dev_major, mi.dev_minor);
+		o->ino = mi.ino;
+	}
+	pk_maps_close(&ms);
+}
+
+/* @st is the file mapped at @o->addr, where that is known. */
+static int is_mapped_file(const struct obj *o, const struct stat *st)
+{
+	return !o->mapped || (st->st_dev == o->dev && st->st_ino == o->ino);
+}
 
 static int find_obj(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -529,7 +561,7 @@ static struct pk_xref *get_index(const struct obj *o)
 
 	pk_assert_held(&xref_lock);
 	/* A hit costs a stat(2): the file's identity now. */
-	if (!stat(o->path, &st)) {
+	if (!stat(o->path, &st) && is_mapped_file(o, &st)) {
 		for (pp = &cache; (x = *pp); pp = &x->next) {
 			if (!same_file(x, o->bias, &st))
 				continue;
@@ -542,7 +574,9 @@ static struct pk_xref *get_index(const struct obj *o)
 		fd = open(o->path, O_RDONLY | O_CLOEXEC);
 	}
 	/* The identity of what is read (the file may have changed since). */
-	if (fd >= 0 && fstat(fd, &st)) {
+	if (fd >= 0 && (fstat(fd, &st) || !is_mapped_file(o, &st))) {
+		pk_dbg("xref: %s is not the file mapped at %#" PRIxPTR,
+		       o->path, o->addr);
 		close(fd);
 		fd = -1;
 	}
@@ -678,6 +712,7 @@ int pk_xref_lands_in(uintptr_t lo, size_t len, uintptr_t *at)
 		free(o);
 		return -ENOENT;
 	}
+	mapped_file(o);
 	pthread_mutex_lock(&xref_lock);
 	x = get_index(o);
 	if (!x) {

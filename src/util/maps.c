@@ -62,6 +62,9 @@ static int query(const struct pk_maps *ms, uintptr_t addr, int next,
 		    (q.vma_flags & PK_PROCMAP_VMA_WRITABLE ? PROT_WRITE : 0) |
 		    (q.vma_flags & PK_PROCMAP_VMA_EXECUTABLE ? PROT_EXEC : 0);
 	out->shared = !!(q.vma_flags & PK_PROCMAP_VMA_SHARED);
+	out->dev_major = q.dev_major;
+	out->dev_minor = q.dev_minor;
+	out->ino = q.inode;
 	/* vma_name_size comes back 0 for a mapping without a name. */
 	copy_name(out->name, name, q.vma_name_size ? q.vma_name_size - 1 : 0);
 	return 0;
@@ -80,16 +83,22 @@ static void parse_line(const char *p, const char *nl, int names,
 		   (q[3] == 'x' ? PROT_EXEC : 0);
 	mi->shared = q[4] == 's';
 	mi->name[0] = 0;
-	if (!names)
-		return;
-	/* Past the permissions, offset, device and inode, and the blanks. */
+	/* Past the permissions and the offset: "maj:min inode". */
 	p = q + 1;
-	for (int field = 0; field < 4 && p < nl; field++) {
+	for (int field = 0; field < 2 && p < nl; field++) {
 		while (p < nl && *p != ' ')
 			p++;
 		while (p < nl && *p == ' ')
 			p++;
 	}
+	mi->dev_major = (unsigned int)strtoul(p, &q, 16);
+	mi->dev_minor = (unsigned int)strtoul(q + 1, &q, 16);
+	mi->ino = strtoull(q, &q, 10);
+	if (!names)
+		return;
+	p = q;
+	while (p < nl && *p == ' ')
+		p++;
 	copy_name(mi->name, p, (size_t)(nl - p));
 }
 

@@ -48,6 +48,8 @@ struct pk_mapinfo {
 	uintptr_t lo, hi;	/* [lo, hi) */
 	int prot;		/* PROT_READ | PROT_WRITE | PROT_EXEC */
 	int shared;		/* 's': MAP_SHARED (else private) */
+	unsigned int dev_major, dev_minor; /* the file's device, or 0 */
+	uint64_t ino;		/* the file's inode, or 0 (anonymous) */
 	char name[32];		/* with PK_MAPS_NAME: "[heap]", "[stack]",
 				   "[anon:...]", a path (its first 31 bytes),
 				   or "" (anonymous); else "" */
