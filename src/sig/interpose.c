@@ -490,7 +490,9 @@ PK_EXPORT int epoll_pwait2(int fd, struct epoll_event *ev, int max,
  * sigwait and friends: an owned signal the program waits for is never
  * really blocked, so it reaches probekit's handler, which defers it (the
  * program has it blocked, as sigwait requires) and interrupts the wait:
- * take it from the deferred ones first, and again after EINTR.
+ * take it from the deferred ones first, and again after EINTR. The set
+ * the kernel waits on never holds an owned signal: it would take
+ * probekit's sweep signal or trap from under its handler.
  */
 static int take_deferred(const sigset_t *set, siginfo_t *info)
 {
@@ -516,10 +518,15 @@ PK_EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info,
 			   const struct timespec *t)
 {
 	int r, sig = take_deferred(set, info);
+	sigset_t adj;
 
 	if (sig)
 		return sig;
-	r = ((sigtimedwait_fn)REAL(R_SIGTIMEDWAIT))(set, info, t);
+	/* Never the owned ones: the kernel would hand the wait probekit's
+	 * own signals (a sweep, a trap); the program's own come deferred. */
+	adj = *set;
+	set_word(&adj, word(&adj) & ~owned());
+	r = ((sigtimedwait_fn)REAL(R_SIGTIMEDWAIT))(&adj, info, t);
 	if (r < 0 && errno == EINTR && (sig = take_deferred(set, info)))
 		return sig;
 	return r;
