@@ -102,6 +102,7 @@ FORWARD(sighandler_t, sigset, SIG_ERR, (int sig, sighandler_t h), (sig, h))
 FORWARD(int, sighold, -1, (int sig), (sig))
 FORWARD(int, sigrelse, -1, (int sig), (sig))
 FORWARD(int, sigignore, -1, (int sig), (sig))
+FORWARD(int, siginterrupt, -1, (int sig, int flag), (sig, flag))
 FORWARD(int, pthread_create, ENOSYS,
 	(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
 	 void *arg), (t, attr, fn, arg))

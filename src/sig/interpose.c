@@ -186,16 +186,20 @@ typedef int (*sigtimedwait_fn)(const sigset_t *, siginfo_t *,
 			       const struct timespec *);
 typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *,
 				 void *(*)(void *), void *);
+typedef sighandler_t (*signal_fn)(int, sighandler_t);
+typedef int (*siginterrupt_fn)(int, int);
 
 enum {
 	R_SIGACTION, R_SIGPROCMASK, R_PTHREAD_SIGMASK, R_SIGSUSPEND, R_PPOLL,
 	R_PSELECT, R_EPOLL_PWAIT, R_EPOLL_PWAIT2, R_SIGTIMEDWAIT,
-	R_PTHREAD_CREATE, R_N
+	R_PTHREAD_CREATE, R_SIGNAL, R_BSD_SIGNAL, R_SYSV_SIGNAL,
+	R_SIGINTERRUPT, R_N
 };
 static const char *const real_names[R_N] = {
 	"sigaction", "sigprocmask", "pthread_sigmask", "sigsuspend", "ppoll",
 	"pselect", "epoll_pwait", "epoll_pwait2", "sigtimedwait",
-	"pthread_create",
+	"pthread_create", "signal", "bsd_signal", "sysv_signal",
+	"siginterrupt",
 };
 static void *real[R_N];		/* atomic; set once */
 PK_SIGNAL_DATA(real);
@@ -648,25 +652,80 @@ static sighandler_t set_handler(int sig, sighandler_t h, int flags,
 	return old.sa_handler;
 }
 
-/* glibc's signal() is BSD's: SA_RESTART, the signal blocked in its handler. */
+/*
+ * The signal() family: libc's own for every signal probekit cannot own (it
+ * keeps siginterrupt()'s state, which only libc can read); for the ownable
+ * ones, through sigaction() above, with what siginterrupt() asked for them
+ * kept here (intr_bits), and libc's checks.
+ */
+static unsigned long intr_bits;		/* atomic */
+
+static int ownable_sig(int sig)
+{
+	return sig > 0 && sig <= 64 && (OWNABLE & BIT(sig));
+}
+
+static sighandler_t signal_via(int i, int sig, sighandler_t h, int sysv)
+{
+	signal_fn f;
+
+	if (!ownable_sig(sig) && (f = (signal_fn)REAL(i)))
+		return f(sig, h);
+	if (h == SIG_ERR || sig < 1 || sig >= NSIG) {
+		errno = EINVAL;
+		return SIG_ERR;
+	}
+	if (sysv)
+		return set_handler(sig, h, SA_RESETHAND | SA_NODEFER, 0);
+	/* glibc's signal() is BSD's: SA_RESTART unless siginterrupt() said
+	 * otherwise, the signal blocked in its handler. */
+	return set_handler(sig, h,
+			   (__atomic_load_n(&intr_bits, __ATOMIC_RELAXED) &
+			    BIT(sig)) ? 0 : SA_RESTART, 1);
+}
+
 PK_EXPORT sighandler_t signal(int sig, sighandler_t h)
 {
-	return set_handler(sig, h, SA_RESTART, 1);
+	return signal_via(R_SIGNAL, sig, h, 0);
 }
 
 PK_EXPORT sighandler_t bsd_signal(int sig, sighandler_t h)
 {
-	return set_handler(sig, h, SA_RESTART, 1);
+	return signal_via(R_BSD_SIGNAL, sig, h, 0);
 }
 
 PK_EXPORT sighandler_t sysv_signal(int sig, sighandler_t h)
 {
-	return set_handler(sig, h, SA_RESETHAND | SA_NODEFER, 0);
+	return signal_via(R_SYSV_SIGNAL, sig, h, 1);
 }
 
 PK_EXPORT sighandler_t __sysv_signal(int sig, sighandler_t h)
 {
 	return sysv_signal(sig, h);
+}
+
+/* libc's would change an owned signal's real handler behind sigaction(). */
+PK_EXPORT int siginterrupt(int sig, int flag)
+{
+	siginterrupt_fn f;
+	struct sigaction sa;
+
+	if (!ownable_sig(sig) && (f = (siginterrupt_fn)REAL(R_SIGINTERRUPT)))
+		return f(sig, flag);
+	if (sig < 1 || sig >= NSIG) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (sigaction(sig, NULL, &sa))
+		return -1;
+	if (flag) {
+		__atomic_or_fetch(&intr_bits, BIT(sig), __ATOMIC_RELAXED);
+		sa.sa_flags &= ~SA_RESTART;
+	} else {
+		__atomic_and_fetch(&intr_bits, ~BIT(sig), __ATOMIC_RELAXED);
+		sa.sa_flags |= SA_RESTART;
+	}
+	return sigaction(sig, &sa, NULL);
 }
 
 static int mask_one(int how, int sig)

@@ -20,8 +20,8 @@
  * commit. Only the signal mask and the handler table can prevent it, so
  * probekit now interposes the libc calls that change them (interpose.c):
  *
- *   - sigaction, signal, bsd_signal, sysv_signal, sigset, sighold,
- *     sigrelse, sigignore: for a signal probekit owns, the program's
+ *   - sigaction, signal, bsd_signal, sysv_signal, siginterrupt, sigset,
+ *     sighold, sigrelse, sigignore: for a signal probekit owns, the program's
  *     handler is recorded in prev[] (through pk_signal_action(), which
  *     stays the explicit API for code that does not go through libc's
  *     names) and chained, and reading it back returns it;
