@@ -88,7 +88,10 @@ struct deferred {
 /*
  * vmask: which ownable signals the program has blocked in this thread;
  * pend: which of them arrived while blocked and wait (info in dinfo).
- * Written by this thread only, read by its signal handlers.
+ * Written by this thread only, read by its signal handlers; pend is also
+ * written by them (pk_sig_defer()), so its every change is one atomic
+ * instruction (lock or/and): a handler's bit set between a plain load and
+ * store would be lost.
  */
 static __thread unsigned long vmask __attribute__((tls_model("initial-exec")));
 static __thread unsigned long pend __attribute__((tls_model("initial-exec")));
@@ -132,7 +135,7 @@ PK_NOPROBE void pk_sig_defer(int sig, const siginfo_t *si)
 	d->uid = si->si_uid;
 	d->value = si->si_value;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	pend |= BIT(sig);
+	__atomic_fetch_or(&pend, BIT(sig), __ATOMIC_RELAXED);
 }
 
 /* Send again, to this thread, every deferred signal @mask lets through. */
@@ -148,7 +151,7 @@ PK_NOPROBE static void flush_pending(unsigned long mask)
 		if (!ready)
 			break;
 		sig = __builtin_ctzl(ready) + 1;
-		pend &= ~BIT(sig);
+		__atomic_fetch_and(&pend, ~BIT(sig), __ATOMIC_RELAXED);
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		/* Byte by byte through volatile: a memset call (as a
 		 * sanitizer build makes of __builtin_memset) would leave
@@ -506,7 +509,7 @@ static int take_deferred(const sigset_t *set, siginfo_t *info)
 	if (!ready)
 		return 0;
 	sig = __builtin_ctzl(ready) + 1;
-	pend &= ~BIT(sig);
+	__atomic_fetch_and(&pend, ~BIT(sig), __ATOMIC_RELAXED);
 	if (info) {
 		memset(info, 0, sizeof(*info));
 		info->si_signo = sig;
