@@ -138,6 +138,18 @@ PK_NOPROBE void pk_sig_defer(int sig, const siginfo_t *si)
 	__atomic_fetch_or(&pend, BIT(sig), __ATOMIC_RELAXED);
 }
 
+/*
+ * A fork child has no pending signal of its parent's (the kernel clears
+ * them): nor of the deferred ones, which the forking thread's copy of pend
+ * would otherwise send again in the child at its next unblock.
+ */
+static void pend_fork_child(void)
+{
+	__atomic_store_n(&pend, 0, __ATOMIC_RELAXED);
+}
+
+PK_ATFORK(sig_pend, PK_RANK_SIG, NULL, NULL, pend_fork_child);
+
 /* Send again, to this thread, every deferred signal @mask lets through. */
 PK_NOPROBE static void flush_pending(unsigned long mask)
 {
