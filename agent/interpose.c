@@ -47,12 +47,29 @@ static void *lib_fn(const char *name)
 	return h ? dlsym(h, name) : NULL;
 }
 
+/*
+ * Each forwarder's pointer to the library's function, with its name, in
+ * the pka_fwd section: all are resolved by resolve_fwd() below, before
+ * main, so that a first call from a signal handler never runs the dynamic
+ * loader (dlopen and dlsym take its lock: a handler interrupting the
+ * loader would deadlock). The lazy path is left for calls that come
+ * before the agent's constructors (another object's constructor).
+ */
+struct fwd {
+	const char *name;
+	void **fn;
+};
+
 /* One forwarder: NAME(ARGS) returns RET, calling the library's NAME. */
 #define FORWARD(ret, name, fail, params, args)                                 \
+	static ret (*fwd_##name) params;                                       \
+	static const struct fwd fwd_ent_##name                                 \
+		__attribute__((used, section("pka_fwd"), aligned(8))) = {      \
+			#name, (void **)&fwd_##name };                         \
 	PKA_EXPORT ret name params                                             \
 	{                                                                      \
-		static ret (*f) params;                                        \
-		ret (*p) params = __atomic_load_n(&f, __ATOMIC_ACQUIRE);       \
+		ret (*p) params = __atomic_load_n(&fwd_##name,                 \
+						  __ATOMIC_ACQUIRE);           \
                                                                                \
 		if (!p) {                                                      \
 			*(void **)&p = lib_fn(#name);                          \
@@ -60,10 +77,23 @@ static void *lib_fn(const char *name)
 				errno = ENOSYS;                                \
 				return fail;                                   \
 			}                                                      \
-			__atomic_store_n(&f, p, __ATOMIC_RELEASE);             \
+			__atomic_store_n(&fwd_##name, p, __ATOMIC_RELEASE);    \
 		}                                                              \
 		return p args;                                                 \
 	}
+
+extern const struct fwd __start_pka_fwd[], __stop_pka_fwd[];
+
+/* Before pka_init() (agent.c, no priority) and the program's main. */
+__attribute__((constructor(101))) static void resolve_fwd(void)
+{
+	for (const struct fwd *e = __start_pka_fwd; e < __stop_pka_fwd; e++) {
+		void *p = lib_fn(e->name);
+
+		if (p)
+			__atomic_store_n(e->fn, p, __ATOMIC_RELEASE);
+	}
+}
 
 FORWARD(int, sigaction, -1,
 	(int sig, const struct sigaction *act, struct sigaction *old),
@@ -102,6 +132,7 @@ FORWARD(sighandler_t, sigset, SIG_ERR, (int sig, sighandler_t h), (sig, h))
 FORWARD(int, sighold, -1, (int sig), (sig))
 FORWARD(int, sigrelse, -1, (int sig), (sig))
 FORWARD(int, sigignore, -1, (int sig), (sig))
+FORWARD(int, siginterrupt, -1, (int sig, int flag), (sig, flag))
 FORWARD(int, pthread_create, ENOSYS,
 	(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
 	 void *arg), (t, attr, fn, arg))

@@ -34,7 +34,9 @@ endif()
 # These probe their own functions (sig_common.h): exported, for the symbol
 # table probes read sizes from.
 foreach(name test_sig_blocked test_sig_handler test_sig_mask test_sig_longjmp
-             test_sig_rawblock test_sig_spawn stress_sig_xz)
+             test_sig_rawblock test_sig_spawn test_sig_wait test_sig_fork test_sig_reentry
+             test_sig_signal
+             stress_sig_xz)
   if(TARGET ${name})
     set_target_properties(${name} PROPERTIES ENABLE_EXPORTS ON)
   endif()

@@ -88,7 +88,10 @@ struct deferred {
 /*
  * vmask: which ownable signals the program has blocked in this thread;
  * pend: which of them arrived while blocked and wait (info in dinfo).
- * Written by this thread only, read by its signal handlers.
+ * Written by this thread only, read by its signal handlers; pend is also
+ * written by them (pk_sig_defer()), so its every change is one atomic
+ * instruction (lock or/and): a handler's bit set between a plain load and
+ * store would be lost.
  */
 static __thread unsigned long vmask __attribute__((tls_model("initial-exec")));
 static __thread unsigned long pend __attribute__((tls_model("initial-exec")));
@@ -132,8 +135,20 @@ PK_NOPROBE void pk_sig_defer(int sig, const siginfo_t *si)
 	d->uid = si->si_uid;
 	d->value = si->si_value;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	pend |= BIT(sig);
+	__atomic_fetch_or(&pend, BIT(sig), __ATOMIC_RELAXED);
 }
+
+/*
+ * A fork child has no pending signal of its parent's (the kernel clears
+ * them): nor of the deferred ones, which the forking thread's copy of pend
+ * would otherwise send again in the child at its next unblock.
+ */
+static void pend_fork_child(void)
+{
+	__atomic_store_n(&pend, 0, __ATOMIC_RELAXED);
+}
+
+PK_ATFORK(sig_pend, PK_RANK_SIG, NULL, NULL, pend_fork_child);
 
 /* Send again, to this thread, every deferred signal @mask lets through. */
 PK_NOPROBE static void flush_pending(unsigned long mask)
@@ -148,7 +163,7 @@ PK_NOPROBE static void flush_pending(unsigned long mask)
 		if (!ready)
 			break;
 		sig = __builtin_ctzl(ready) + 1;
-		pend &= ~BIT(sig);
+		__atomic_fetch_and(&pend, ~BIT(sig), __ATOMIC_RELAXED);
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		/* Byte by byte through volatile: a memset call (as a
 		 * sanitizer build makes of __builtin_memset) would leave
@@ -186,16 +201,20 @@ typedef int (*sigtimedwait_fn)(const sigset_t *, siginfo_t *,
 			       const struct timespec *);
 typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *,
 				 void *(*)(void *), void *);
+typedef sighandler_t (*signal_fn)(int, sighandler_t);
+typedef int (*siginterrupt_fn)(int, int);
 
 enum {
 	R_SIGACTION, R_SIGPROCMASK, R_PTHREAD_SIGMASK, R_SIGSUSPEND, R_PPOLL,
 	R_PSELECT, R_EPOLL_PWAIT, R_EPOLL_PWAIT2, R_SIGTIMEDWAIT,
-	R_PTHREAD_CREATE, R_N
+	R_PTHREAD_CREATE, R_SIGNAL, R_BSD_SIGNAL, R_SYSV_SIGNAL,
+	R_SIGINTERRUPT, R_N
 };
 static const char *const real_names[R_N] = {
 	"sigaction", "sigprocmask", "pthread_sigmask", "sigsuspend", "ppoll",
 	"pselect", "epoll_pwait", "epoll_pwait2", "sigtimedwait",
-	"pthread_create",
+	"pthread_create", "signal", "bsd_signal", "sysv_signal",
+	"siginterrupt",
 };
 static void *real[R_N];		/* atomic; set once */
 PK_SIGNAL_DATA(real);
@@ -490,7 +509,9 @@ PK_EXPORT int epoll_pwait2(int fd, struct epoll_event *ev, int max,
  * sigwait and friends: an owned signal the program waits for is never
  * really blocked, so it reaches probekit's handler, which defers it (the
  * program has it blocked, as sigwait requires) and interrupts the wait:
- * take it from the deferred ones first, and again after EINTR.
+ * take it from the deferred ones first, and again after EINTR. The set
+ * the kernel waits on never holds an owned signal: it would take
+ * probekit's sweep signal or trap from under its handler.
  */
 static int take_deferred(const sigset_t *set, siginfo_t *info)
 {
@@ -500,7 +521,7 @@ static int take_deferred(const sigset_t *set, siginfo_t *info)
 	if (!ready)
 		return 0;
 	sig = __builtin_ctzl(ready) + 1;
-	pend &= ~BIT(sig);
+	__atomic_fetch_and(&pend, ~BIT(sig), __ATOMIC_RELAXED);
 	if (info) {
 		memset(info, 0, sizeof(*info));
 		info->si_signo = sig;
@@ -516,10 +537,15 @@ PK_EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info,
 			   const struct timespec *t)
 {
 	int r, sig = take_deferred(set, info);
+	sigset_t adj;
 
 	if (sig)
 		return sig;
-	r = ((sigtimedwait_fn)REAL(R_SIGTIMEDWAIT))(set, info, t);
+	/* Never the owned ones: the kernel would hand the wait probekit's
+	 * own signals (a sweep, a trap); the program's own come deferred. */
+	adj = *set;
+	set_word(&adj, word(&adj) & ~owned());
+	r = ((sigtimedwait_fn)REAL(R_SIGTIMEDWAIT))(&adj, info, t);
 	if (r < 0 && errno == EINTR && (sig = take_deferred(set, info)))
 		return sig;
 	return r;
@@ -641,25 +667,80 @@ static sighandler_t set_handler(int sig, sighandler_t h, int flags,
 	return old.sa_handler;
 }
 
-/* glibc's signal() is BSD's: SA_RESTART, the signal blocked in its handler. */
+/*
+ * The signal() family: libc's own for every signal probekit cannot own (it
+ * keeps siginterrupt()'s state, which only libc can read); for the ownable
+ * ones, through sigaction() above, with what siginterrupt() asked for them
+ * kept here (intr_bits), and libc's checks.
+ */
+static unsigned long intr_bits;		/* atomic */
+
+static int ownable_sig(int sig)
+{
+	return sig > 0 && sig <= 64 && (OWNABLE & BIT(sig));
+}
+
+static sighandler_t signal_via(int i, int sig, sighandler_t h, int sysv)
+{
+	signal_fn f;
+
+	if (!ownable_sig(sig) && (f = (signal_fn)REAL(i)))
+		return f(sig, h);
+	if (h == SIG_ERR || sig < 1 || sig >= NSIG) {
+		errno = EINVAL;
+		return SIG_ERR;
+	}
+	if (sysv)
+		return set_handler(sig, h, SA_RESETHAND | SA_NODEFER, 0);
+	/* glibc's signal() is BSD's: SA_RESTART unless siginterrupt() said
+	 * otherwise, the signal blocked in its handler. */
+	return set_handler(sig, h,
+			   (__atomic_load_n(&intr_bits, __ATOMIC_RELAXED) &
+			    BIT(sig)) ? 0 : SA_RESTART, 1);
+}
+
 PK_EXPORT sighandler_t signal(int sig, sighandler_t h)
 {
-	return set_handler(sig, h, SA_RESTART, 1);
+	return signal_via(R_SIGNAL, sig, h, 0);
 }
 
 PK_EXPORT sighandler_t bsd_signal(int sig, sighandler_t h)
 {
-	return set_handler(sig, h, SA_RESTART, 1);
+	return signal_via(R_BSD_SIGNAL, sig, h, 0);
 }
 
 PK_EXPORT sighandler_t sysv_signal(int sig, sighandler_t h)
 {
-	return set_handler(sig, h, SA_RESETHAND | SA_NODEFER, 0);
+	return signal_via(R_SYSV_SIGNAL, sig, h, 1);
 }
 
 PK_EXPORT sighandler_t __sysv_signal(int sig, sighandler_t h)
 {
 	return sysv_signal(sig, h);
+}
+
+/* libc's would change an owned signal's real handler behind sigaction(). */
+PK_EXPORT int siginterrupt(int sig, int flag)
+{
+	siginterrupt_fn f;
+	struct sigaction sa;
+
+	if (!ownable_sig(sig) && (f = (siginterrupt_fn)REAL(R_SIGINTERRUPT)))
+		return f(sig, flag);
+	if (sig < 1 || sig >= NSIG) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (sigaction(sig, NULL, &sa))
+		return -1;
+	if (flag) {
+		__atomic_or_fetch(&intr_bits, BIT(sig), __ATOMIC_RELAXED);
+		sa.sa_flags &= ~SA_RESTART;
+	} else {
+		__atomic_and_fetch(&intr_bits, ~BIT(sig), __ATOMIC_RELAXED);
+		sa.sa_flags |= SA_RESTART;
+	}
+	return sigaction(sig, &sa, NULL);
 }
 
 static int mask_one(int how, int sig)

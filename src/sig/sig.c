@@ -20,8 +20,8 @@
  * commit. Only the signal mask and the handler table can prevent it, so
  * probekit now interposes the libc calls that change them (interpose.c):
  *
- *   - sigaction, signal, bsd_signal, sysv_signal, sigset, sighold,
- *     sigrelse, sigignore: for a signal probekit owns, the program's
+ *   - sigaction, signal, bsd_signal, sysv_signal, siginterrupt, sigset,
+ *     sighold, sigrelse, sigignore: for a signal probekit owns, the program's
  *     handler is recorded in prev[] (through pk_signal_action(), which
  *     stays the explicit API for code that does not go through libc's
  *     names) and chained, and reading it back returns it;
@@ -100,6 +100,42 @@ static const int sig_nums[NSIGS] = { SIGSEGV, SIGBUS, SIGILL, SIGTRAP };
 static pthread_mutex_t sig_lock = PTHREAD_MUTEX_INITIALIZER;
 static int installed[NSIGS];
 static int pinned[NSIGS];	/* sig_lock: installed for good (pk_sig_pin()) */
+
+/*
+ * sigaction() and signal() are async-signal-safe in libc, so must stay so
+ * here: a handler that calls them while its thread holds sig_lock (in
+ * pk_signal_action(), say) would deadlock. So sig_lock is held with every
+ * signal blocked but the synchronous ones probekit owns (an int3 or a
+ * fault in what the section calls, a probe on libc's sigaction, must stay
+ * deliverable), through the real pthread_sigmask (no vmask change). Those
+ * four keep what the section made of them (pk_sig_strip_masks() may
+ * unblock one) when the mask is put back.
+ */
+#define SYNC_BITS ((1UL << (SIGSEGV - 1)) | (1UL << (SIGBUS - 1)) | \
+		   (1UL << (SIGILL - 1)) | (1UL << (SIGTRAP - 1)))
+
+static void sig_lock_take(sigset_t *old)
+{
+	sigset_t all;
+
+	sigfillset(&all);
+	((unsigned long *)&all)[0] &= ~SYNC_BITS;
+	pk_sig_real_sigmask(SIG_BLOCK, &all, old);
+	pthread_mutex_lock(&sig_lock);
+}
+
+static void sig_lock_drop(sigset_t *old)
+{
+	sigset_t cur;
+
+	pthread_mutex_unlock(&sig_lock);
+	if (pk_sig_real_sigmask(SIG_BLOCK, NULL, &cur) == 0)
+		((unsigned long *)old)[0] =
+			(((unsigned long *)old)[0] & ~SYNC_BITS) |
+			(((unsigned long *)&cur)[0] & SYNC_BITS);
+	pk_sig_real_sigmask(SIG_SETMASK, old, NULL);
+}
+
 static pk_sig_hook_fn hooks[NSIGS][PK_SIG_NSLOTS];	/* atomic */
 static struct sigaction prev[NSIGS][2];
 static unsigned int prev_idx[NSIGS];			/* atomic */
@@ -291,26 +327,28 @@ static void uninstall(int i)
 
 int pk_sig_set_entry(int sig, pk_sig_entry_fn fn)
 {
+	sigset_t omask;
 	int i = sig_index(sig), err = 0;
 
 	if (i < 0)
 		return -EINVAL;
-	pthread_mutex_lock(&sig_lock);
+	sig_lock_take(&omask);
 	if (installed[i])
 		err = -EBUSY;
 	else
 		entries[i] = fn;
-	pthread_mutex_unlock(&sig_lock);
+	sig_lock_drop(&omask);
 	return err;
 }
 
 int pk_sig_hook(int sig, enum pk_sig_slot slot, pk_sig_hook_fn fn)
 {
+	sigset_t omask;
 	int i = sig_index(sig), err = 0, any = 0;
 
 	if (i < 0 || (unsigned int)slot >= PK_SIG_NSLOTS)
 		return -EINVAL;
-	pthread_mutex_lock(&sig_lock);
+	sig_lock_take(&omask);
 	if (fn && !installed[i])
 		err = install(i);
 	if (!err) {
@@ -320,22 +358,23 @@ int pk_sig_hook(int sig, enum pk_sig_slot slot, pk_sig_hook_fn fn)
 		if (!any && installed[i] && !pinned[i])
 			uninstall(i);
 	}
-	pthread_mutex_unlock(&sig_lock);
+	sig_lock_drop(&omask);
 	return err;
 }
 
 int pk_sig_pin(int sig)
 {
+	sigset_t omask;
 	int i = sig_index(sig), err = 0;
 
 	if (i < 0)
 		return -EINVAL;
-	pthread_mutex_lock(&sig_lock);
+	sig_lock_take(&omask);
 	if (!installed[i])
 		err = install(i);
 	if (!err)
 		pinned[i] = 1;
-	pthread_mutex_unlock(&sig_lock);
+	sig_lock_drop(&omask);
 	return err;
 }
 
@@ -363,6 +402,7 @@ int pk_sig_owned(int sig)
 int pk_signal_action(int sig, const struct sigaction *act,
 		     struct sigaction *oldact)
 {
+	sigset_t omask;
 	int i = sig_index(sig), err = 0;
 
 	if (i < 0) {
@@ -370,7 +410,7 @@ int pk_signal_action(int sig, const struct sigaction *act,
 			return -EINVAL;
 		return pk_sig_real_sigaction(sig, act, oldact) ? -errno : 0;
 	}
-	pthread_mutex_lock(&sig_lock);
+	sig_lock_take(&omask);
 	if (!installed[i]) {
 		err = pk_sig_real_sigaction(sig, act, oldact) ? -errno : 0;
 	} else {
@@ -391,7 +431,7 @@ int pk_signal_action(int sig, const struct sigaction *act,
 					 __ATOMIC_RELEASE);
 		}
 	}
-	pthread_mutex_unlock(&sig_lock);
+	sig_lock_drop(&omask);
 	return err;
 }
 
