@@ -652,17 +652,39 @@ static int subs_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;	/* the first object says it */
 }
 
+/*
+ * Whether [@addr, @addr + @len) is all mapped readable and executable: 1;
+ * 0 if a byte of it is not mapped executable (the code went away);
+ * -EACCES if it is, but not readable (execute-only: memcmp() there would
+ * fault); another -errno if the mappings cannot be read (cannot tell).
+ */
+static int code_mapped(struct pk_maps *ms, uintptr_t addr, size_t len)
+{
+	struct pk_mapinfo mi;
+
+	for (uintptr_t a = addr; a < addr + len; a = mi.hi) {
+		int err = pk_maps_find(ms, a, &mi);
+
+		if (err == -ENOENT)
+			return 0;
+		if (err)
+			return err;
+		if (!(mi.prot & PROT_EXEC))
+			return 0;
+		if (!(mi.prot & PROT_READ))
+			return -EACCES;
+	}
+	return 1;
+}
+
 /* Whether @t's site still holds what arming wrote, in mapped code. */
 static int tramp_site_ok(const struct tramp *t, struct pk_maps *ms)
 {
 	uint8_t armed[PK_TEXT_MAX];
-	struct pk_mapinfo mi;
-	int err = pk_maps_find(ms, t->addr, &mi);
+	int ok = code_mapped(ms, t->addr, t->len);
 
-	if (err == -ENOENT || (!err && !(mi.prot & PROT_EXEC)))
-		return 0;
-	if (err)
-		return 1;	/* cannot tell: look again next time */
+	if (ok <= 0)
+		return ok != 0;	/* gone; or cannot tell: look again next time */
 	site_bytes(t, armed);
 	return !memcmp((const void *)t->addr, armed, t->len);
 }
@@ -883,25 +905,34 @@ static int plan_site(struct change *c, struct tramp *t)
 }
 
 /*
- * A new site's code is still what @p was placed on: mapped executable,
- * with the bytes it had at pk_probe_create(). Else the object was unloaded
- * since (or the code changed under us): @p goes stale, -ESTALE, and
- * nothing is read or written there.
+ * @p's site still holds the code it was placed on: mapped readable and
+ * executable, with (under any armed trampoline's bytes) the bytes it had
+ * at pk_probe_create(). Checked for a new trampoline and for one @p joins
+ * (armed by another probe, maybe on another object loaded where @p's
+ * was). Else the object was unloaded since (or the code changed under
+ * us): @p goes stale, -ESTALE, and nothing is written there. -EACCES if
+ * the code is mapped execute-only (it cannot be compared).
  */
 static int site_check(struct change *c, struct pk_probe *p)
 {
-	struct pk_mapinfo mi;
-	int err;
+	uint8_t now[PK_TEXT_MAX];
+	int ok;
 
 	if (!c->maps_open)
 		c->maps_open = pk_maps_open(&c->maps, 0) ? -1 : 1;
 	if (c->maps_open < 0)
 		return 0;	/* cannot tell: as before the check */
-	err = pk_maps_find(&c->maps, p->addr, &mi);
-	if (err && err != -ENOENT)
+	ok = code_mapped(&c->maps, p->addr, p->len);
+	if (ok == -EACCES) {
+		pk_err("probe: %#" PRIxPTR ": the code is not readable "
+		       "(execute-only)", p->addr);
+		return -EACCES;
+	}
+	if (ok < 0)
 		return 0;
-	if (err || !(mi.prot & PROT_EXEC) || mi.hi < p->addr + p->len ||
-	    memcmp((const void *)p->addr, p->code, p->len)) {
+	if (ok)
+		orig_code(p->addr, p->len, now);
+	if (!ok || memcmp(now, p->code, p->len)) {
 		pk_err("probe: %#" PRIxPTR ": the code it was created on went "
 		       "away (object unloaded?)", p->addr);
 		__atomic_store_n(&p->stale, 1, __ATOMIC_RELAXED);
@@ -933,6 +964,9 @@ static int plan_register(struct change *c)
 				       p->post && !t->post ? "them" : "an int3");
 				return -EBUSY;
 			}
+			err = site_check(c, p);
+			if (err)
+				return err;
 			c->at[i] = t;
 			continue;
 		}
