@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -162,6 +163,102 @@ static void other_object(void)
 	ASSERT_OK(dlclose(h), "dlclose B");
 }
 
+/*
+ * Probed code munmap()ed behind the dynamic linker's back (no dlclose, so
+ * dlpi_subs does not move): unregistering looks at the site itself and
+ * says -ESTALE, writing nothing, whether another mapping took its place
+ * or none did. On main before the fix the probes stayed armed and their
+ * unregister failed for good: -EBUSY over the new mapping (the text
+ * layer found other bytes), -EINVAL with nothing mapped.
+ */
+static void unmapped(void)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	static uint8_t saved[65536], pattern[65536];
+	struct pk_probe *pf, *pr, *pz, *pn;
+	fn_t fn, ret, third;
+	void *h = load(&fn, &ret), *page, *m;
+	int same = 1;
+
+	if (!ASSERT_TRUE(h, "dlopen for the munmap case"))
+		return;
+	third = (fn_t)dlsym(h, "ut_third");
+	page = (void *)((uintptr_t)fn & ~(uintptr_t)(pg - 1));
+	if (!ASSERT_TRUE(third, "ut_third") ||
+	    (uintptr_t)ret + 16 > (uintptr_t)page + (size_t)pg ||
+	    (uintptr_t)third + 16 > (uintptr_t)page + (size_t)pg ||
+	    (size_t)pg > sizeof(saved)) {
+		printf("SKIP munmap case: ut_fn, ut_ret, ut_third not on one page\n");
+		dlclose(h);
+		return;
+	}
+	memcpy(saved, page, (size_t)pg);
+	memset(pattern, 0xcc, (size_t)pg);
+	{
+		PK_OPTS(pk_probe_opts, of, .addr = (void *)fn, .pre = pre_old);
+		PK_OPTS(pk_probe_opts, orr, .addr = (void *)ret, .pre = pre_old);
+		PK_OPTS(pk_probe_opts, oz, .addr = (void *)third, .pre = pre_old);
+
+		if (!ASSERT_OK(pk_probe_create(&of, &pf), "create (munmap)") ||
+		    !ASSERT_OK(pk_probe_create(&orr, &pr), "create (munmap) 2") ||
+		    !ASSERT_OK(pk_probe_register(&pf, 1), "register (munmap)") ||
+		    !ASSERT_OK(pk_probe_register(&pr, 1), "register (munmap) 2") ||
+		    !ASSERT_OK(pk_probe_create(&oz, &pz), "create (munmap) 3") ||
+		    !ASSERT_OK(pk_probe_register(&pz, 1), "register (munmap) 3"))
+			return;
+	}
+	/* Another mapping in its place. */
+	ASSERT_OK(munmap(page, (size_t)pg), "munmap the probed code");
+	m = mmap(page, (size_t)pg, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	if (!ASSERT_TRUE(m == page, "map other code there"))
+		return;
+	memcpy(page, pattern, (size_t)pg);
+	ASSERT_OK(mprotect(page, (size_t)pg, PROT_READ | PROT_EXEC), "mprotect r-x");
+	ASSERT_EQ(pk_probe_unregister(&pf, 1), -ESTALE,
+		  "unregister over a new mapping: -ESTALE");
+	same = !memcmp(page, pattern, (size_t)pg);
+	ASSERT_TRUE(same, "the new mapping is not written to");
+	/* Nothing there. */
+	ASSERT_OK(munmap(page, (size_t)pg), "munmap again");
+	ASSERT_EQ(pk_probe_unregister(&pr, 1), -ESTALE,
+		  "unregister of unmapped code: -ESTALE");
+	/* The library's code back, for dlclose. */
+	m = mmap(page, (size_t)pg, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	if (!ASSERT_TRUE(m == page, "map the code back"))
+		return;
+	memcpy(page, saved, (size_t)pg);
+	ASSERT_OK(mprotect(page, (size_t)pg, PROT_READ | PROT_EXEC), "mprotect r-x");
+	hits_old = 0;
+	ASSERT_EQ(fn(2), 11, "the code, unprobed");
+	ASSERT_EQ(hits_old, 0, "retired probe does not fire");
+	/*
+	 * A new probe where pz's code was (pz not unregistered): pz's
+	 * trampoline is looked at and retired first, so that the new one
+	 * gets its own (before: it joined pz's, whose jump is gone: no hit).
+	 */
+	{
+		PK_OPTS(pk_probe_opts, o, .addr = (void *)third, .pre = pre_new);
+
+		if (!ASSERT_OK(pk_probe_create(&o, &pn), "create on the code mapped back") ||
+		    !ASSERT_OK(pk_probe_register(&pn, 1), "register it"))
+			return;
+	}
+	hits_new = 0;
+	ASSERT_EQ(third(5), 4, "the new probe's call");
+	ASSERT_EQ(hits_new, 1, "the new probe fires");
+	ASSERT_EQ(hits_old, 0, "the old one does not");
+	ASSERT_EQ(pk_probe_unregister(&pz, 1), -ESTALE, "the old one is stale");
+	ASSERT_OK(pk_probe_unregister(&pn, 1), "unregister the new one");
+	hits_new = 0;
+	pk_probe_destroy(pn);
+	pk_probe_destroy(pz);
+	pk_probe_destroy(pf);
+	pk_probe_destroy(pr);
+	ASSERT_OK(dlclose(h), "dlclose (munmap case)");
+}
+
 int main(void)
 {
 	const char *dir = getenv("PK_TARGET_DIR");
@@ -177,6 +274,7 @@ int main(void)
 	snprintf(lib_path, sizeof(lib_path), "%s/libunloadtarget.so", dir);
 	snprintf(lib_b_path, sizeof(lib_b_path), "%s/libunloadtargetb.so", dir);
 	exec_only();
+	unmapped();
 	h = load(&fn, &ret);
 	if (!ASSERT_TRUE(h, "dlopen libunloadtarget.so"))
 		return t_exit();
