@@ -229,6 +229,63 @@ static struct pk_arch_vsave xs(uint32_t mode, uint64_t mask)
 				       .mask_hi = (uint32_t)(mask >> 32) };
 }
 
+/*
+ * pk_arch_xsave_size() against the CPU: with every component of @mask in
+ * use (ymm15's upper half, and with AVX-512 k7, zmm15's and zmm31's upper
+ * parts: each the last bytes of its component), XSAVE(C) into areas of
+ * 0x00 and of 0xff bytes; the last byte that changed in either must end
+ * the computed size exactly (its 64-byte multiple). Before, XSAVEC's size
+ * was at least CPUID(0xd, 1).EBX: every XCR0 | IA32_XSS component's.
+ */
+static _Alignas(64) uint8_t xs_area[16384];
+
+static void xsave_into(uint64_t mask, int compacted, int avx512)
+{
+	uint32_t lo = (uint32_t)mask, hi = (uint32_t)(mask >> 32);
+
+	if (avx512)
+		__asm__ volatile("vcmptrueps %%ymm15, %%ymm15, %%ymm15\n\t"
+				 "vpternlogd $0xff, %%zmm15, %%zmm15, %%zmm15\n\t"
+				 "vpternlogd $0xff, %%zmm31, %%zmm31, %%zmm31\n\t"
+				 "kxnorw %%k7, %%k7, %%k7\n\t"
+				 "test %2, %2\n\tjz 1f\n\t"
+				 "xsavec64 (%3)\n\tjmp 2f\n"
+				 "1:\txsave64 (%3)\n2:\n\t"
+				 "vzeroupper"
+				 :: "a"(lo), "d"(hi), "r"(compacted), "r"(xs_area)
+				 : "memory", "xmm15", "cc");
+	else
+		__asm__ volatile("vcmptrueps %%ymm15, %%ymm15, %%ymm15\n\t"
+				 "test %2, %2\n\tjz 1f\n\t"
+				 "xsavec64 (%3)\n\tjmp 2f\n"
+				 "1:\txsave64 (%3)\n2:\n\t"
+				 "vzeroupper"
+				 :: "a"(lo), "d"(hi), "r"(compacted), "r"(xs_area)
+				 : "memory", "xmm15", "cc");
+}
+
+static void check_xsave_size(uint64_t mask, int compacted, int avx512)
+{
+	uint32_t size = pk_arch_xsave_size(mask, compacted);
+	size_t last = 0;
+
+	for (int fill = 0; fill < 2; fill++) {
+		memset(xs_area, fill ? 0xff : 0, sizeof(xs_area));
+		xsave_into(mask, compacted, avx512);
+		for (size_t i = sizeof(xs_area); i-- > 0;)
+			if (xs_area[i] != (fill ? 0xff : 0)) {
+				if (i + 1 > last)
+					last = i + 1;
+				break;
+			}
+	}
+	printf("%s, mask %#llx: %u bytes computed, %zu written\n",
+	       compacted ? "XSAVEC" : "XSAVE", (unsigned long long)mask, size, last);
+	ASSERT_TRUE(last <= size, "XSAVE(C) writes within the computed size");
+	ASSERT_EQ(size, (last + 63) & ~(size_t)63,
+		  "the computed size is what XSAVE(C) writes, to 64 bytes");
+}
+
 int main(void)
 {
 	uint32_t a, b, c, d, lo, hi;
@@ -251,6 +308,18 @@ int main(void)
 	__cpuid_count(0xd, 1, a, b, c, d);
 	xsavec = !!(a & 2);
 	printf("XCR0 %#llx, XSAVEC %s\n", (unsigned long long)xcr0, xsavec ? "yes" : "no");
+	{
+		int avx512 = (xcr0 & 0xe0) == 0xe0;
+		/* What tramp.c asks for: fast stub, full stub; and less. */
+		const uint64_t masks[] = { 0x3, xcr0 & 0x7, xcr0 & 0xe6,
+					   xcr0 & ~(0x200ull | 0x60000ull) };
+
+		for (size_t i = 0; i < sizeof(masks) / sizeof(masks[0]); i++) {
+			check_xsave_size(masks[i], 0, avx512);
+			if (xsavec)
+				check_xsave_size(masks[i], 1, avx512);
+		}
+	}
 	/* No AVX: xmm0-15 at an entry, FXSAVE inside a function. */
 	modes[nm++] = (typeof(modes[0])){ "no AVX", xmm, fx, W_XMM };
 	/* AVX without XSAVEC, and the default here. */

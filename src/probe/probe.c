@@ -128,6 +128,8 @@ static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tramp *thash[THASH];	/* by address */
 static unsigned long link_seq;		/* 0 = never linked */
 static void probes_lock(void);
+static void sites_check(struct pk_probe *const *probes, size_t n,
+			uintptr_t lo, uintptr_t hi);
 
 /* What this thread is in, for the API's re-entry test (probe.h). */
 __thread struct pk_probe_self pk_probe_self
@@ -395,6 +397,7 @@ static int place(struct pk_probe *p, const char *what, size_t offset,
 	if (!code)
 		return -ENOMEM;
 	probes_lock();	/* no stale trampoline's bytes in orig_code() */
+	sites_check(NULL, 0, fn.start, fn.start + fn.size);
 	orig_code(fn.start, fn.size, code);
 	pthread_mutex_unlock(&probe_lock);
 	err = pk_probe_place(&fn, code, offset, p->post != NULL, force_int3,
@@ -626,21 +629,33 @@ static void retire(struct tramp **ts, size_t n, uintptr_t *slots,
  * Code that goes away (dlclose() unloading an object, or munmap()) takes
  * its probe sites with it: a trampoline whose site is gone must not be
  * restored (the range may be unmapped, or hold a new copy of the object
- * or another one), nor shared by a probe on new code at its address. So
- * every API call that takes probe_lock looks first (probes_lock()): when
- * the dynamic linker's count of unloads (dl_iterate_phdr()'s dlpi_subs,
- * read before the lock: dl_iterate_phdr() takes the loader's lock) moved
- * since the last look, each trampoline whose site is no longer mapped
+ * or another one), nor shared by a probe on new code at its address.
+ *
+ * dlclose(): every API call that takes probe_lock looks first
+ * (probes_lock()): when the dynamic linker's count of unloads
+ * (dl_iterate_phdr()'s dlpi_subs, read before the lock:
+ * dl_iterate_phdr() takes the loader's lock) moved since the last look,
+ * each trampoline whose site is no longer mapped readable and
  * executable, or no longer holds the bytes arming wrote, is retired:
  * unindexed, its probes marked stale (not armed; register and unregister
  * say -ESTALE, destroy frees them), freed after a sweep wait since a
  * thread may still run its handlers. No code is written.
  *
- * Why here and not by interposing dlclose(): no symbol outside the ABI
- * (scripts/check-abi.sh), whoever calls dlclose() (a library bound to
- * libc's directly), and munmap() too; one dl_iterate_phdr() per call
- * costs about 40 ns here (it stops at the first object). The price:
- * pk_probe_get_info() says armed until the next API call notices.
+ * A plain munmap() (or mmap(MAP_FIXED) over the code) does not move
+ * dlpi_subs and is not noticed then: as kprobes wants a module's probes
+ * unregistered before it goes, so here the caller's. What is checked is
+ * each trampoline a call is about to use (sites_check(): the sites an
+ * unregister restores, those a register joins or overlaps, those in a
+ * function pk_probe_create() reads), by the same test: a probe whose
+ * code was unmapped is retired then, -ESTALE, nothing written. Until
+ * then it still says armed. Registering checks a site against the bytes
+ * the probe was created on (site_check()) either way.
+ *
+ * Why dlpi_subs and not interposing dlclose(): no symbol outside the ABI
+ * (scripts/check-abi.sh), and whoever calls dlclose() (a library bound to
+ * libc's directly) is seen; one dl_iterate_phdr() per call costs about 40
+ * ns here (it stops at the first object). The price: pk_probe_get_info()
+ * says armed until the next API call notices.
  */
 static unsigned long long unload_seen;	/* under probe_lock */
 
@@ -652,28 +667,108 @@ static int subs_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;	/* the first object says it */
 }
 
+/*
+ * Whether [@addr, @addr + @len) is all mapped readable and executable: 1;
+ * 0 if a byte of it is not mapped executable (the code went away);
+ * -EACCES if it is, but not readable (execute-only: memcmp() there would
+ * fault); another -errno if the mappings cannot be read (cannot tell).
+ */
+static int code_mapped(struct pk_maps *ms, uintptr_t addr, size_t len)
+{
+	struct pk_mapinfo mi;
+
+	for (uintptr_t a = addr; a < addr + len; a = mi.hi) {
+		int err = pk_maps_find(ms, a, &mi);
+
+		if (err == -ENOENT)
+			return 0;
+		if (err)
+			return err;
+		if (!(mi.prot & PROT_EXEC))
+			return 0;
+		if (!(mi.prot & PROT_READ))
+			return -EACCES;
+	}
+	return 1;
+}
+
 /* Whether @t's site still holds what arming wrote, in mapped code. */
 static int tramp_site_ok(const struct tramp *t, struct pk_maps *ms)
 {
 	uint8_t armed[PK_TEXT_MAX];
-	struct pk_mapinfo mi;
-	int err = pk_maps_find(ms, t->addr, &mi);
+	int ok = code_mapped(ms, t->addr, t->len);
 
-	if (err == -ENOENT || (!err && !(mi.prot & PROT_EXEC)))
-		return 0;
-	if (err)
-		return 1;	/* cannot tell: look again next time */
+	if (ok <= 0)
+		return ok != 0;	/* gone; or cannot tell: look again next time */
 	site_bytes(t, armed);
 	return !memcmp((const void *)t->addr, armed, t->len);
+}
+
+/* Trampolines whose code went away, to retire. */
+struct gone {
+	struct tramp **ts;
+	uintptr_t *slots;
+	size_t n, cap;
+};
+
+static int gone_add(struct gone *g, struct tramp *t)
+{
+	if (g->n == g->cap) {
+		size_t c2 = g->cap ? 2 * g->cap : 8;
+		struct tramp **t2 = realloc(g->ts, c2 * sizeof(*t2));
+		uintptr_t *s2 = t2 ? realloc(g->slots, c2 * sizeof(*s2)) : NULL;
+
+		if (t2)
+			g->ts = t2;
+		if (!s2)
+			return -ENOMEM;
+		g->slots = s2;
+		g->cap = c2;
+	}
+	g->ts[g->n] = t;
+	g->slots[g->n++] = t->slot;
+	return 0;
+}
+
+/*
+ * Retire what @g holds: unindexed, its probes stale, freed after a wait.
+ * No code is written. probe_lock held.
+ */
+static void gone_retire(struct gone *g)
+{
+	for (size_t i = 0; i < g->n; i++) {
+		size_t k = 0;
+
+		tramp_unhash(g->ts[i]);
+		/*
+		 * ->next stays as it is: threads still in the handlers walk
+		 * it until the wait. A stale probe is never linked again.
+		 */
+		for (struct pk_probe *p = g->ts[i]->probes; p; p = p->next, k++) {
+			p->t = NULL;
+			__atomic_store_n(&p->stale, 1, __ATOMIC_RELAXED);
+			__atomic_store_n(&p->armed, 0, __ATOMIC_RELEASE);
+		}
+		pk_warn("probe: %#" PRIxPTR ": the probed code went away "
+			"(object unloaded or unmapped?); %zu probe(s) retired",
+			g->ts[i]->addr, k);
+	}
+	if (g->n)
+		retire(g->ts, g->n, g->slots, g->n);
+}
+
+static void gone_free(struct gone *g)
+{
+	free(g->ts);
+	free(g->slots);
 }
 
 /* Retire the trampolines whose code went away. probe_lock held. */
 static void unload_check(unsigned long long subs)
 {
 	struct pk_maps ms = PK_MAPS_INIT;
-	struct tramp **ts = NULL, *t;
-	uintptr_t *slots = NULL;
-	size_t n = 0, cap = 0;
+	struct gone g = { 0 };
+	struct tramp *t;
 	int err;
 
 	pk_assert_held(&probe_lock);
@@ -681,53 +776,78 @@ static void unload_check(unsigned long long subs)
 		return;
 	err = pk_maps_open(&ms, 0);
 	for (size_t h = 0; h < THASH && !err; h++)
-		for (t = thash[h]; t && !err; t = t->next) {
-			if (tramp_site_ok(t, &ms))
-				continue;
-			if (n == cap) {
-				size_t c2 = cap ? 2 * cap : 8;
-				struct tramp **t2 = realloc(ts, c2 * sizeof(*ts));
-				uintptr_t *s2 = t2 ? realloc(slots, c2 * sizeof(*s2)) : NULL;
-
-				if (t2)
-					ts = t2;
-				if (!s2) {
-					err = -ENOMEM;
-					break;
-				}
-				slots = s2;
-				cap = c2;
-			}
-			ts[n] = t;
-			slots[n++] = t->slot;
-		}
+		for (t = thash[h]; t && !err; t = t->next)
+			if (!tramp_site_ok(t, &ms))
+				err = gone_add(&g, t);
 	pk_maps_close(&ms);
-	if (err) {
-		free(ts);
-		free(slots);
-		return;		/* look again on the next call */
-	}
-	unload_seen = subs;
-	for (size_t i = 0; i < n; i++) {
-		size_t k = 0;
+	if (!err) {
+		unload_seen = subs;
+		gone_retire(&g);
+	}			/* else look again on the next call */
+	gone_free(&g);
+}
 
-		tramp_unhash(ts[i]);
-		/*
-		 * ->next stays as it is: threads still in the handlers walk
-		 * it until the wait. A stale probe is never linked again.
-		 */
-		for (struct pk_probe *p = ts[i]->probes; p; p = p->next, k++) {
-			p->t = NULL;
-			__atomic_store_n(&p->stale, 1, __ATOMIC_RELAXED);
-			__atomic_store_n(&p->armed, 0, __ATOMIC_RELEASE);
+/* Add to @g each trampoline over [@lo, @hi) whose site went away. */
+static int range_gone(struct gone *g, struct pk_maps *ms, int *open,
+		      uintptr_t lo, uintptr_t hi)
+{
+	struct tramp *t = NULL;
+	int err = 0;
+
+	while (!err && (t = tramp_over(t, lo, hi))) {
+		size_t j;
+
+		for (j = 0; j < g->n && g->ts[j] != t; j++)
+			;
+		if (j < g->n)
+			continue;
+		if (!*open) {
+			err = pk_maps_open(ms, 0);
+			if (err)
+				break;
+			*open = 1;
 		}
-		pk_warn("probe: %#" PRIxPTR ": the probed code went away "
-			"(object unloaded?); %zu probe(s) retired", ts[i]->addr, k);
+		if (!tramp_site_ok(t, ms))
+			err = gone_add(g, t);
 	}
-	if (n)
-		retire(ts, n, slots, n);
-	free(ts);
-	free(slots);
+	return err;
+}
+
+/*
+ * Whatever the dynamic linker says, the trampolines a call is about to
+ * use are looked at: those over the sites of @probes (@n of them; each
+ * armed one's, each other's as placed), else over [@lo, @hi) (creating:
+ * the function read). Code munmap()ed or mapped over behind the linker's
+ * back is then neither written to, nor joined, nor read as if our bytes
+ * were still there; what is retired makes check_set() say -ESTALE.
+ * probe_lock held.
+ */
+static void sites_check(struct pk_probe *const *probes, size_t n,
+			uintptr_t lo, uintptr_t hi)
+{
+	struct pk_maps ms = PK_MAPS_INIT;
+	struct gone g = { 0 };
+	int err = 0, open = 0;
+
+	pk_assert_held(&probe_lock);
+	if (!probes)
+		err = range_gone(&g, &ms, &open, lo, hi);
+	for (size_t i = 0; probes && i < n && !err; i++) {
+		const struct pk_probe *p = probes[i];
+
+		if (!p || __atomic_load_n(&p->stale, __ATOMIC_RELAXED))
+			continue;
+		if (p->armed && p->t)
+			err = range_gone(&g, &ms, &open, p->t->addr,
+					 p->t->addr + p->t->len);
+		else if (!p->armed)
+			err = range_gone(&g, &ms, &open, p->addr,
+					 p->addr + p->len);
+	}
+	pk_maps_close(&ms);
+	if (!err)
+		gone_retire(&g);	/* else: as before the check */
+	gone_free(&g);
 }
 
 /* Take probe_lock, after retiring what unloads left behind. */
@@ -883,25 +1003,34 @@ static int plan_site(struct change *c, struct tramp *t)
 }
 
 /*
- * A new site's code is still what @p was placed on: mapped executable,
- * with the bytes it had at pk_probe_create(). Else the object was unloaded
- * since (or the code changed under us): @p goes stale, -ESTALE, and
- * nothing is read or written there.
+ * @p's site still holds the code it was placed on: mapped readable and
+ * executable, with (under any armed trampoline's bytes) the bytes it had
+ * at pk_probe_create(). Checked for a new trampoline and for one @p joins
+ * (armed by another probe, maybe on another object loaded where @p's
+ * was). Else the object was unloaded since (or the code changed under
+ * us): @p goes stale, -ESTALE, and nothing is written there. -EACCES if
+ * the code is mapped execute-only (it cannot be compared).
  */
 static int site_check(struct change *c, struct pk_probe *p)
 {
-	struct pk_mapinfo mi;
-	int err;
+	uint8_t now[PK_TEXT_MAX];
+	int ok;
 
 	if (!c->maps_open)
 		c->maps_open = pk_maps_open(&c->maps, 0) ? -1 : 1;
 	if (c->maps_open < 0)
 		return 0;	/* cannot tell: as before the check */
-	err = pk_maps_find(&c->maps, p->addr, &mi);
-	if (err && err != -ENOENT)
+	ok = code_mapped(&c->maps, p->addr, p->len);
+	if (ok == -EACCES) {
+		pk_err("probe: %#" PRIxPTR ": the code is not readable "
+		       "(execute-only)", p->addr);
+		return -EACCES;
+	}
+	if (ok < 0)
 		return 0;
-	if (err || !(mi.prot & PROT_EXEC) || mi.hi < p->addr + p->len ||
-	    memcmp((const void *)p->addr, p->code, p->len)) {
+	if (ok)
+		orig_code(p->addr, p->len, now);
+	if (!ok || memcmp(now, p->code, p->len)) {
 		pk_err("probe: %#" PRIxPTR ": the code it was created on went "
 		       "away (object unloaded?)", p->addr);
 		__atomic_store_n(&p->stale, 1, __ATOMIC_RELAXED);
@@ -933,6 +1062,9 @@ static int plan_register(struct change *c)
 				       p->post && !t->post ? "them" : "an int3");
 				return -EBUSY;
 			}
+			err = site_check(c, p);
+			if (err)
+				return err;
 			c->at[i] = t;
 			continue;
 		}
@@ -1099,6 +1231,7 @@ int pk_probe_change(struct pk_probe *const *probes, size_t n, int arming)
 		return err;
 	}
 	probes_lock();
+	sites_check(probes, n, 0, 0);
 	err = check_set(&c);
 	/* Before any sweep: a thread with SIGTRAP (src/sig/) blocked for real. */
 	if (!err)

@@ -14,3 +14,10 @@ __attribute__((visibility("default"), noinline)) long ut_ret(long a)
 
 	return x + 100;
 }
+
+__attribute__((visibility("default"), noinline)) long ut_third(long a)
+{
+	volatile long x = a;
+
+	return x - 1;
+}

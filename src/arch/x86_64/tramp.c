@@ -89,38 +89,44 @@ static void xgetbv(uint32_t idx, uint32_t *lo, uint32_t *hi)
 			 : "=a"(*lo), "=d"(*hi) : "c"(idx));
 }
 
-/* The standard-format XSAVE area that holds components @mask: its size. */
-static uint32_t xsave_size(uint64_t mask)
+/*
+ * The bytes XSAVE (@compacted 0: the standard format) or XSAVEC writes
+ * for the components @mask (the CPU takes mask & XCR0), a multiple of 64.
+ * Both start with the legacy region and the header (576 bytes). The
+ * standard format puts component i >= 2 at CPUID(0xd, i).EBX: the area
+ * ends where the last one requested does (no larger than CPUID(0xd,
+ * 0).EBX, the size for all of XCR0). The compacted one packs only the
+ * requested components, in order, each aligned to 64 if CPUID(0xd,
+ * i).ECX bit 1 says so; CPUID(0xd, 1).EBX is the size of every XCR0 |
+ * IA32_XSS component, AMX's 8 KB tiles too, far more than a stub saves.
+ */
+uint32_t pk_arch_xsave_size(uint64_t mask, int compacted)
 {
-	uint32_t a, b, c, d, size = 576;	/* legacy region and header */
+	uint32_t a, b, c, d, lo, hi, size = 576;
 
+	xgetbv(0, &lo, &hi);
+	mask &= (uint64_t)hi << 32 | lo;
 	for (unsigned int i = 2; i < 63; i++) {
 		if (!(mask & (1ull << i)))
 			continue;
 		__cpuid_count(0xd, i, a, b, c, d);
-		if (b + a > size)
+		if (compacted) {
+			if (c & 0x2)
+				size = (size + 63) & ~63u;
+			size += a;
+		} else if (b + a > size) {
 			size = b + a;	/* offset + size */
+		}
 	}
 	return (size + 63) & ~63u;
 }
 
 static void set_xsave(struct pk_arch_vsave *v, int xsavec, uint64_t m)
 {
-	uint32_t a, b, c, d;
-
 	v->mode = xsavec ? PK_VSAVE_XSAVEC : PK_VSAVE_XSAVE;
 	v->mask_lo = (uint32_t)m;
 	v->mask_hi = (uint32_t)(m >> 32);
-	v->size = xsave_size(m);
-	if (xsavec) {
-		/*
-		 * The compacted form of fewer components is no larger; the
-		 * size of all of them (XCR0 | IA32_XSS), as a bound anyway.
-		 */
-		__cpuid_count(0xd, 1, a, b, c, d);
-		if (((b + 63) & ~63u) > v->size)
-			v->size = (b + 63) & ~63u;
-	}
+	v->size = pk_arch_xsave_size(m, xsavec);
 }
 
 /* What the CPU and the kernel give this process: once, before any stub. */

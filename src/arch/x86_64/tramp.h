@@ -118,6 +118,14 @@ struct pk_arch_vsave {
 _Static_assert(sizeof(struct pk_arch_vsave) == 24, "ret_common.h's offsets");
 PK_HIDDEN extern struct pk_arch_vsave pk_arch_vsave;
 
+/*
+ * pk_arch_xsave_size() - the bytes XSAVE (@compacted 0) or XSAVEC (1)
+ * writes for the state components @mask (and XCR0), a multiple of 64:
+ * struct pk_arch_vsave's size for that mode and mask.
+ * Context: XSAVE enabled (CPUID.1:ECX.OSXSAVE); any thread.
+ */
+PK_HIDDEN uint32_t pk_arch_xsave_size(uint64_t mask, int compacted);
+
 #define PK_TRAMP_CHUNK_SIZE (64 * 1024)
 #define PK_TRAMP_HEAD 2048
 #define PK_TRAMP_SLOT_SIZE 64
