@@ -22,10 +22,18 @@
  * page that is no longer watched and no longer faults. Three rounds, the
  * same thread and address each time: each late fault must be retried, none
  * must reach the program's own SIGSEGV handler (installed before
- * probekit's, it counts them) or kill it.
+ * probekit's, it counts them) or kill it. In the last two rounds, while
+ * the fault is held, other pages are watched and given back, one after
+ * another (churn_n[]): more than the watch table holds (the page must stay
+ * known as retired), then more than the ring of retired pages remembers
+ * (a late fault is still retried where the mapping allows the access).
  */
 
-#define ROUNDS 3
+#define ROUNDS 5
+static const int churn_n[ROUNDS] = { 0, 0, 0, 20, 40 };
+#define CHURN_MAX 40
+
+static volatile uint64_t churn[CHURN_MAX][512] __attribute__((aligned(4096)));
 
 static volatile uint64_t vars[512] __attribute__((aligned(4096)));
 static volatile int go, quit, done;
@@ -120,6 +128,16 @@ static int child(void)
 		if (!ASSERT_EQ(hear(to_child[0]), 'h', "the writer's fault held"))
 			break;
 		ASSERT_OK(pk_watch_remove(w), "remove while the fault waits");
+		for (int i = 0; i < churn_n[r]; i++) {
+			struct pk_watch *o;
+
+			if (!ASSERT_OK(pk_watch_add((void *)&churn[i][0], 8,
+						    PK_WATCH_WRITE, on_hit,
+						    NULL, &o),
+				       "watch another page") ||
+			    !ASSERT_OK(pk_watch_remove(o), "and remove it"))
+				break;
+		}
 		say(to_parent[1], 'r');	/* let the fault through */
 		until = t_now() + 10;
 		while (__atomic_load_n(&done, __ATOMIC_ACQUIRE) <= r &&
