@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -22,15 +23,24 @@
  * page that is no longer watched and no longer faults. Three rounds, the
  * same thread and address each time: each late fault must be retried, none
  * must reach the program's own SIGSEGV handler (installed before
- * probekit's, it counts them) or kill it.
+ * probekit's, it counts them) or kill it. In the last two rounds, while
+ * the fault is held, other pages are watched and given back, one after
+ * another (churn_n[]): more than the watch table holds (the page must stay
+ * known as retired), then more than the ring of retired pages remembers
+ * (a late fault is still retried where the mapping allows the access).
  */
 
-#define ROUNDS 3
+#define ROUNDS 5
+static const int churn_n[ROUNDS] = { 0, 0, 0, 20, 40 };
+#define CHURN_MAX 40
+
+static volatile uint64_t churn[CHURN_MAX][512] __attribute__((aligned(4096)));
 
 static volatile uint64_t vars[512] __attribute__((aligned(4096)));
 static volatile int go, quit, done;
 static pid_t writer_tid;
-static unsigned long foreign;
+static unsigned long foreign, own_seen;
+static int own;		/* the last phase: vars protected by the program */
 static int to_parent[2], to_child[2];
 
 static void on_segv(int sig, siginfo_t *si, void *uc)
@@ -39,6 +49,13 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 
 	(void)sig;
 	(void)uc;
+	if (a >= p && a < p + sizeof(vars) &&
+	    __atomic_load_n(&own, __ATOMIC_ACQUIRE)) {
+		/* The program's own protection: it opens the page. */
+		mprotect((void *)p, sizeof(vars), PROT_READ | PROT_WRITE);
+		__atomic_add_fetch(&own_seen, 1, __ATOMIC_RELAXED);
+		return;
+	}
 	if (a >= p && a < p + sizeof(vars)) {
 		__atomic_add_fetch(&foreign, 1, __ATOMIC_RELAXED);
 		return;	/* the access runs again */
@@ -87,6 +104,53 @@ static char hear(int fd)
 	return c;
 }
 
+/*
+ * The program's own protection fault on a page just given back (in the
+ * ring of retired pages), held at every delivery while another page is
+ * watched and given back: probekit retries it once (it may be a late
+ * one), then it goes to the program's handler, which opens the page. Not
+ * retried for as long as other pages churn.
+ */
+static void own_fault(void)
+{
+	struct pk_watch *w;
+	int holds = 0;
+
+	if (!ASSERT_OK(pk_watch_add((void *)&vars[0], 8, PK_WATCH_WRITE,
+				    on_hit, NULL, &w), "own: watch") ||
+	    !ASSERT_OK(pk_watch_remove(w), "own: and remove"))
+		return;
+	__atomic_store_n(&own, 1, __ATOMIC_RELEASE);
+	mprotect((void *)vars, sizeof(vars), PROT_READ);
+	say(to_parent[1], 'm');	/* hold every fault */
+	if (!ASSERT_EQ(hear(to_child[0]), 'G', "own: the tracer is ready"))
+		return;
+	__atomic_store_n(&go, 1, __ATOMIC_RELEASE);
+	while (__atomic_load_n(&done, __ATOMIC_ACQUIRE) <= ROUNDS) {
+		struct pollfd pfd = { .fd = to_child[0], .events = POLLIN };
+
+		if (poll(&pfd, 1, 10) != 1)
+			continue;
+		if (!ASSERT_EQ(hear(to_child[0]), 'h', "own: a fault held"))
+			return;
+		holds++;
+		if (holds <= 4) {
+			struct pk_watch *o;
+
+			if (!ASSERT_OK(pk_watch_add((void *)&churn[0][0], 8,
+						    PK_WATCH_WRITE, on_hit,
+						    NULL, &o), "own: churn") ||
+			    !ASSERT_OK(pk_watch_remove(o), "own: churn back"))
+				return;
+		}
+		say(to_parent[1], 'r');
+	}
+	printf("own fault: delivered %d times, %lu to the program\n", holds,
+	       own_seen);
+	ASSERT_EQ(own_seen, 1, "own: the program's handler saw it once");
+	ASSERT_TRUE(holds <= 2, "own: retried at most once, whatever churns");
+}
+
 static int child(void)
 {
 	struct sigaction sa;
@@ -120,6 +184,16 @@ static int child(void)
 		if (!ASSERT_EQ(hear(to_child[0]), 'h', "the writer's fault held"))
 			break;
 		ASSERT_OK(pk_watch_remove(w), "remove while the fault waits");
+		for (int i = 0; i < churn_n[r]; i++) {
+			struct pk_watch *o;
+
+			if (!ASSERT_OK(pk_watch_add((void *)&churn[i][0], 8,
+						    PK_WATCH_WRITE, on_hit,
+						    NULL, &o),
+				       "watch another page") ||
+			    !ASSERT_OK(pk_watch_remove(o), "and remove it"))
+				break;
+		}
 		say(to_parent[1], 'r');	/* let the fault through */
 		until = t_now() + 10;
 		while (__atomic_load_n(&done, __ATOMIC_ACQUIRE) <= r &&
@@ -127,6 +201,7 @@ static int child(void)
 			usleep(100);
 		ASSERT_EQ(done, r + 1, "the late write went through");
 	}
+	own_fault();
 	say(to_parent[1], 'q');
 	__atomic_store_n(&quit, 1, __ATOMIC_RELEASE);
 	pthread_join(th, NULL);
@@ -144,7 +219,7 @@ static int child(void)
  */
 static void tracer(pid_t tid)
 {
-	int want = 0, held = 0, closing = 0;
+	int want = 0, held = 0, closing = 0, multi = 0;
 
 	for (;;) {
 		struct pollfd pfd = { .fd = to_parent[0], .events = POLLIN };
@@ -173,11 +248,13 @@ static void tracer(pid_t tid)
 		if (poll(&pfd, 1, 1) == 1) {
 			char c = hear(to_parent[0]);
 
-			if (c == 'g') {
+			if (c == 'g' || c == 'm') {
 				want = 1;
+				multi = c == 'm';	/* every fault, not one */
 				say(to_child[1], 'G');
 			} else if (c == 'r' && held) {
-				want = held = 0;
+				held = 0;
+				want = multi;
 				ptrace(PTRACE_CONT, tid, NULL,
 				       (void *)(uintptr_t)SIGSEGV);
 			} else if (c != 'r') {

@@ -74,8 +74,10 @@ struct pk_watch;
  * mechanism: not writable), -ENOTSUP (page mechanism: shared or executable
  * mapping), -EBUSY (16 watchpoints already; probekit's own data; page
  * mechanism: a stack or kernel-named mapping), -EEXIST (page mechanism: the
- * page lies in a range registered with pk_fault_register()), -EDEADLK,
- * -ENOMEM; on failure nothing changed.
+ * page lies in a range registered with pk_fault_register()), -ESTALE (page
+ * mechanism: the page is watched already and the program has since
+ * unmapped it or mapped something else there; remove its watches first),
+ * -EDEADLK, -ENOMEM; on failure nothing changed.
  */
 PK_API int pk_watch_add(void *addr, size_t len, unsigned int access,
 			pk_watch_fn fn, void *ctx, struct pk_watch **out);

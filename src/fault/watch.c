@@ -199,16 +199,6 @@ static struct {
 PK_SIGNAL_DATA(wstats);
 
 /*
- * Conversions: how many times a watched page changed state (pk_fault_lock;
- * atomic). A fault raised before a change can reach the handler after it,
- * on a page that no longer faults: wpage_retired() retries a fault once per
- * change, and a second fault at the same address with no change between is
- * a real one.
- */
-static unsigned long wgen;
-PK_SIGNAL_DATA(wgen);
-
-/*
  * Is the mapping at a watched page still probekit's?
  * --------------------------------------------------
  *
@@ -231,8 +221,13 @@ PK_SIGNAL_DATA(wgen);
  * The question is PROCMAP_QUERY (Linux 6.11) on a descriptor of
  * /proc/self/maps kept open for it (wmaps_fd: opened at the first page
  * watch, again in a fork child). Where it cannot be asked (an older
- * kernel, the descriptor closed by the program) the answer is "ours", as
- * before. What remains (probekit(7), WATCHPOINTS): the program changing
+ * kernel, the descriptor closed by the program, or its number reused for
+ * another file: wmaps_query() compares device and inode) the answer is
+ * "ours", as before. pk_watch_add() of another address on a watched page
+ * and pk_watch_remove() of one of several watches ask too before they
+ * protect the page again: a page that is not probekit's any more is never
+ * protected; the add is refused (-ESTALE: the page's stale watches must go
+ * first), the remove only drops the watch. What remains (probekit(7), WATCHPOINTS): the program changing
  * the mapping between the question and the step or the remap.
  */
 #define WMAPS_VMA_PROT (PK_PROCMAP_VMA_READABLE | PK_PROCMAP_VMA_WRITABLE | \
@@ -242,31 +237,56 @@ static int wmaps_fd = -1;	/* pk_fault_lock (and fork child) */
 PK_SIGNAL_DATA(wmaps_fd);
 static dev_t wmaps_dev;		/* what it was opened as: pk_fault_lock */
 static ino_t wmaps_ino;
+PK_SIGNAL_DATA(wmaps_dev);
+PK_SIGNAL_DATA(wmaps_ino);
 
 /* PROT_* as PROCMAP_QUERY's vma_flags name them (the same three bits). */
 _Static_assert(PROT_READ == 1 && PROT_WRITE == 2 && PROT_EXEC == 4,
 	       "PROT_* and PROCMAP_VMA_* bits");
 
 /*
+ * Ask PROCMAP_QUERY about the mapping at @addr, into @q: 0; -ENOENT,
+ * nothing mapped there; another -errno where it cannot be asked (no
+ * descriptor, an older kernel, or the program closed wmaps_fd and the
+ * number names another file now: /proc/OTHER/maps would answer for
+ * another process, so the file's device and inode must be those
+ * wmaps_open() saw). Async-signal-safe: raw fstat and ioctl (pk_sys3():
+ * nothing a probe can be on, errno untouched).
+ */
+PK_NOPROBE static long wmaps_query(uintptr_t addr, struct pk_procmap_query *q)
+{
+	/* Acquire: pairs with wmaps_open()'s release (wmaps_dev, _ino). */
+	int fd = __atomic_load_n(&wmaps_fd, __ATOMIC_ACQUIRE);
+	struct stat st;	/* x86-64: glibc's struct stat is the kernel's */
+	long ret;
+
+	if (fd < 0)
+		return -EBADF;
+	ret = pk_sys3(SYS_fstat, fd, (long)&st, 0);
+	if (ret < 0 || st.st_dev != wmaps_dev || st.st_ino != wmaps_ino)
+		return -EBADF;
+	/* Field by field: an initializer or memset() may call memset. */
+	q->size = sizeof(*q);
+	q->query_flags = 0;
+	q->query_addr = addr;
+	q->vma_name_size = q->build_id_size = 0;
+	q->vma_name_addr = q->build_id_addr = 0;
+	ret = pk_sys3(SYS_ioctl, fd, (long)PK_PROCMAP_QUERY, (long)q);
+	if (!ret && (q->vma_start > addr || q->vma_end <= addr))
+		return -ENOENT;	/* the next mapping up: none at @addr */
+	return ret;
+}
+
+/*
  * Whether the page of @pg is still mapped as probekit mapped it: 1 (or
- * cannot tell), 0 (not: unmapped, or another mapping). Async-signal-safe:
- * one raw ioctl (pk_sys3(): nothing a probe can be on, errno untouched).
+ * cannot tell), 0 (not: unmapped, or another mapping). Async-signal-safe.
  */
 PK_NOPROBE static int wpage_ours(const struct wpage *pg)
 {
 	struct pk_procmap_query q;
-	int fd = __atomic_load_n(&wmaps_fd, __ATOMIC_RELAXED), prot;
-	long ret;
+	long ret = wmaps_query(pg->page, &q);
+	int prot;
 
-	if (fd < 0)
-		return 1;
-	/* Field by field: an initializer or memset() may call memset. */
-	q.size = sizeof(q);
-	q.query_flags = 0;
-	q.query_addr = pg->page;
-	q.vma_name_size = q.build_id_size = 0;
-	q.vma_name_addr = q.build_id_addr = 0;
-	ret = pk_sys3(SYS_ioctl, fd, (long)PK_PROCMAP_QUERY, (long)&q);
 	if (ret < 0)
 		return ret == -ENOENT ? 0 : 1;	/* nothing mapped there */
 	if (pg->alias)
@@ -282,6 +302,26 @@ PK_NOPROBE static int wpage_ours(const struct wpage *pg)
 	return !(q.vma_flags & PK_PROCMAP_VMA_SHARED) &&
 	       (prot == PROT_NONE || prot == PROT_READ ||
 		prot == pg->orig_prot);
+}
+
+/*
+ * Whether the mapping at @addr allows @access (PK_ACCESS_*) now: 1, or 0
+ * (it does not, nothing is mapped there, or cannot tell).
+ */
+PK_NOPROBE static int wmaps_allows(uintptr_t addr, unsigned int access)
+{
+	struct pk_procmap_query q;
+	unsigned long need;
+
+	if (access == PK_ACCESS_WRITE)
+		need = PK_PROCMAP_VMA_WRITABLE;
+	else if (access == PK_ACCESS_READ)
+		need = PK_PROCMAP_VMA_READABLE;
+	else if (access == PK_ACCESS_EXEC)
+		need = PK_PROCMAP_VMA_EXECUTABLE;
+	else
+		return 0;
+	return !wmaps_query(addr, &q) && (q.vma_flags & need);
 }
 
 PK_NOPROBE static uint64_t watch_read(uintptr_t addr, size_t len)
@@ -614,45 +654,76 @@ PK_NOPROBE static int wpage_step(ucontext_t *uc)
  * Retired pages: a page whose last watch went away, its protection given
  * back and its range removed. A thread can fault on it and reach the fault
  * chain only after that (the access would succeed now): the last RETIRED_N
- * retired pages are remembered in a ring, and a protection fault there is
- * retried. A fault at the address this thread retried last, with no
- * conversion of any watched page since (wgen unchanged), is a real one
- * (the program's own protection): it goes on. Any conversion between the
- * two makes the second one stale too (a thread can be preempted between
- * the fault and its handler for milliseconds, while watches come and go):
+ * retired pages are remembered in a ring, each with the number of its
+ * retirement (in the bits below the page), and a protection fault there is
+ * retried. A fault at the address this thread retried last, with the page
+ * not retired again since (the same ring entry), is a real one (the
+ * program's own protection): it goes on. So a fault is retried at most
+ * once per retirement of its page, however much other pages churn. A
+ * retirement between the two (the page watched and given back again: a
+ * thread can be preempted between the fault and its handler for
+ * milliseconds, while watches come and go) makes the second one stale too:
  * retried again. A fault with no range on it reaches this only when no
  * range claimed it, and a page is retired only once its range has no
  * watch (wpage_fault() does not claim such faults).
+ *
+ * A page that left the ring (more than RETIRED_N retirements while the
+ * handler was delayed) is retried if its mapping allows the access now
+ * (wmaps_allows()), at most once per retirement of any page. Only a
+ * protection fault (SEGV_ACCERR) is ever retried: SEGV_MAPERR and SIGBUS
+ * are the program's.
  */
-#define RETIRED_N 8
+#define RETIRED_N 32
+_Static_assert(RETIRED_N >= 2 * WATCH_MAX,
+	       "every watched page can be retired twice before it leaves the ring");
+#define RETIRED_SEQ ((uintptr_t)0xfff)	/* below any page (4 KiB at least) */
 static uintptr_t retired[RETIRED_N];	/* atomic; written under pk_fault_lock */
 PK_SIGNAL_DATA(retired);
-static unsigned int retired_pos;	/* pk_fault_lock */
+static unsigned long retired_pos;	/* retirements; atomic, pk_fault_lock */
+PK_SIGNAL_DATA(retired_pos);
 static __thread uintptr_t retry_addr __attribute__((tls_model("initial-exec")));
 PK_SIGNAL_TLS(retry_addr);
-static __thread unsigned long retry_gen __attribute__((tls_model("initial-exec")));
-PK_SIGNAL_TLS(retry_gen);
+static __thread uintptr_t retry_stamp __attribute__((tls_model("initial-exec")));
+PK_SIGNAL_TLS(retry_stamp);
 
-PK_NOPROBE __attribute__((cold)) static int wpage_retired(uintptr_t addr)
+PK_NOPROBE __attribute__((cold)) static int wpage_retired(uintptr_t addr,
+							  unsigned int access)
 {
-	uintptr_t page = addr & ~(uintptr_t)(pk_page_size - 1);
+	uintptr_t page = addr & ~(uintptr_t)(pk_page_size - 1), stamp = 0;
+	/* Acquire: pairs with watch_page_remove()'s release. */
+	unsigned long n = __atomic_load_n(&retired_pos, __ATOMIC_ACQUIRE);
 
-	for (unsigned int i = 0; i < RETIRED_N; i++) {
+	if (!n)
+		return 0;	/* no page was ever given back */
+again:
+	/* Newest first: the page's last retirement is the one that counts. */
+	for (unsigned int i = 0; i < RETIRED_N && !stamp; i++) {
 		/* Acquire: pairs with watch_page_remove()'s release. */
-		if (__atomic_load_n(&retired[i], __ATOMIC_ACQUIRE) != page)
-			continue;
-		/* Acquire: pairs with wpage_done()'s release. */
-		unsigned long g = __atomic_load_n(&wgen, __ATOMIC_ACQUIRE);
+		uintptr_t e = __atomic_load_n(&retired[(n - 1 - i) % RETIRED_N],
+					      __ATOMIC_ACQUIRE);
 
-		if (retry_addr == addr && retry_gen == g) {
-			retry_addr = 0;
-			return 0;
-		}
-		retry_addr = addr;
-		retry_gen = g;
-		return 1;
+		if ((e & ~RETIRED_SEQ) == page)
+			stamp = e;
 	}
-	return 0;
+	/* A retirement meanwhile: the ring may have its newer entry. */
+	if (__atomic_load_n(&retired_pos, __ATOMIC_ACQUIRE) != n) {
+		n = __atomic_load_n(&retired_pos, __ATOMIC_ACQUIRE);
+		stamp = 0;
+		goto again;
+	}
+	if (!stamp) {
+		/* Out of the ring: stale only if the access is allowed now. */
+		if (!wmaps_allows(addr, access))
+			return 0;
+		stamp = (uintptr_t)n | (uintptr_t)1 << 63;	/* no page's */
+	}
+	if (retry_addr == addr && retry_stamp == stamp) {
+		retry_addr = 0;
+		return 0;
+	}
+	retry_addr = addr;
+	retry_stamp = stamp;
+	return 1;
 }
 
 /*
@@ -662,7 +733,11 @@ PK_NOPROBE __attribute__((cold)) static int wpage_retired(uintptr_t addr)
 PK_NOPROBE static int watch_hook(int sig, siginfo_t *si, ucontext_t *uc)
 {
 	if (sig == SIGSEGV)
-		return wpage_retired((uintptr_t)si->si_addr);
+		return si->si_code == SEGV_ACCERR &&
+		       wpage_retired((uintptr_t)si->si_addr,
+				     pk_arch_fault_access(uc));
+	if (sig != SIGTRAP)
+		return 0;
 	/* Only the single-step trap ends a step (TRAP_TRACE). */
 	if (si->si_code == TRAP_TRACE)
 		return wstep.pg ? wpage_step(uc) : 0;
@@ -843,14 +918,9 @@ static void wpage_quiesce(struct wpage *pg)
 		sched_yield();
 }
 
-/*
- * The end of a conversion: counted (wpage_retired()), then faulters go on
- * to find the page in its new state.
- */
+/* The end of a conversion: faulters go on to find the page in its new state. */
 static void wpage_done(struct wpage *pg)
 {
-	/* Release: pairs with wpage_retired()'s acquire load. */
-	__atomic_store_n(&wgen, wgen + 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&pg->busy, 0, __ATOMIC_RELEASE);	/* P3 */
 }
 
@@ -986,7 +1056,8 @@ static void wmaps_open(void)
 		wmaps_dev = st.st_dev;
 		wmaps_ino = st.st_ino;
 	}
-	__atomic_store_n(&wmaps_fd, fd, __ATOMIC_RELAXED);
+	/* Release: pairs with wmaps_query()'s acquire load. */
+	__atomic_store_n(&wmaps_fd, fd, __ATOMIC_RELEASE);
 }
 
 /*
@@ -996,7 +1067,7 @@ static void wmaps_open(void)
  * protected until it is watched (nw, the watch active, its protection), so
  * no fault raised meanwhile, however late its handler runs, finds the page
  * protected with no watch counted on it: the handler either waits (busy)
- * or finds it watched, or finds the conversion over (wgen) and retries.
+ * or finds it watched, or finds it retired (wpage_retired()) and retries.
  */
 static int watch_page_add(struct pk_watch *w)
 {
@@ -1008,9 +1079,17 @@ static int watch_page_add(struct pk_watch *w)
 	pk_assert_held(&pk_fault_lock);
 	if (((w->addr + w->len - 1) & ~(psz - 1)) != page)
 		return -EINVAL;
+	wmaps_open();
 	for (unsigned int i = 0; i < WATCH_MAX; i++)
 		if (wpages[i].nw && wpages[i].page == page)
 			pg = &wpages[i];
+	/*
+	 * Watched already, but the program unmapped the page or mapped
+	 * something else there: not probekit's to protect ("Is the mapping
+	 * at a watched page still probekit's?").
+	 */
+	if (pg && !wpage_ours(pg))
+		return -ESTALE;
 	if (!pg) {
 		struct pk_mapinfo mi;
 
@@ -1020,7 +1099,6 @@ static int watch_page_add(struct pk_watch *w)
 		err = watch_page_allowed(page, psz, &mi);
 		if (err)
 			return err;
-		wmaps_open();
 		/* -EBUSY too if the page holds a table of the fault layer's. */
 		err = pk_fault_range_add(page, page + psz, wpage_fault, pg);
 		if (err)
@@ -1065,7 +1143,9 @@ static void watch_page_remove(struct pk_watch *w)
 		 * wpage_step()'s acquire load).
 		 */
 		__atomic_store_n(&pg->prot, wpage_prot(pg), __ATOMIC_RELEASE);
-		mprotect((void *)pg->page, psz, pg->prot);
+		/* Not over a mapping the program put there. */
+		if (wpage_ours(pg))
+			mprotect((void *)pg->page, psz, pg->prot);
 		pk_fault_wait_readers();  /* no handler runs w->fn after this */
 		w->fn = NULL;
 		__atomic_store_n(&pg->nw, pg->nw - 1, __ATOMIC_RELEASE);
@@ -1081,8 +1161,10 @@ static void watch_page_remove(struct pk_watch *w)
 	wpage_quiesce(pg);
 	ours = wpage_ours(pg);	/* while pg->prot says what probekit set */
 	__atomic_store_n(&pg->prot, pg->orig_prot, __ATOMIC_RELEASE);
-	__atomic_store_n(&retired[retired_pos++ % RETIRED_N], pg->page,
+	__atomic_store_n(&retired[retired_pos % RETIRED_N],
+			 pg->page | ((retired_pos + 1) & RETIRED_SEQ),
 			 __ATOMIC_RELEASE);
+	__atomic_store_n(&retired_pos, retired_pos + 1, __ATOMIC_RELEASE);
 	if (pg->alias)
 		wpage_unalias(pg, ours);
 	else if (ours)
