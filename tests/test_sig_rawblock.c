@@ -74,9 +74,120 @@ static int scenario(void)
 	return bad;
 }
 
+/*
+ * Unregistering an int3 probe writes no int3 (its original byte goes back
+ * over it): it is not refused while a thread blocks SIGTRAP for real, and
+ * once it returns that thread may run the function. A jump probe's restore
+ * goes through a transient int3: refused, as documented.
+ */
+static volatile int step;	/* worker: 0 block, 1 unblock, 2 re-block,
+				   3 run the int3 victim blocked, 4 stop */
+static volatile int wstate;	/* what the worker did last: 1..4 */
+
+static void raw_mask(unsigned long m)
+{
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &m, NULL, 8);
+}
+
+static void *worker2(void *arg)
+{
+	volatile long acc = 0;
+
+	(void)arg;
+	raw_mask(~0UL);
+	wstate = 1;
+	while (step == 0)
+		acc++;			/* nothing probed while blocked */
+	raw_mask(0);
+	wstate = 2;
+	while (step == 1)
+		acc += sig_victim_int3(acc & 3);
+	raw_mask(~0UL);
+	wstate = 3;
+	while (step == 2)
+		acc++;
+	for (int i = 0; i < 100000; i++)	/* restored, or killed */
+		acc += sig_victim_int3(i & 3);
+	wstate = 4;
+	while (step == 3)
+		acc++;
+	raw_mask(0);
+	return NULL;
+}
+
+static void wait_state(int s)
+{
+	while (wstate != s)
+		sched_yield();
+}
+
+static int scenario_unregister(void)
+{
+	struct pk_probe *ip = sig_probe((void *)sig_victim_int3, PK_PROBE_F_INT3);
+	struct pk_probe *jp = sig_probe((void *)sig_victim_jmp, 0);
+	struct pk_probe_info info;
+	pthread_t t;
+	int bad = 0, r;
+
+	if (!ip || !jp)
+		return 2;
+	pthread_create(&t, NULL, worker2, NULL);
+	wait_state(1);
+	r = pk_probe_register(&ip, 1);
+	if (r != -EDEADLK) {
+		fprintf(stderr, "int3 probe, blocker present: %d, not -EDEADLK\n", r);
+		bad |= 1;
+	}
+	step = 1;
+	wait_state(2);
+	if (pk_probe_register(&ip, 1) || pk_probe_register(&jp, 1)) {
+		fprintf(stderr, "register with no blocker failed\n");
+		bad |= 2;
+		step = 4;
+		pthread_join(t, NULL);
+		return bad;
+	}
+	step = 2;
+	wait_state(3);
+	r = pk_probe_unregister(&ip, 1);
+	if (r) {
+		fprintf(stderr, "int3 probe unregister, blocker present: %d, "
+			"not 0\n", r);
+		bad |= 4;
+	}
+	if (pk_probe_get_info(ip, &info) || info.armed) {
+		fprintf(stderr, "int3 probe still armed\n");
+		bad |= 8;
+	}
+	/* Documented: the jump site's restore needs a transient int3. */
+	r = pk_probe_unregister(&jp, 1);
+	if (r != -EDEADLK) {
+		fprintf(stderr, "jump probe unregister, blocker present: %d, "
+			"not -EDEADLK\n", r);
+		bad |= 16;
+	}
+	if (!bad)
+		step = 3;	/* the blocked thread runs the restored code */
+	else
+		step = 4;
+	if (!bad)
+		wait_state(4);
+	step = 4;
+	pthread_join(t, NULL);
+	if (pk_probe_get_info(jp, &info) || (info.armed && pk_probe_unregister(&jp, 1)))
+		bad |= 32;	/* unblocked: goes */
+	pk_probe_destroy(ip);
+	pk_probe_destroy(jp);
+	if (bad)
+		fprintf(stderr, "unregister: failed checks %#x\n", bad);
+	return bad;
+}
+
 int main(void)
 {
 	sig_expect_ok(sig_in_child(scenario),
 		      "raw-syscall SIGTRAP blocker: refused, process survives");
+	sig_expect_ok(sig_in_child(scenario_unregister),
+		      "raw blocker: int3 probe unregisters, process survives");
 	return t_exit();
 }

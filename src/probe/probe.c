@@ -1001,7 +1001,8 @@ static int commit(struct change *c)
 	if (c->nsites)
 		pk_batch_set_hook(c->batch, move_hook, c);
 	err = pk_batch_commit(c->batch);
-	c->committed = err < 0;
+	/* -EDEADLK: refused before anything was written (text.c). */
+	c->committed = err < 0 && err != -EDEADLK;
 	return err < 0 ? err : 0;
 }
 
@@ -1085,6 +1086,22 @@ static void undo_register(struct change *c)
 		tramp_free(c->tramps[i]);	/* never reachable */
 }
 
+/*
+ * Whether the planned commit writes an int3 (src/text/text.c,
+ * check_signals()): every new site does (an int3 probe's, or a jump
+ * probe's transient one); a restored int3 site does not (its one byte goes
+ * back over the int3), a restored jump site does (transient).
+ */
+static int change_writes_int3(const struct change *c)
+{
+	if (c->arming)
+		return c->ntramps != 0;
+	for (size_t i = 0; i < c->ntramps; i++)
+		if (c->tramps[i]->kind != PK_PROBE_INT3)
+			return 1;
+	return 0;
+}
+
 /* The shape both calls share: plan, apply, undo. */
 int pk_probe_change(struct pk_probe *const *probes, size_t n, int arming)
 {
@@ -1100,11 +1117,14 @@ int pk_probe_change(struct pk_probe *const *probes, size_t n, int arming)
 	}
 	probes_lock();
 	err = check_set(&c);
-	/* Before any sweep: a thread with SIGTRAP (src/sig/) blocked for real. */
-	if (!err)
-		err = pk_sig_check_blocked(SIGTRAP, "probe", 1);
 	if (!err)
 		err = arming ? plan_register(&c) : plan_unregister(&c);
+	/*
+	 * Before any sweep or commit, and only if the commit writes an int3:
+	 * a thread with SIGTRAP (src/sig/) blocked for real.
+	 */
+	if (!err && change_writes_int3(&c))
+		err = pk_sig_check_blocked(SIGTRAP, "probe", 1);
 	if (!err)
 		err = arming ? apply_register(&c) : apply_unregister(&c);
 	if (err && arming)
