@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* test_sig_rawblock.c - a thread that blocks SIGTRAP behind libc's back (a raw rt_sigprocmask, as Go's runtime does) makes int3 placement refused with -EDEADLK instead of killing the process (issue 9, item 2). */
 #include <sched.h>
+#include <string.h>
+#include <time.h>
 
 #include "sig_common.h"
 
@@ -183,11 +185,99 @@ static int scenario_unregister(void)
 	return bad;
 }
 
+/*
+ * The wait for a blocker to go (~2 s before -EDEADLK) holds no lock of
+ * probekit's: while one thread's int3 registration (probe_lock) or key
+ * enable (text_lock) waits, another's pk_probe_create() (probe_lock) and
+ * pk_text_stats() (text_lock) return before it ends.
+ */
+static volatile int waiter_done;
+
+static void *reg_waiter(void *arg)
+{
+	struct pk_probe *ip = arg;
+
+	if (pk_probe_register(&ip, 1) != -EDEADLK)
+		waiter_done = 2;
+	else
+		waiter_done = 1;
+	return NULL;
+}
+
+static void *key_waiter(void *arg)
+{
+	(void)arg;
+	waiter_done = pk_key_enable(&sig_key) < 0 || !pk_key_patching() ? 1 : 2;
+	return NULL;
+}
+
+static int one_stall(void *(*fn)(void *), void *arg, int probe_call)
+{
+	struct pk_text_stats st;
+	struct pk_probe *q = NULL;
+	pthread_t t;
+	int bad = 0;
+
+	waiter_done = 0;
+	pthread_create(&t, NULL, fn, arg);
+	usleep(300000);		/* in its wait (~2 s) by now */
+	if (probe_call) {
+		PK_OPTS(pk_probe_opts, o, .addr = (void *)sig_victim_jmp,
+			.pre = sig_count);
+
+		if (pk_probe_create(&o, &q))
+			bad |= 1;
+	} else if (pk_text_stats(&st)) {
+		bad |= 1;
+	}
+	/*
+	 * Had the call waited for the lock, the waiter has just let it go
+	 * and is returning: give it time to say so. It waits ~1.5 s more.
+	 */
+	usleep(100000);
+	if (waiter_done) {
+		fprintf(stderr, "%s waited for the other thread's check (%s "
+			"held across the wait)\n", probe_call ?
+			"pk_probe_create" : "pk_text_stats", probe_call ?
+			"probe_lock" : "text_lock");
+		bad |= 2;
+	}
+	pthread_join(t, NULL);
+	if (waiter_done != 1)
+		bad |= 4;	/* not refused */
+	pk_probe_destroy(q);
+	return bad;
+}
+
+static int scenario_stall(void)
+{
+	struct pk_probe *ip = sig_probe((void *)sig_victim_int3, PK_PROBE_F_INT3);
+	pthread_t t;
+	int bad;
+
+	if (!ip)
+		return 2;
+	step = 0;
+	wstate = 0;
+	pthread_create(&t, NULL, worker2, NULL);
+	wait_state(1);
+	bad = one_stall(reg_waiter, ip, 1);
+	bad |= one_stall(key_waiter, NULL, 0) << 4;
+	step = 4;
+	pthread_join(t, NULL);
+	pk_probe_destroy(ip);
+	if (bad)
+		fprintf(stderr, "stall: failed checks %#x\n", bad);
+	return bad;
+}
+
 int main(void)
 {
 	sig_expect_ok(sig_in_child(scenario),
 		      "raw-syscall SIGTRAP blocker: refused, process survives");
 	sig_expect_ok(sig_in_child(scenario_unregister),
 		      "raw blocker: int3 probe unregisters, process survives");
+	sig_expect_ok(sig_in_child(scenario_stall),
+		      "raw blocker: no lock held while waiting for it");
 	return t_exit();
 }

@@ -1102,14 +1102,40 @@ static int change_writes_int3(const struct change *c)
 	return 0;
 }
 
+/*
+ * Before probe_lock, a guess at the same (the probes' kinds, as the caller
+ * armed them): whether to wait out a thread that blocks SIGTRAP now.
+ */
+static int change_may_write_int3(struct pk_probe *const *probes, size_t n,
+				 int arming)
+{
+	if (arming)
+		return 1;
+	for (size_t i = 0; i < n; i++)
+		if (probes[i] && __atomic_load_n(&probes[i]->armed_kind,
+						 __ATOMIC_RELAXED) != PK_PROBE_INT3)
+			return 1;
+	return 0;
+}
+
 /* The shape both calls share: plan, apply, undo. */
 int pk_probe_change(struct pk_probe *const *probes, size_t n, int arming)
 {
 	struct change c;
-	int err;
+	int err, blocked = 0;
 
 	if (!probes || !n)
 		return -EINVAL;
+	/*
+	 * A thread with SIGTRAP blocked for real (src/sig/): waited out here,
+	 * before probe_lock, so that no other call stalls behind the wait
+	 * (up to ~2 s); refused after the plan, and before any sweep or
+	 * commit, only if the commit writes an int3. The commit checks again,
+	 * without sleeping (or with text_lock dropped).
+	 */
+	if (change_may_write_int3(probes, n, arming))
+		blocked = pk_sig_check_blocked(SIGTRAP, "probe",
+					       PK_SIG_CHECK_WAIT);
 	err = change_init(&c, probes, n, arming);
 	if (err) {
 		change_fini(&c);
@@ -1119,12 +1145,8 @@ int pk_probe_change(struct pk_probe *const *probes, size_t n, int arming)
 	err = check_set(&c);
 	if (!err)
 		err = arming ? plan_register(&c) : plan_unregister(&c);
-	/*
-	 * Before any sweep or commit, and only if the commit writes an int3:
-	 * a thread with SIGTRAP (src/sig/) blocked for real.
-	 */
-	if (!err && change_writes_int3(&c))
-		err = pk_sig_check_blocked(SIGTRAP, "probe", 1);
+	if (!err && blocked && change_writes_int3(&c))
+		err = blocked;
 	if (!err)
 		err = arming ? apply_register(&c) : apply_unregister(&c);
 	if (err && arming)

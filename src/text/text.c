@@ -826,7 +826,8 @@ static void rollback(struct site *s, size_t n, struct pk_maps *ms)
  * same byte) and loses it, or keeps it, in phase 3: a batch of only such
  * sites (an int3 probe restored: one byte, the original over the int3) is
  * not checked, so it is never refused for a blocked thread, which it can
- * only help.
+ * only help. With text_lock held, one pass and no sleep: -EAGAIN when a
+ * thread blocks SIGTRAP now, waited out by pk_batch_commit() unlocked.
  */
 static int check_signals(const struct site *s, size_t n)
 {
@@ -1037,10 +1038,28 @@ int pk_batch_commit(struct pk_batch *b)
 	if (!b->n)
 		return 0;
 	pthread_once(&text_once_ctl, text_once);
-	pthread_mutex_lock(&text_lock);
-	ret = commit_locked(b);
-	pthread_mutex_unlock(&text_lock);
-	return ret;
+	/*
+	 * A thread seen blocking SIGTRAP under the lock (check_signals(),
+	 * nothing written): wait it out with text_lock dropped, then commit
+	 * again from the start (the bytes may have changed meanwhile). A
+	 * transient blocker (glibc creating a thread) is gone by then; a
+	 * persistent one is -EDEADLK.
+	 */
+	for (int tries = 0;; tries++) {
+		pthread_mutex_lock(&text_lock);
+		ret = commit_locked(b);
+		pthread_mutex_unlock(&text_lock);
+		if (ret != -EAGAIN)
+			return ret;
+		if (tries == 3) {
+			pk_err("text: threads kept blocking SIGTRAP at each try; "
+			       "refused");
+			return -EDEADLK;
+		}
+		ret = pk_sig_check_blocked(SIGTRAP, "text", PK_SIG_CHECK_WAIT);
+		if (ret)
+			return ret;
+	}
 }
 
 void pk_batch_free(struct pk_batch *b)
