@@ -128,7 +128,7 @@ static int scenario_unregister(void)
 {
 	struct pk_probe *ip = sig_probe((void *)sig_victim_int3, PK_PROBE_F_INT3);
 	struct pk_probe *jp = sig_probe((void *)sig_victim_jmp, 0);
-	struct pk_probe_info info;
+	struct pk_probe_info info = { .sz = sizeof(info) };
 	pthread_t t;
 	int bad = 0, r;
 
