@@ -1133,7 +1133,8 @@ static int commit(struct change *c)
 	if (c->nsites)
 		pk_batch_set_hook(c->batch, move_hook, c);
 	err = pk_batch_commit(c->batch);
-	c->committed = err < 0;
+	/* -EDEADLK: refused before anything was written (text.c). */
+	c->committed = err < 0 && err != -EDEADLK;
 	return err < 0 ? err : 0;
 }
 
@@ -1217,14 +1218,56 @@ static void undo_register(struct change *c)
 		tramp_free(c->tramps[i]);	/* never reachable */
 }
 
+/*
+ * Whether the planned commit writes an int3 (src/text/text.c,
+ * check_signals()): every new site does (an int3 probe's, or a jump
+ * probe's transient one); a restored int3 site does not (its one byte goes
+ * back over the int3), a restored jump site does (transient).
+ */
+static int change_writes_int3(const struct change *c)
+{
+	if (c->arming)
+		return c->ntramps != 0;
+	for (size_t i = 0; i < c->ntramps; i++)
+		if (c->tramps[i]->kind != PK_PROBE_INT3)
+			return 1;
+	return 0;
+}
+
+/*
+ * Before probe_lock, a guess at the same (the probes' kinds, as the caller
+ * armed them): whether to wait out a thread that blocks SIGTRAP now.
+ */
+static int change_may_write_int3(struct pk_probe *const *probes, size_t n,
+				 int arming)
+{
+	if (arming)
+		return 1;
+	for (size_t i = 0; i < n; i++)
+		if (probes[i] && __atomic_load_n(&probes[i]->armed_kind,
+						 __ATOMIC_RELAXED) != PK_PROBE_INT3)
+			return 1;
+	return 0;
+}
+
 /* The shape both calls share: plan, apply, undo. */
 int pk_probe_change(struct pk_probe *const *probes, size_t n, int arming)
 {
 	struct change c;
-	int err;
+	int err, blocked = 0;
 
 	if (!probes || !n)
 		return -EINVAL;
+	/*
+	 * A thread with SIGTRAP blocked for real (src/sig/): waited out here,
+	 * before probe_lock, so that no other call stalls behind the wait
+	 * (up to ~2 s); refused after the plan, and before any sweep or
+	 * commit, only if the commit writes an int3. The commit checks again,
+	 * without sleeping (or with text_lock dropped).
+	 */
+	if (change_may_write_int3(probes, n, arming))
+		blocked = pk_sig_check_blocked(SIGTRAP, "probe",
+					       PK_SIG_CHECK_WAIT);
 	err = change_init(&c, probes, n, arming);
 	if (err) {
 		change_fini(&c);
@@ -1233,11 +1276,10 @@ int pk_probe_change(struct pk_probe *const *probes, size_t n, int arming)
 	probes_lock();
 	sites_check(probes, n, 0, 0);
 	err = check_set(&c);
-	/* Before any sweep: a thread with SIGTRAP (src/sig/) blocked for real. */
-	if (!err)
-		err = pk_sig_check_blocked(SIGTRAP, "probe", 1);
 	if (!err)
 		err = arming ? plan_register(&c) : plan_unregister(&c);
+	if (!err && blocked && change_writes_int3(&c))
+		err = blocked;
 	if (!err)
 		err = arming ? apply_register(&c) : apply_unregister(&c);
 	if (err && arming)

@@ -857,24 +857,27 @@ static int task_blocks(const char *tid, unsigned long bit)
 
 /*
  * pk_sig_check_blocked() - 0 when no thread of the process has @sig really
- * blocked; else -EDEADLK, naming the thread in the log. glibc blocks every
- * signal for short windows of its own (a thread being created or ending,
- * posix_spawn's parent): a thread counts only if it still has @sig blocked
+ * blocked. glibc blocks every signal for short windows of its own (a
+ * thread being created or ending, posix_spawn's parent): with
+ * PK_SIG_CHECK_WAIT a thread counts only if it still has @sig blocked
  * after about two seconds (under load, or ASan, such a window can last
  * over 100 ms; on a machine with 25 runnable threads per core a thread
  * seen blocked at 0.5 s was not a raw blocker), re-read with growing
- * pauses. One pass over
- * /proc/self/task when nothing is blocked (one status read per thread,
- * ~8 us each); none right after a check with @handoff by this thread
- * (the probe layer's, whose commit in text.c comes next).
+ * pauses, and a blocker is -EDEADLK, logged. That wait is for callers
+ * that hold no lock of probekit's (the probe layer before probe_lock,
+ * text.c with text_lock dropped). Without it, one pass and no sleep (for
+ * a caller holding its lock): -EAGAIN, not logged, when a thread has @sig
+ * blocked now, which the caller waits out unlocked and then checks again.
+ *
+ * One pass over /proc/self/task when nothing is blocked (one status read
+ * per thread, ~8 us each); none when this thread's last waiting check
+ * found nothing under 2 ms ago (the probe layer's, whose commit in text.c
+ * comes next): a waiting check then keeps that stamp, one without the
+ * wait uses it up.
  */
 #define CHECK_MAX 64
 
-/*
- * When this thread's last check with @handoff found nothing (ns), for the
- * next check to skip once: a probe registration checks before its sweep,
- * then its commit would check again at once.
- */
+/* When this thread's last waiting check found nothing (ns), or 0. */
 static __thread int64_t handed_off;
 
 static int64_t mono_ns(void)
@@ -885,20 +888,21 @@ static int64_t mono_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-int pk_sig_check_blocked(int sig, const char *what, int handoff)
+int pk_sig_check_blocked(int sig, const char *what, unsigned int flags)
 {
 	unsigned long bit = BIT(sig);
 	char tids[CHECK_MAX][16];
+	int wait = flags & PK_SIG_CHECK_WAIT;
 	struct dirent *de;
-	int64_t now = mono_ns();
 	int n = 0, left;
 	DIR *d;
 
 	if (handed_off) {
-		int fresh = now - handed_off < 2000000;
+		int fresh = mono_ns() - handed_off < 2000000;
 
-		handed_off = 0;
-		if (fresh && !handoff)
+		if (!wait || !fresh)
+			handed_off = 0;
+		if (fresh)
 			return 0;
 	}
 	d = opendir("/proc/self/task");
@@ -911,6 +915,8 @@ int pk_sig_check_blocked(int sig, const char *what, int handoff)
 			snprintf(tids[n++], sizeof(tids[0]), "%.15s", de->d_name);
 	}
 	closedir(d);
+	if (n && !wait)
+		return -EAGAIN;
 	/* Only those seen blocked are read again: a transient one unblocks. */
 	for (unsigned int pause = 1000; n && pause <= 1024000; pause *= 2) {
 		usleep(pause);
@@ -921,12 +927,13 @@ int pk_sig_check_blocked(int sig, const char *what, int handoff)
 		n = left;
 	}
 	if (!n) {
-		if (handoff)
+		if (wait)
 			handed_off = mono_ns();
 		return 0;
 	}
 	pk_err("%s: thread %s blocks SIG%s (SigBlk in /proc/self/task/%s/status, "
-	       "set behind libc's back, e.g. by a raw rt_sigprocmask): an int3 "
+	       "set behind libc's back, e.g. by a raw rt_sigprocmask, or one of "
+	       "glibc's helper threads that block every signal): an int3 "
 	       "there would kill the process; refused",
 	       what, tids[0], sigabbrev_np(sig), tids[0]);
 	return -EDEADLK;

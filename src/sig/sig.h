@@ -102,12 +102,16 @@ PK_HIDDEN int pk_sig_real_sigmask(int how, const sigset_t *set, sigset_t *old);
 PK_HIDDEN void pk_sig_strip_masks(int sig);
 
 /*
- * pk_sig_check_blocked() - 0, or -EDEADLK (logged, naming the thread and
- * @what) when a thread has @sig really blocked for longer than ~0.5 s.
- * @handoff: a commit by this thread follows at once (within 2 ms), whose
- * own check may then be skipped. Not from a signal handler.
+ * pk_sig_check_blocked() - 0, or when a thread has @sig really blocked:
+ * with PK_SIG_CHECK_WAIT (no probekit lock held; sleeps up to ~2 s to wait
+ * out glibc's transient blocking) -EDEADLK, logged, naming the thread and
+ * @what; without it (one pass, no sleep, for a caller holding its lock)
+ * -EAGAIN, not logged: drop the lock, check with the wait, try again.
+ * A waiting check that found nothing lets this thread's checks in the
+ * next 2 ms skip their pass. Not from a signal handler.
  */
-PK_HIDDEN int pk_sig_check_blocked(int sig, const char *what, int handoff);
+#define PK_SIG_CHECK_WAIT	1u
+PK_HIDDEN int pk_sig_check_blocked(int sig, const char *what, unsigned int flags);
 
 /* The glibc posix_spawn child function [@addr, +@len) overlaps, or NULL. */
 PK_HIDDEN const char *pk_sig_spawn_child_fn(uintptr_t addr, size_t len);

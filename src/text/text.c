@@ -819,13 +819,27 @@ static void rollback(struct site *s, size_t n, struct pk_maps *ms)
  * see"): a thread with SIGTRAP really blocked would be killed by it, and
  * glibc's posix_spawn child runs some libc functions with every handler
  * reset, where a permanent int3 (an int3 probe) kills it. Refuse both.
+ *
+ * A commit writes an int3 at each changed site whose first byte is not
+ * one already: phase 1 (transient) or phase 3 (permanent). A site whose
+ * first byte is an int3 gets none it did not have (phase 1 rewrites the
+ * same byte) and loses it, or keeps it, in phase 3: a batch of only such
+ * sites (an int3 probe restored: one byte, the original over the int3) is
+ * not checked, so it is never refused for a blocked thread, which it can
+ * only help. With text_lock held, one pass and no sleep: -EAGAIN when a
+ * thread blocks SIGTRAP now, waited out by pk_batch_commit() unlocked.
  */
 static int check_signals(const struct site *s, size_t n)
 {
+	int int3 = 0;
+
 	for (size_t i = 0; i < n; i++) {
 		const char *fn;
 
-		if (!s[i].changed || s[i].bytes[0] != PK_ARCH_TRAP_BYTE)
+		if (!s[i].changed)
+			continue;
+		int3 |= s[i].old[0] != PK_ARCH_TRAP_BYTE;
+		if (s[i].bytes[0] != PK_ARCH_TRAP_BYTE)
 			continue;
 		fn = pk_sig_spawn_child_fn(s[i].addr, s[i].len);
 		if (fn) {
@@ -836,7 +850,7 @@ static int check_signals(const struct site *s, size_t n)
 			return -EPERM;
 		}
 	}
-	return pk_sig_check_blocked(SIGTRAP, "text", 0);
+	return int3 ? pk_sig_check_blocked(SIGTRAP, "text", 0) : 0;
 }
 
 static int commit_locked(struct pk_batch *b)
@@ -1024,10 +1038,28 @@ int pk_batch_commit(struct pk_batch *b)
 	if (!b->n)
 		return 0;
 	pthread_once(&text_once_ctl, text_once);
-	pthread_mutex_lock(&text_lock);
-	ret = commit_locked(b);
-	pthread_mutex_unlock(&text_lock);
-	return ret;
+	/*
+	 * A thread seen blocking SIGTRAP under the lock (check_signals(),
+	 * nothing written): wait it out with text_lock dropped, then commit
+	 * again from the start (the bytes may have changed meanwhile). A
+	 * transient blocker (glibc creating a thread) is gone by then; a
+	 * persistent one is -EDEADLK.
+	 */
+	for (int tries = 0;; tries++) {
+		pthread_mutex_lock(&text_lock);
+		ret = commit_locked(b);
+		pthread_mutex_unlock(&text_lock);
+		if (ret != -EAGAIN)
+			return ret;
+		if (tries == 3) {
+			pk_err("text: threads kept blocking SIGTRAP at each try; "
+			       "refused");
+			return -EDEADLK;
+		}
+		ret = pk_sig_check_blocked(SIGTRAP, "text", PK_SIG_CHECK_WAIT);
+		if (ret)
+			return ret;
+	}
 }
 
 void pk_batch_free(struct pk_batch *b)
