@@ -214,7 +214,7 @@ static void *key_waiter(void *arg)
 
 static int one_stall(void *(*fn)(void *), void *arg, int probe_call)
 {
-	struct pk_text_stats st;
+	struct pk_text_stats st = { .sz = sizeof(st) };
 	struct pk_probe *q = NULL;
 	pthread_t t;
 	int bad = 0;
