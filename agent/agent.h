@@ -57,4 +57,17 @@ void pka_log_quiet(struct pka_header *h);
 void pka_arm(struct pka_header *h, const char *specs,
 	     const struct pka_mode_ops *m);
 
+/*
+ * pka_busy - nonzero while this thread runs the agent's own work (own.c):
+ * a mode's handler counts nothing then.
+ */
+extern __thread unsigned int pka_busy __attribute__((tls_model("initial-exec")));
+
+/*
+ * pka_zydis_load() - load the agent's private copy of Zydis (zydis.c)
+ * in a namespace of its own; 0, or -ENOENT if it cannot be. Once, from
+ * the constructor, before anything decodes.
+ */
+int pka_zydis_load(void);
+
 #endif /* PK_AGENT_AGENT_H */
