@@ -64,10 +64,13 @@ __attribute__((constructor)) static void pka_init(void)
 	 * of probekit's environment (or no room for a record): do nothing,
 	 * as if not preloaded. Only a mode named but unknown is refused.
 	 */
-	if (!dir || !name || !specs ||
-	    !(h = pka_record_open(dir, m ? m->size
-					 : sizeof(struct pka_header), specs)))
+	if (!dir || !name || !specs)
 		return;
+	pka_busy++;	/* all of what follows is the agent's own work */
+	h = pka_record_open(dir, m ? m->size : sizeof(struct pka_header),
+			    specs);
+	if (!h)
+		goto out;
 	h->version = PKA_VERSION;
 	for (int i = 0; i < PKA_MAX; i++)
 		h->spec[i].status = PKA_PENDING;
@@ -77,6 +80,10 @@ __attribute__((constructor)) static void pka_init(void)
 	else
 		refuse(h, name);
 	pka_record_publish(h);
-	if (m)
+	if (m) {
+		pka_zydis_load();
 		pka_arm(h, specs, m);
+	}
+out:
+	pka_busy--;
 }
