@@ -82,7 +82,9 @@ __attribute__((constructor)) static void pka_init(void)
 	pka_record_publish(h);
 	if (m) {
 		pka_zydis_load();
+		pka_xcache_open(dir);
 		pka_arm(h, specs, m);
+		pka_xcache_close();
 	}
 out:
 	pka_busy--;

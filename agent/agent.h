@@ -70,4 +70,21 @@ extern __thread unsigned int pka_busy __attribute__((tls_model("initial-exec")))
  */
 int pka_zydis_load(void);
 
+/*
+ * pka_xcache_open() - from now on, answer the probe layer's branch-index
+ * questions from the run's cache in @dir, adding what it computes
+ * (xcache.c); pka_xcache_close() - stop, and close the file. Around
+ * arming only; nothing happens if the file cannot be had.
+ */
+void pka_xcache_open(const char *dir);
+void pka_xcache_close(void);
+
+/*
+ * pka_xcache_spec_get() - the function @spec named in another process of
+ * the run with this same link map, or NULL; pka_xcache_spec_put() - say
+ * that @spec names the function at @addr here.
+ */
+void *pka_xcache_spec_get(const char *spec);
+void pka_xcache_spec_put(const char *spec, void *addr);
+
 #endif /* PK_AGENT_AGENT_H */

@@ -48,13 +48,21 @@ void pka_arm(struct pka_header *h, const char *specs,
 	     s = strtok_r(NULL, sep, &save), n++) {
 		PK_OPTS(pk_probe_opts, o, .symbol = s);
 		struct pk_probe_info info = { .sz = sizeof(info) };
+		/* Named in another process of the run: no lookup (xcache.c). */
+		void *at = pka_xcache_spec_get(s);
 
+		if (at) {
+			o.symbol = NULL;
+			o.addr = at;
+		}
 		m->probe(h, n, &o);
 		cur_spec = (int)n;
 		h->spec[n].status = pk_probe_create(&o, &probes[armed]);
 		if (h->spec[n].status)
 			continue;
 		pk_probe_get_info(probes[armed], &info);
+		if (!at)
+			pka_xcache_spec_put(s, (void *)info.func);
 		h->spec[n].int3 = info.kind == PK_PROBE_INT3;
 		idx[armed++] = (int)n;
 	}
