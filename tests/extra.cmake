@@ -291,3 +291,26 @@ if(TARGET test_arch_tramp)
   target_link_libraries(test_arch_tramp PRIVATE Zydis::Zydis)
 endif()
 # ---- end probe, vector registers ----
+
+# ---- agent: stays out of the measurement, libraries loaded later (issue 10) ----
+# Helper programs of agent.sh, not linked with libprobekit (the link map
+# check), nor instrumented (a sanitizer runtime is a link map entry and a
+# malloc of its own): agent_phdr prints its objects and calls f() of the
+# libraries it is given; agent_mcount is an LD_PRELOAD counter of malloc,
+# free, calloc and realloc; agent_threads allocates in 4 threads.
+add_executable(agent_phdr agent_phdr.c)
+target_link_libraries(agent_phdr PRIVATE ${CMAKE_DL_LIBS})
+add_executable(agent_threads agent_threads.c)
+target_link_libraries(agent_threads PRIVATE pthread)
+add_library(agent_mcount SHARED agent_mcount.c)
+foreach(t agent_phdr agent_threads agent_mcount)
+  target_compile_options(${t} PRIVATE -fno-sanitize=all)
+  target_link_options(${t} PRIVATE -fno-sanitize=all)
+endforeach()
+add_test(NAME agent
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/agent.sh $<TARGET_FILE:probekit_cli>
+          $<TARGET_FILE:agent_phdr> $<TARGET_FILE:agent_mcount>
+          $<TARGET_FILE:agent_threads> ${PK_CLI_SANITIZED})
+set_tests_properties(agent PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+# ---- end agent ----

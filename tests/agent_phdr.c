@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: MIT
+/* agent_phdr.c - for agent.sh: prints the objects dl_iterate_phdr() shows this program, one a line, then calls f() of each library named on the command line (dlopen). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <link.h>
+#include <stdio.h>
+#include <string.h>
+
+static int show(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	const char *n = info->dlpi_name;
+	const char *slash = strrchr(n, '/');
+
+	(void)size;
+	(void)arg;
+	printf("object %s\n", !*n ? "(main)" : slash ? slash + 1 : n);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	dl_iterate_phdr(show, NULL);
+	for (int i = 1; i < argc; i++) {
+		void *h = dlopen(argv[i], RTLD_NOW);
+		void (*f)(void) = h ? (void (*)(void))dlsym(h, "f") : NULL;
+
+		if (!f) {
+			fprintf(stderr, "agent_phdr: %s: %s\n", argv[i], dlerror());
+			return 1;
+		}
+		f();
+	}
+	return 0;
+}
