@@ -9,8 +9,9 @@
  * report, and nothing is printed.
  *
  * Functions of libraries the program dlopen()s after start-up are not
- * loaded yet when the constructor runs: those specs fail with -ENOENT in
- * that process and the command says so.
+ * loaded yet when the constructor runs: those specs fail with -ENOENT
+ * then, and are armed when such a library is loaded, before its code
+ * runs, if the command put the audit module in LD_AUDIT (late.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -85,6 +86,7 @@ __attribute__((constructor)) static void pka_init(void)
 		pka_xcache_open(dir);
 		pka_arm(h, specs, m);
 		pka_xcache_close();
+		pka_late_init(h, specs, m);
 	}
 out:
 	pka_busy--;

@@ -87,4 +87,23 @@ void pka_xcache_close(void);
 void *pka_xcache_spec_get(const char *spec);
 void pka_xcache_spec_put(const char *spec, void *addr);
 
+/*
+ * The audit module (audit.c, libprobekit-audit.so, in LD_AUDIT) calls the
+ * agent's hook with these events (in the dynamic linker, before a
+ * dlopen()ed object runs; after an unloaded one's destructors).
+ */
+#define PKA_AUDIT_NAME "libprobekit-audit.so"
+enum pka_audit_event {
+	PKA_AUDIT_LOADED = 1,	/* la_activity(LA_ACT_CONSISTENT) */
+	PKA_AUDIT_CLOSING = 2,	/* la_objclose(): base and name */
+};
+
+/*
+ * pka_late_init() - after pka_arm(): arm the specs of @specs not armed
+ * yet whenever a library is loaded later, and retire them when it is
+ * unloaded (late.c). Nothing if the audit module is not loaded.
+ */
+void pka_late_init(struct pka_header *h, const char *specs,
+		   const struct pka_mode_ops *m);
+
 #endif /* PK_AGENT_AGENT_H */
