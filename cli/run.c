@@ -68,6 +68,32 @@ int pkc_run_find_agent(struct pkc_run *r)
 	return 0;
 }
 
+/*
+ * The agent's rtld-audit module (agent/audit.c: libraries loaded later
+ * are armed through it) first in LD_AUDIT, if it is beside the agent.
+ */
+static int set_audit(const struct pkc_run *r)
+{
+	const char *old = getenv("LD_AUDIT");
+	const char *slash = strrchr(r->agent, '/');
+	char path[sizeof(r->agent) + 32], *audit;
+	int err = 0;
+
+	if (!slash || (size_t)snprintf(path, sizeof(path),
+				       "%.*s/libprobekit-audit.so",
+				       (int)(slash - r->agent),
+				       r->agent) >= sizeof(path) ||
+	    access(path, R_OK))
+		return 0;
+	if (asprintf(&audit, "%s%s%s", path, old && *old ? ":" : "",
+		     old ? old : "") < 0)
+		return -ENOMEM;
+	if (setenv("LD_AUDIT", audit, 1))
+		err = -errno;
+	free(audit);
+	return err;
+}
+
 /* The agent first in LD_PRELOAD, and what it is to do (protocol.h). */
 static int set_env(const struct pkc_run *r)
 {
@@ -102,7 +128,7 @@ static int set_env(const struct pkc_run *r)
 	}
 	free(list);
 	free(preload);
-	return 0;
+	return set_audit(r);
 }
 
 /*
