@@ -5,13 +5,16 @@
 # agent's own dependencies (libz, libelf) are not found unless the program
 # has them; the agent's own allocations are never counted, in any thread,
 # checked against an LD_PRELOAD wrapper's count (tests/agent_mcount.c).
-# usage: agent.sh PROBEKIT AGENT_PHDR MCOUNT_LIB AGENT_THREADS [SANITIZED]
+# Libraries loaded later: armed before their constructors run, retired
+# when unloaded, armed again when loaded again (tests/targets/late_target.c).
+# usage: agent.sh PROBEKIT AGENT_PHDR MCOUNT_LIB AGENT_THREADS LATE_LIB [SANITIZED]
 # (SANITIZED as in cli_common.sh)
 # shellcheck source=tests/cli_common.sh
 phdr=$2
 mcount=$3
 threads=$4
-set -- "$1" "$2" "${5:-0}"
+late=$5
+set -- "$1" "$2" "${6:-0}"
 . "$(dirname "$0")/cli_common.sh"
 
 count_of() { # function name -> its count in $tmp/rep ("-" if not probed)
@@ -40,6 +43,28 @@ check "elf_begin, ZydisDecoderInit, pk_probe_create in true: not probed" \
 run count -p free -p malloc -p calloc -p realloc -o "$tmp/rep" -- /usr/bin/true
 check "true: free, malloc, calloc, realloc all 0 (got $(count_of free) $(count_of malloc) $(count_of calloc) $(count_of realloc))" \
 	'[ $rc -eq 0 ] && [ "$(count_of free)$(count_of malloc)$(count_of calloc)$(count_of realloc)" = "0000" ]'
+
+# ---- 4. libraries loaded later ----
+run count -p f -o "$tmp/rep" -- "$phdr" "$late"
+check "dlopen: f counted from the constructor on (3 + 1, got $(count_of f))" \
+	'[ $rc -eq 0 ] && [ "$(count_of f)" = 4 ]'
+run count -p f -o "$tmp/rep" -- "$phdr" "$late" "$late" close "$late"
+check "dlopen twice, dlclose once (still loaded), dlopen: 3 + 1 + 1 + 1 (got $(count_of f))" \
+	'[ $rc -eq 0 ] && [ "$(count_of f)" = 6 ]'
+run count -p f -o "$tmp/rep" -- "$phdr" "$late" close "$late" close "$late" close
+check "three loads and unloads: 3 x (3 + 1) (got $(count_of f))" \
+	'[ $rc -eq 0 ] && [ "$(count_of f)" = 12 ]'
+run count -p f -o "$tmp/rep" -- "$phdr"
+check "a library never loaded: f not probed" \
+	'grep -Eq "^ +-  f  \(not probed in 1 of 1" "$tmp/rep"'
+if [ -x /usr/bin/python3 ]; then
+	run count -p f -o "$tmp/rep" -- /usr/bin/python3 -c \
+		"import ctypes; l = ctypes.CDLL('$late'); [l.f() for i in range(5)]"
+	check "python3 ctypes.CDLL(lib).f() x5: 3 + 5 (got $(count_of f))" \
+		'[ $rc -eq 0 ] && [ "$(count_of f)" = 8 ]'
+else
+	echo "skip python3 ctypes: no /usr/bin/python3"
+fi
 
 if [ "$sanitized" = 1 ]; then
 	# A sanitizer's malloc is its own (the probe is on libasan's).

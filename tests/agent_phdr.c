@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* agent_phdr.c - for agent.sh: prints the objects dl_iterate_phdr() shows this program, one a line, then calls f() of each library named on the command line (dlopen). */
+/* agent_phdr.c - for agent.sh: prints the objects dl_iterate_phdr() shows this program, one a line, then for each argument dlopen()s that library and calls its f(), or dlclose()s the last one ("close"). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <link.h>
@@ -19,11 +19,20 @@ static int show(struct dl_phdr_info *info, size_t size, void *arg)
 
 int main(int argc, char **argv)
 {
+	void *h = NULL;
+
 	dl_iterate_phdr(show, NULL);
 	for (int i = 1; i < argc; i++) {
-		void *h = dlopen(argv[i], RTLD_NOW);
-		void (*f)(void) = h ? (void (*)(void))dlsym(h, "f") : NULL;
+		void (*f)(void);
 
+		if (!strcmp(argv[i], "close")) {
+			if (!h || dlclose(h))
+				return 1;
+			h = NULL;
+			continue;
+		}
+		h = dlopen(argv[i], RTLD_NOW);
+		f = h ? (void (*)(void))dlsym(h, "f") : NULL;
 		if (!f) {
 			fprintf(stderr, "agent_phdr: %s: %s\n", argv[i], dlerror());
 			return 1;

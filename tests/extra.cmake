@@ -303,14 +303,20 @@ target_link_libraries(agent_phdr PRIVATE ${CMAKE_DL_LIBS})
 add_executable(agent_threads agent_threads.c)
 target_link_libraries(agent_threads PRIVATE pthread)
 add_library(agent_mcount SHARED agent_mcount.c)
-foreach(t agent_phdr agent_threads agent_mcount)
+# liblatetarget.so: dlopen()ed by agent_phdr and python3 (libraries loaded
+# later); not tests/targets/lib*.c, which link libprobekit.
+add_library(latetarget SHARED targets/late_target.c)
+set_target_properties(latetarget PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+target_compile_options(latetarget PRIVATE -O2)
+foreach(t agent_phdr agent_threads agent_mcount latetarget)
   target_compile_options(${t} PRIVATE -fno-sanitize=all)
   target_link_options(${t} PRIVATE -fno-sanitize=all)
 endforeach()
 add_test(NAME agent
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/agent.sh $<TARGET_FILE:probekit_cli>
           $<TARGET_FILE:agent_phdr> $<TARGET_FILE:agent_mcount>
-          $<TARGET_FILE:agent_threads> ${PK_CLI_SANITIZED})
+          $<TARGET_FILE:agent_threads> $<TARGET_FILE:latetarget>
+          ${PK_CLI_SANITIZED})
 set_tests_properties(agent PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end agent ----
