@@ -146,6 +146,12 @@ static void late_close(uintptr_t bias, const char *name)
 
 static void late_hook(int event, uintptr_t base, const char *name)
 {
+	static __thread int in_hook __attribute__((tls_model("initial-exec")));
+
+	/* A dlopen() the library itself makes while arming: nothing new. */
+	if (in_hook)
+		return;
+	in_hook = 1;
 	pka_busy++;
 	pthread_mutex_lock(&late_lock);
 	if (event == PKA_AUDIT_LOADED)
@@ -154,6 +160,7 @@ static void late_hook(int event, uintptr_t base, const char *name)
 		late_close(base, name);
 	pthread_mutex_unlock(&late_lock);
 	pka_busy--;
+	in_hook = 0;
 }
 
 /* The audit module's hook variable, in whichever namespace holds it. */
