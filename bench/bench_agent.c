@@ -7,7 +7,8 @@
  * LD_PRELOAD and the PROBEKIT_AGENT_* variables of agent/protocol.h, a
  * record directory of the bench's own (emptied after every run). Cases:
  *   unprobed      no agent: what an exec costs here
- *   agent_idle    the agent preloaded without the variables (it does nothing)
+ *   agent_idle    the agent (and its audit module, as the command has it)
+ *                 without the variables: it does nothing
  *   specs=K       K libc functions to count (K of the names below)
  * Figures: ms_per_exec (wall, per process), cpu_ms_per_exec (the
  * children's user + system time, less sensitive to a loaded machine) and
@@ -30,6 +31,9 @@ extern char **environ;
 
 #ifndef PKB_AGENT_PATH
 #define PKB_AGENT_PATH "build/cli/libprobekit-agent.so"
+#endif
+#ifndef PKB_AUDIT_PATH
+#define PKB_AUDIT_PATH "build/cli/libprobekit-audit.so"
 #endif
 
 /* Functions every /usr/bin/true has in its libc, for the spec lists. */
@@ -85,10 +89,14 @@ static char **case_env(const struct bcase *c, char *specs, size_t len)
 		exit(1);
 	for (size_t i = 0; i < n; i++)
 		if (strncmp(environ[i], "LD_PRELOAD=", 11) &&
+		    strncmp(environ[i], "LD_AUDIT=", 9) &&
 		    strncmp(environ[i], "PROBEKIT_", 9))
 			env[k++] = environ[i];
-	if (c->agent)
+	/* As the command starts COMMAND: its audit module too (cli/run.c). */
+	if (c->agent) {
 		env[k++] = "LD_PRELOAD=" PKB_AGENT_PATH;
+		env[k++] = "LD_AUDIT=" PKB_AUDIT_PATH;
+	}
 	if (c->nspecs >= 0) {
 		static char d[64];
 		size_t at = 0;
