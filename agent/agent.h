@@ -3,6 +3,8 @@
 #ifndef PK_AGENT_AGENT_H
 #define PK_AGENT_AGENT_H
 
+#include <link.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "probekit.h"
@@ -69,6 +71,19 @@ extern __thread unsigned int pka_busy __attribute__((tls_model("initial-exec")))
  * the constructor, before anything decodes.
  */
 int pka_zydis_load(void);
+
+/*
+ * pka_zload() - map and relocate libZydis at @path for the agent alone
+ * (zload.c); NULL if it cannot be. pka_zload_sym() - a function of it.
+ */
+void *pka_zload(const char *path);
+void *pka_zload_sym(void *obj, const char *name);
+
+/*
+ * pka_dynsym_count() - the symbols in the .dynsym of the object whose
+ * dynamic section is @dyn, loaded at @bias (dladdr.c).
+ */
+size_t pka_dynsym_count(const ElfW(Dyn) *dyn, uintptr_t bias);
 
 /*
  * pka_xcache_open() - from now on, answer the probe layer's branch-index

@@ -44,7 +44,7 @@ struct find {
 };
 
 /* Symbols in .dynsym: from DT_GNU_HASH's last chain, or DT_HASH's nchain. */
-static size_t dynsym_count(const ElfW(Dyn) *d, uintptr_t bias)
+size_t pka_dynsym_count(const ElfW(Dyn) *d, uintptr_t bias)
 {
 	const uint32_t *gnu = NULL, *sysv = NULL;
 
@@ -118,7 +118,7 @@ static int index_object(struct dl_phdr_info *info)
 		else if (d->d_tag == DT_STRTAB)
 			str = (const char *)p;
 	}
-	n = dynsym_count(dyn, info->dlpi_addr);
+	n = pka_dynsym_count(dyn, info->dlpi_addr);
 	if (!tab || !str || !n || n > (1u << 24))
 		return -1;
 	while (cap < 2 * n)

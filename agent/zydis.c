@@ -15,10 +15,11 @@
  * that loads another Zydis would share ours. So the agent links the
  * library's objects with these definitions of the Zydis functions they
  * call (the version script keeps them local), each forwarding to the
- * real one in a copy of libZydis loaded with dlmopen(LM_ID_NEWLM): its
- * own namespace, with its own libc, which the program's probes never
- * see either. Zydis allocates nothing and keeps no global state, so a
- * second namespace costs only its mapping (measured in bench_agent.c).
+ * real one in a copy of libZydis the agent maps and relocates itself
+ * (zload.c: in no link map, its libc calls to the agent's own copies),
+ * or, if that cannot be done, loaded with dlmopen(LM_ID_NEWLM): its own
+ * namespace, with its own libc, which the program's probes never see
+ * either (0.16 ms of start-up against 0.03: bench_agent.c).
  *
  * All five are resolved by pka_zydis_load(), from the agent's
  * constructor, before anything decodes: the library decodes on its
@@ -37,23 +38,34 @@ static ZydisRegister (*z_large)(ZydisMachineMode, ZydisRegister);
 #ifndef PKA_ZYDIS_SONAME
 #define PKA_ZYDIS_SONAME "libZydis.so.4.0"
 #endif
+#ifndef PKA_ZYDIS_PATH	/* agent/CMakeLists.txt: the one built against */
+#define PKA_ZYDIS_PATH "/usr/lib/x86_64-linux-gnu/" PKA_ZYDIS_SONAME
+#endif
 
 int pka_zydis_load(void)
 {
 	static int done;
+	void *(*sym)(void *, const char *);
 	void *h;
 
 	if (done)
 		return done > 0 ? 0 : -ENOENT;
 	done = -1;
-	h = dlmopen(LM_ID_NEWLM, PKA_ZYDIS_SONAME, RTLD_NOW | RTLD_LOCAL);
+	/* Mapped by the agent itself (zload.c); else a namespace of its own. */
+	h = pka_zload(PKA_ZYDIS_PATH);
+	if (h) {
+		sym = pka_zload_sym;
+	} else {
+		h = dlmopen(LM_ID_NEWLM, PKA_ZYDIS_SONAME, RTLD_NOW | RTLD_LOCAL);
+		sym = dlsym;
+	}
 	if (!h)
 		return -ENOENT;
-	*(void **)&z_init = dlsym(h, "ZydisDecoderInit");
-	*(void **)&z_mode = dlsym(h, "ZydisDecoderEnableMode");
-	*(void **)&z_full = dlsym(h, "ZydisDecoderDecodeFull");
-	*(void **)&z_insn = dlsym(h, "ZydisDecoderDecodeInstruction");
-	*(void **)&z_large = dlsym(h, "ZydisRegisterGetLargestEnclosing");
+	*(void **)&z_init = sym(h, "ZydisDecoderInit");
+	*(void **)&z_mode = sym(h, "ZydisDecoderEnableMode");
+	*(void **)&z_full = sym(h, "ZydisDecoderDecodeFull");
+	*(void **)&z_insn = sym(h, "ZydisDecoderDecodeInstruction");
+	*(void **)&z_large = sym(h, "ZydisRegisterGetLargestEnclosing");
 	if (!z_init || !z_mode || !z_full || !z_insn || !z_large) {
 		z_init = NULL;
 		return -ENOENT;
