@@ -8,6 +8,7 @@
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -98,8 +99,9 @@ static int xc_add(const struct xc_ent *e)
 void pka_xcache_open(const char *dir)
 {
 	char path[4096];
-	struct xc_ent e;
-	off_t at = 0;
+	struct stat st;
+	size_t n = 0;
+	ssize_t got;
 
 	if (xc_fd >= 0 || (size_t)snprintf(path, sizeof(path), "%s/.xref",
 					   dir) >= sizeof(path))
@@ -108,11 +110,28 @@ void pka_xcache_open(const char *dir)
 			   O_NOFOLLOW, 0600);
 	if (xc_fd < 0)
 		return;
-	while (pread(xc_fd, &e, sizeof(e), at) == (ssize_t)sizeof(e) &&
-	       e.magic == XC_MAGIC && e.id_len <= XC_ID_MAX &&
-	       e.kind >= XC_XREF && e.kind <= XC_PLACE &&
-	       e.check == xc_sum(&e) && !xc_add(&e))
-		at += (off_t)sizeof(e);
+	/* One read of the whole file, then as many entries as check out. */
+	if (fstat(xc_fd, &st) || st.st_size < (off_t)sizeof(*xc) ||
+	    st.st_size > (off_t)(1u << 26))
+		return;
+	xc_cap = (size_t)st.st_size / sizeof(*xc) + 64;
+	xc = malloc(xc_cap * sizeof(*xc));
+	if (!xc) {
+		xc_cap = 0;
+		return;
+	}
+	got = pread(xc_fd, xc, (size_t)st.st_size / sizeof(*xc) * sizeof(*xc),
+		    0);
+	while (got > 0 && n < (size_t)got / sizeof(*xc)) {
+		const struct xc_ent *e = &xc[n];
+
+		if (e->magic != XC_MAGIC || e->id_len > XC_ID_MAX ||
+		    e->kind < XC_XREF || e->kind > XC_PLACE ||
+		    e->check != xc_sum(e))
+			break;
+		n++;
+	}
+	xc_n = n;
 }
 
 void pka_xcache_close(void)
