@@ -159,7 +159,9 @@ static int map_segments(struct zobj *z, int fd, const ElfW(Phdr) *ph,
 static int relocate(struct zobj *z, const ElfW(Rela) *r, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		uint64_t *at = (uint64_t *)(z->base + r[i].r_offset);
+		/* Not always aligned (packed tables): stored bytewise. */
+		uint8_t *at = z->base + r[i].r_offset;
+		uint64_t v;
 		uint32_t type = ELF64_R_TYPE(r[i].r_info);
 		uint32_t si = ELF64_R_SYM(r[i].r_info);
 		uintptr_t s = 0;
@@ -167,7 +169,8 @@ static int relocate(struct zobj *z, const ElfW(Rela) *r, size_t n)
 		if (r[i].r_offset + 8 > z->span)
 			return -ENOEXEC;
 		if (type == R_X86_64_RELATIVE) {
-			*at = (uintptr_t)z->base + (uint64_t)r[i].r_addend;
+			v = (uintptr_t)z->base + (uint64_t)r[i].r_addend;
+			z_memcpy(at, &v, sizeof(v));
 			continue;
 		}
 		if (type != R_X86_64_64 && type != R_X86_64_GLOB_DAT &&
@@ -182,7 +185,8 @@ static int relocate(struct zobj *z, const ElfW(Rela) *r, size_t n)
 			if (!s && ELF64_ST_BIND(z->sym[si].st_info) != STB_WEAK)
 				return -ENOTSUP;
 		}
-		*at = s + (type == R_X86_64_64 ? (uint64_t)r[i].r_addend : 0);
+		v = s + (type == R_X86_64_64 ? (uint64_t)r[i].r_addend : 0);
+		z_memcpy(at, &v, sizeof(v));
 	}
 	return 0;
 }
