@@ -70,6 +70,9 @@ struct xc_ent {
 static int xc_fd = -1;
 static struct xc_ent *xc;
 static size_t xc_n, xc_cap;
+/* xc's entries by key (open addressing: index + 1, 0 empty), 2x xc_cap. */
+static uint32_t *xc_tab;
+static size_t xc_mask;
 
 static uint64_t xc_sum(const struct xc_ent *e)
 {
@@ -81,18 +84,76 @@ static uint64_t xc_sum(const struct xc_ent *e)
 	return h;
 }
 
+/* The hash of what an entry answers: its kind and question. */
+static size_t xc_hash(const struct xc_ent *e)
+{
+	uint64_t h = 1469598103934665603ull;
+	const uint8_t *p = (const uint8_t *)&e->kind;
+
+	for (size_t i = 0; i < offsetof(struct xc_ent, ret) -
+				offsetof(struct xc_ent, kind); i++)
+		h = (h ^ p[i]) * 1099511628211ull;
+	return (size_t)(h ^ (h >> 29));
+}
+
+static int xc_same(const struct xc_ent *a, const struct xc_ent *b)
+{
+	return a->kind == b->kind && a->off == b->off && a->len == b->len &&
+	       a->id_len == b->id_len && !memcmp(a->id, b->id, a->id_len);
+}
+
+static void xc_index(size_t i)
+{
+	size_t h = xc_hash(&xc[i]) & xc_mask;
+
+	while (xc_tab[h])
+		h = (h + 1) & xc_mask;
+	xc_tab[h] = (uint32_t)i + 1;
+}
+
+static const struct xc_ent *xc_find(const struct xc_ent *k)
+{
+	if (!xc_tab)
+		return NULL;
+	for (size_t h = xc_hash(k) & xc_mask; xc_tab[h]; h = (h + 1) & xc_mask)
+		if (xc_same(&xc[xc_tab[h] - 1], k))
+			return &xc[xc_tab[h] - 1];
+	return NULL;
+}
+
+/* Room for @n entries, and the index rebuilt for them if it grew. */
+static int xc_reserve(size_t n)
+{
+	size_t cap = xc_cap ? xc_cap : 64;
+	struct xc_ent *ne;
+	uint32_t *t;
+
+	if (n <= xc_cap && xc_tab)
+		return 0;
+	while (cap < n)
+		cap *= 2;
+	ne = realloc(xc, cap * sizeof(*ne));
+	if (!ne)
+		return -ENOMEM;
+	xc = ne;
+	t = calloc(2 * cap, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	free(xc_tab);
+	xc_tab = t;
+	xc_mask = 2 * cap - 1;
+	xc_cap = cap;
+	for (size_t i = 0; i < xc_n; i++)
+		xc_index(i);
+	return 0;
+}
+
 static int xc_add(const struct xc_ent *e)
 {
-	if (xc_n == xc_cap) {
-		size_t cap = xc_cap ? 2 * xc_cap : 64;
-		struct xc_ent *n = realloc(xc, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		xc = n;
-		xc_cap = cap;
-	}
-	xc[xc_n++] = *e;
+	if (xc_reserve(xc_n + 1))
+		return -ENOMEM;
+	xc[xc_n] = *e;
+	xc_index(xc_n++);
 	return 0;
 }
 
@@ -114,12 +175,8 @@ void pka_xcache_open(const char *dir)
 	if (fstat(xc_fd, &st) || st.st_size < (off_t)sizeof(*xc) ||
 	    st.st_size > (off_t)(1u << 26))
 		return;
-	xc_cap = (size_t)st.st_size / sizeof(*xc) + 64;
-	xc = malloc(xc_cap * sizeof(*xc));
-	if (!xc) {
-		xc_cap = 0;
+	if (xc_reserve((size_t)st.st_size / sizeof(*xc) + 1))
 		return;
-	}
 	got = pread(xc_fd, xc, (size_t)st.st_size / sizeof(*xc) * sizeof(*xc),
 		    0);
 	while (got > 0 && n < (size_t)got / sizeof(*xc)) {
@@ -131,7 +188,12 @@ void pka_xcache_open(const char *dir)
 			break;
 		n++;
 	}
-	xc_n = n;
+	/* A question answered twice (two processes at once): the first. */
+	for (size_t i = 0; i < n; i++)
+		if (!xc_find(&xc[i])) {
+			xc[xc_n] = xc[i];
+			xc_index(xc_n++);
+		}
 }
 
 void pka_xcache_close(void)
@@ -140,7 +202,9 @@ void pka_xcache_close(void)
 		close(xc_fd);
 	xc_fd = -1;
 	free(xc);
+	free(xc_tab);
 	xc = NULL;
+	xc_tab = NULL;
 	xc_n = xc_cap = 0;
 }
 
@@ -222,18 +286,6 @@ static int xc_key(struct xc_ent *e, uint16_t kind, uintptr_t addr,
 	return 1;
 }
 
-static const struct xc_ent *xc_find(const struct xc_ent *k)
-{
-	for (size_t i = 0; i < xc_n; i++) {
-		const struct xc_ent *c = &xc[i];
-
-		if (c->kind == k->kind && c->off == k->off &&
-		    c->len == k->len && c->id_len == k->id_len &&
-		    !memcmp(c->id, k->id, k->id_len))
-			return c;
-	}
-	return NULL;
-}
 
 /* Append @e (one write: entries of several processes never interleave). */
 static void xc_put(struct xc_ent *e)
