@@ -86,7 +86,7 @@ __attribute__((constructor)) static void pka_init(void)
 		pka_xcache_open(dir);
 		pka_arm(h, specs, m);
 		pka_xcache_close();
-		pka_late_init(h, specs, m);
+		pka_late_init(h, dir, specs, m);
 	}
 out:
 	pka_busy--;

@@ -116,9 +116,10 @@ enum pka_audit_event {
 /*
  * pka_late_init() - after pka_arm(): arm the specs of @specs not armed
  * yet whenever a library is loaded later, and retire them when it is
- * unloaded (late.c). Nothing if the audit module is not loaded.
+ * unloaded (late.c), with the run's cache in @dir. Nothing if the audit
+ * module is not loaded.
  */
-void pka_late_init(struct pka_header *h, const char *specs,
+void pka_late_init(struct pka_header *h, const char *dir, const char *specs,
 		   const struct pka_mode_ops *m);
 
 #endif /* PK_AGENT_AGENT_H */

@@ -47,6 +47,15 @@ static char **late_spec;	/* the run's specs, by index */
 static unsigned char *late_armed; /* 1: a probe of this spec is armed */
 static uint32_t late_n;
 static struct late *late_list;
+static unsigned long long late_adds;	/* dlpi_adds when last armed */
+static char *late_dir;		/* the run's directory, for its cache */
+
+static int get_adds(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	*(unsigned long long *)arg = info->dlpi_adds;
+	return 1;
+}
 
 /* Which object holds @addr: its bias and name. */
 struct holder {
@@ -78,11 +87,19 @@ static int find_holder(struct dl_phdr_info *info, size_t size, void *arg)
 /* A dlopen()'s objects are mapped: arm what matches in them. */
 static void late_load(void)
 {
-	struct pk_probe **p = calloc(late_n ? late_n : 1, sizeof(*p));
-	uint32_t *idx = calloc(late_n ? late_n : 1, sizeof(*idx));
+	struct pk_probe **p = NULL;
+	uint32_t *idx = NULL;
+	unsigned long long adds = 0;
 	size_t k = 0;
 	int rc;
 
+	/* Nothing loaded since (the end of a dlclose(), say): nothing new. */
+	dl_iterate_phdr(get_adds, &adds);
+	if (adds == late_adds)
+		return;
+	late_adds = adds;
+	p = calloc(late_n ? late_n : 1, sizeof(*p));
+	idx = calloc(late_n ? late_n : 1, sizeof(*idx));
 	if (!p || !idx)
 		goto out;
 	for (uint32_t i = 0; i < late_n; i++) {
@@ -154,8 +171,12 @@ static void late_hook(int event, uintptr_t base, const char *name)
 	in_hook = 1;
 	pka_busy++;
 	pthread_mutex_lock(&late_lock);
-	if (event == PKA_AUDIT_LOADED)
+	if (event == PKA_AUDIT_LOADED) {
+		/* What other processes of the run found: xcache.c. */
+		pka_xcache_open(late_dir);
 		late_load();
+		pka_xcache_close();
+	}
 	else if (event == PKA_AUDIT_CLOSING)
 		late_close(base, name);
 	pthread_mutex_unlock(&late_lock);
@@ -183,7 +204,7 @@ static void *(*find_hook(void))
 	return NULL;
 }
 
-void pka_late_init(struct pka_header *h, const char *specs,
+void pka_late_init(struct pka_header *h, const char *dir, const char *specs,
 		   const struct pka_mode_ops *m)
 {
 	const char sep[] = { PKA_SEP, 0 };
@@ -191,7 +212,7 @@ void pka_late_init(struct pka_header *h, const char *specs,
 	char *list, *save = NULL, *s;
 	uint32_t n = 0;
 
-	if (!hook || !(list = strdup(specs)))
+	if (!hook || !(list = strdup(specs)) || !(late_dir = strdup(dir)))
 		return;
 	late_spec = calloc(h->n ? h->n : 1, sizeof(*late_spec));
 	late_armed = calloc(h->n ? h->n : 1, 1);
@@ -205,5 +226,6 @@ void pka_late_init(struct pka_header *h, const char *specs,
 	late_h = h;
 	late_m = m;
 	late_n = n;
+	dl_iterate_phdr(get_adds, &late_adds);
 	__atomic_store_n(hook, late_hook, __ATOMIC_RELEASE);
 }
