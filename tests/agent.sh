@@ -57,6 +57,17 @@ check "three loads and unloads: 3 x (3 + 1) (got $(count_of f))" \
 run count -p f -o "$tmp/rep" -- "$phdr"
 check "a library never loaded: f not probed" \
 	'grep -Eq "^ +-  f  \(not probed in 1 of 1" "$tmp/rep"'
+# The run's cache (.xref): what a program of the run may put there
+# (garbage, a cut entry) costs a lookup, never a count.
+run count -p f -o "$tmp/rep" -- sh -c \
+	'head -c 3000 /dev/urandom >"$PROBEKIT_AGENT_DIR/.xref"; exec "$0" "$1" close "$1"' "$phdr" "$late"
+check "garbage in the run's cache: f still 2 x 4 (got $(count_of f))" \
+	'[ $rc -eq 0 ] && [ "$(count_of f)" = 8 ]'
+run count -p f -p malloc -o "$tmp/rep" -- sh -c \
+	'"$0" "$1"; head -c 100 "$PROBEKIT_AGENT_DIR/.xref" >"$PROBEKIT_AGENT_DIR/.x"; mv "$PROBEKIT_AGENT_DIR/.x" "$PROBEKIT_AGENT_DIR/.xref"; exec "$0" "$1"' "$phdr" "$late"
+check "the run's cache cut mid-entry: f still 2 x 4 (got $(count_of f))" \
+	'[ $rc -eq 0 ] && [ "$(count_of f)" = 8 ]'
+
 if [ -x /usr/bin/python3 ]; then
 	run count -p f -o "$tmp/rep" -- /usr/bin/python3 -c \
 		"import ctypes; l = ctypes.CDLL('$late'); [l.f() for i in range(5)]"
