@@ -319,4 +319,18 @@ add_test(NAME agent
           ${PK_CLI_SANITIZED})
 set_tests_properties(agent PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+# agent_rcu: the agent's urcu-bp replacement alone (agent/rcu.c), with
+# the urcu-bp headers, and no liburcu-bp to mix it with.
+add_executable(agent_rcu agent_rcu.c ${PROJECT_SOURCE_DIR}/agent/rcu.c)
+target_include_directories(agent_rcu PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
+  ${PROJECT_SOURCE_DIR}/agent ${PROJECT_SOURCE_DIR}/include)
+target_compile_definitions(agent_rcu PRIVATE _GNU_SOURCE)
+target_link_libraries(agent_rcu PRIVATE pthread)
+if(PK_SANITIZE)
+  set_source_files_properties(agent_rcu.c ${PROJECT_SOURCE_DIR}/agent/rcu.c
+    TARGET_DIRECTORY agent_rcu PROPERTIES COMPILE_OPTIONS -fno-sanitize=alignment)
+endif()
+add_test(NAME agent_rcu COMMAND agent_rcu)
+set_tests_properties(agent_rcu PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end agent ----
