@@ -39,7 +39,6 @@
 #include <urcu-bp.h>
 #include <urcu/static/urcu-bp.h>
 
-
 struct urcu_bp_gp urcu_bp_gp = { .ctr = URCU_BP_GP_COUNT };
 int urcu_bp_has_sys_membarrier;
 DEFINE_URCU_TLS(struct urcu_bp_reader *, urcu_bp_reader);
