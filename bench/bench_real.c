@@ -18,7 +18,11 @@
  *   event per function, and each close waits for an RCU tasks-trace grace
  *   period (~110 ms here): all 3 839 of libstdc++ add 7 minutes, so by
  *   default a function never called in the probed run gets no uprobe (it
- *   costs a run nothing but that)
+ *   costs a run nothing but that). With PKR_UPROBES=all, libstdc++'s
+ *   _ZNSt14error_categoryC2Ev and _ZSt15future_categoryv differ (kernel
+ *   2 and 1, probekit 0): libstdc++'s own initialisers call them before
+ *   the shim's constructor has armed anything; the kernel's uprobes are
+ *   there from the library's mmap
  *
  * Every run's stdout and stderr must equal the unprobed run's, byte for
  * byte; the per-function counts of the jump run, the int3 run and the
@@ -682,7 +686,7 @@ static void slug(char *out, size_t sz, const char *in)
 {
 	size_t n = 0;
 
-	for (; *in && *in != '(' && *in != ':' && n + 1 < sz && n < 40; in++) {
+	for (; *in && !strchr("(:/", *in) && n + 1 < sz && n < 40; in++) {
 		char c = *in;
 
 		if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))
@@ -909,15 +913,24 @@ static int bench_lib(struct lib *l)
 			one(l->name, "wall_uprobe_ms", "ms", r.wall_ns / 1e6);
 			if (r.perf_ns > 0)
 				one(l->name, "wall_uprobe_perf_ms", "ms", r.perf_ns / 1e6);
-			for (int i = 0; i < probed.n; i++)
-				if (probed.v[i] > pm)
-					bench_add(&ur, (r.wall_ns / 1e6 - pm) / (probed.v[i] - pm));
+			/*
+			 * Only where both added times stand out of the unprobed
+			 * runs' spread: a job that seldom calls the library's
+			 * exported functions (xz) measures noise.
+			 */
+			if (bench_median(&probed) > bench_max(&plain) &&
+			    r.wall_ns / 1e6 > bench_max(&plain))
+				for (int i = 0; i < probed.n; i++)
+					if (probed.v[i] > pm)
+						bench_add(&ur, (r.wall_ns / 1e6 - pm) /
+							       (probed.v[i] - pm));
 			if (ur.n)
 				bench_report("real", l->name, "ratio_uprobe_overhead_vs_probekit",
 					     "x", &ur);
 			else
 				bench_skip("real", l->name, "ratio_uprobe_overhead_vs_probekit",
-					   "probekit's runs were not slower than unprobed");
+					   "the added time of probekit or of the uprobes is "
+					   "within the unprobed runs' spread (few calls)");
 		}
 		free(cnt);
 		uprobes_remove();
