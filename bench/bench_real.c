@@ -44,6 +44,9 @@
  *                                           (uprobe - unprobed) /
  *                                           (probed - unprobed) wall time
  *   real / LIB / count_mismatch_int3, count_mismatch_uprobe, output_mismatch
+ *                                           (xz -T2 calls lzma_code a
+ *                                           call more or less from run to
+ *                                           run: one function differs)
  *                                           uprobe_functions: how many
  *                                           functions had a uprobe
  *                                           count_mismatch_jump_runs: the
@@ -303,7 +306,8 @@ static const char *setup(struct lib *l)
 		if (gen_text(p, quick ? 128 << 10 : 2 << 20))
 			return "cannot write the data";
 		add_cmd(l, "xz", "-T1", "-3", "-c", p, NULL);
-		add_cmd(l, "xz", "-T2", "-3", quick ? "--block-size=64KiB" : "--block-size=512KiB", "-c", p, NULL);
+		add_cmd(l, "xz", "-T2", "-3",
+			quick ? "--block-size=64KiB" : "--block-size=512KiB", "-c", p, NULL);
 	} else if (!strcmp(l->name, "libxml2")) {
 		snprintf(p, sizeof(p), "%s/doc.xml", tmpdir);
 		if (gen_xml(p, quick ? 300 : 12500))
@@ -356,8 +360,20 @@ static void uprobes_remove(void)
 	uplib = NULL;
 }
 
+static volatile pid_t cur_child;	/* the workload (or perf) running now */
+
+/*
+ * Events are removable only once no perf holds them: end the child first
+ * (a perf closing its events takes a while, in the kernel).
+ */
 static void on_fatal(int sig)
 {
+	pid_t c = cur_child;
+
+	if (c > 0) {
+		kill(c, SIGKILL);
+		waitpid(c, NULL, 0);
+	}
 	uprobes_remove();
 	signal(sig, SIG_DFL);
 	raise(sig);
@@ -479,6 +495,7 @@ static struct result run(struct lib *l, enum mode m, int ref, const char *shm)
 			execvp(argv[0], argv);
 			_exit(127);
 		}
+		cur_child = pid;
 		if (pid < 0 || waitpid(pid, &status, 0) != pid ||
 		    !WIFEXITED(status) ||
 		    WEXITSTATUS(status) > (strcmp(l->cmd[k].argv[0], "grep") ? 0 : 1))
@@ -496,6 +513,7 @@ static struct result run(struct lib *l, enum mode m, int ref, const char *shm)
 		} else {
 			res.wall_ns += bench_now_ns() - t0;
 		}
+		cur_child = 0;
 		if (!ref && !(same_file(out, ro) && (m == M_UPROBE || same_file(err, re))))
 			res.out_differs++;
 	}
@@ -1026,6 +1044,7 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_fatal);
 	signal(SIGTERM, on_fatal);
 	signal(SIGHUP, on_fatal);
+	signal(SIGQUIT, on_fatal);
 	/* perf stat opens one descriptor per event. */
 	if (!getrlimit(RLIMIT_NOFILE, &rl)) {
 		rl.rlim_cur = rl.rlim_max;
