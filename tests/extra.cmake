@@ -291,3 +291,11 @@ if(TARGET test_arch_tramp)
   target_link_libraries(test_arch_tramp PRIVATE Zydis::Zydis)
 endif()
 # ---- end probe, vector registers ----
+
+# ---- probe, red zone (issue 12) ----
+# test_probe_redzone's targets are assembly in the executable itself, found
+# by their dynamic symbols.
+if(TARGET test_probe_redzone)
+  set_target_properties(test_probe_redzone PROPERTIES ENABLE_EXPORTS ON)
+endif()
+# ---- end probe, red zone ----
