@@ -325,6 +325,28 @@ static size_t params_at(const char *d)
 	return strlen(d);
 }
 
+/*
+ * Where the name in demangled @d (cut before its parameters at @end)
+ * starts: after a template function's return type ("int ns::f<int>").
+ */
+static size_t name_at(const char *d, size_t end)
+{
+	size_t at = 0;
+	int depth = 0;
+
+	for (size_t i = 0; i < end; i++) {
+		if (d[i] == '<' || d[i] == '(')
+			depth++;
+		else if ((d[i] == '>' || d[i] == ')') && depth)
+			depth--;
+		else if (d[i] == ' ' && !depth)
+			at = i + 1;
+	}
+	if (at && strstr(d, "operator") && strstr(d, "operator") < d + at)
+		return 0;	/* "operator new", "operator delete[]" */
+	return at;
+}
+
 /* ------------------------------------------------------------- matches */
 
 struct cand {
@@ -373,7 +395,7 @@ static int name_matches(struct scan *sc, const char *raw, char **shown)
 {
 	const struct spec *sp = sc->sp;
 	char *d;
-	size_t cut;
+	size_t cut, skip;
 	int st = 0, ok;
 
 	*shown = NULL;
@@ -389,7 +411,7 @@ static int name_matches(struct scan *sc, const char *raw, char **shown)
 	if (sp->params) {
 		char n[1024];
 
-		squeeze(n, sizeof(n), d);
+		squeeze(n, sizeof(n), d + name_at(d, params_at(d)));
 		ok = sp->name_glob ? !fnmatch(sp->norm, n, 0) : !strcmp(sp->norm, n);
 	} else {
 		char save;
@@ -397,7 +419,9 @@ static int name_matches(struct scan *sc, const char *raw, char **shown)
 		cut = params_at(d);
 		save = d[cut];
 		d[cut] = 0;
-		ok = sp->name_glob ? !fnmatch(sp->name, d, 0) : !strcmp(sp->name, d);
+		skip = name_at(d, cut);
+		ok = sp->name_glob ? !fnmatch(sp->name, d + skip, 0) :
+				     !strcmp(sp->name, d + skip);
 		d[cut] = save;
 	}
 	if (ok)
@@ -977,8 +1001,9 @@ static int no_match(const struct resolve *r)
 {
 	const struct spec *sp = &r->sp;
 
-	pk_err("sym: \"%s\": no function %s%s%s%s%s in %s%s", sp->text,
+	pk_err("sym: \"%s\": no function %s%s%s%s%s%s in %s%s", sp->text,
 	       sp->name_glob ? "matches " : "of that name",
+	       sp->name_glob ? sp->name : "",
 	       sp->version ? " and version " : "", sp->version ? sp->version : "",
 	       sp->file ? " in source file " : "", sp->file ? sp->file : "",
 	       sp->obj ? sp->obj : "any loaded object",
@@ -1009,6 +1034,16 @@ static int resolve_one(struct resolve *r, struct pk_sym *out)
 	}
 	if (!sc->n)
 		return no_match(r);
+	for (size_t i = 1; i < sc->n; i++) {
+		const struct cand *a = &sc->c[0], *b = &sc->c[i];
+
+		if (strcmp(a->raw, b->raw)) {
+			pk_err("sym: \"%s\" is overloaded: %s and %s (%zu in "
+			       "all); give the parameter list", r->sp.text,
+			       a->name, b->name, sc->n);
+			return -EINVAL;
+		}
+	}
 	for (size_t i = 0; i < sc->n && pick < 0; i++)
 		if (sc->c[i].bind != STB_LOCAL)
 			pick = (int)i;	/* load order: what the linker binds */
