@@ -291,3 +291,19 @@ if(TARGET test_arch_tramp)
   target_link_libraries(test_arch_tramp PRIVATE Zydis::Zydis)
 endif()
 # ---- end probe, vector registers ----
+
+# ---- sym: symbol specs (issue 10, Resolution): versions, IFUNCs, globs, C++ names, files, offsets ----
+# libsymtarget.so has a second source file with a static of the same name.
+if(TARGET symtarget)
+  target_sources(symtarget PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/targets/symtarget_b.c)
+endif()
+# A C++ library (it links libstdc++, whose __cxa_demangle the lookups find).
+add_library(symcxx SHARED ${CMAKE_CURRENT_SOURCE_DIR}/targets/libsymcxx.cc)
+set_target_properties(symcxx PROPERTIES PREFIX "lib"
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+if(TARGET test_sym_spec)
+  target_link_libraries(test_sym_spec PRIVATE symtarget symcxx)
+  # libunloadtarget.so is read as a file that is not loaded.
+  add_dependencies(test_sym_spec unloadtarget)
+endif()
+# ---- end sym ----
