@@ -278,6 +278,8 @@ static int scan_table(struct file *f, Elf_Scn *scn, const GElf_Shdr *sh,
 struct fde_ctx {
 	int (*fn)(const struct pk_elf_sym *, void *);
 	void *ctx;
+	uint64_t plt[4][2];	/* .plt, .plt.got, .plt.sec: stubs, not functions */
+	int nplt;
 };
 
 static int one_fde(uint64_t start, uint64_t range, void *arg)
@@ -288,6 +290,9 @@ static int one_fde(uint64_t start, uint64_t range, void *arg)
 		.bind = STB_LOCAL, .table = PK_SYM_EH_FRAME,
 	};
 
+	for (int i = 0; i < fc->nplt; i++)
+		if (start >= fc->plt[i][0] && start < fc->plt[i][1])
+			return 0;
 	return fc->fn(&es, fc->ctx);
 }
 
@@ -296,7 +301,9 @@ int pk_elf_scan(const char *path, unsigned int flags,
 		struct pk_elf_info *info)
 {
 	struct file f, dbg = { .fd = -1 };
-	Elf_Scn *scn = NULL;
+	struct fde_ctx fc = { fn, ctx, { { 0 } }, 0 };
+	Elf_Scn *scn = NULL, *eh_frame = NULL;
+	GElf_Shdr eh_sh = { 0 };
 	GElf_Ehdr eh;
 	int ret = 0;
 
@@ -324,18 +331,24 @@ int pk_elf_scan(const char *path, unsigned int flags,
 					 sh.sh_type == SHT_DYNSYM ? PK_SYM_DYNSYM
 								  : PK_SYM_SYMTAB,
 					 fn, ctx);
-		if ((flags & PK_ELF_FDES) && nm && !strcmp(nm, ".eh_frame") &&
-		    sh.sh_type == SHT_PROGBITS) {
-			Elf_Data *d = elf_getdata(scn, NULL);
-			struct fde_ctx fc = { fn, ctx };
+		if (nm && !strncmp(nm, ".plt", 4) && fc.nplt < 4) {
+			fc.plt[fc.nplt][0] = sh.sh_addr;
+			fc.plt[fc.nplt++][1] = sh.sh_addr + sh.sh_size;
+		}
+		if (nm && !strcmp(nm, ".eh_frame") && sh.sh_type == SHT_PROGBITS) {
+			eh_frame = scn;
+			eh_sh = sh;
+		}
+	}
+	if (!ret && (flags & PK_ELF_FDES) && eh_frame) {
+		Elf_Data *d = elf_getdata(eh_frame, NULL);
 
-			if (d && d->d_buf) {
-				int r = pk_eh_each_fde(d->d_buf, d->d_size,
-						       sh.sh_addr, one_fde, &fc);
+		if (d && d->d_buf) {
+			int r = pk_eh_each_fde(d->d_buf, d->d_size,
+					       eh_sh.sh_addr, one_fde, &fc);
 
-				if (r < 0)
-					ret = r;
-			}
+			if (r < 0)
+				ret = r;
 		}
 	}
 	if (!ret && (flags & PK_ELF_DEBUG) && !info->has_symtab &&

@@ -212,6 +212,10 @@ static int spec_parse(const char *text, struct spec *sp)
 		if (name[0] == '0' && (name[1] == 'x' || name[1] == 'X')) {
 			char *end;
 
+			if (!strcmp(name + 2, "*")) {
+				sp->has_offset = 2;	/* every function */
+				return 0;
+			}
 			sp->offset = strtoull(name + 2, &end, 16);
 			if (end == name + 2 || *end)
 				return -EINVAL;
@@ -250,7 +254,7 @@ static int spec_parse(const char *text, struct spec *sp)
 
 static int spec_many(const struct spec *sp)
 {
-	return sp->obj_glob || sp->name_glob || (sp->file && has_glob(sp->file));
+	return sp->obj_glob || sp->has_offset == 2 || sp->name_glob || (sp->file && has_glob(sp->file));
 }
 
 /* @base as named, or each prefix of it that ends before a dot. */
@@ -796,6 +800,19 @@ static int fill(const struct cand *c, const struct object *o, int on_disk,
 	copy_str(out->name, sizeof(out->name), c->name);
 	copy_str(out->version, sizeof(out->version), c->version);
 	copy_str(out->file, sizeof(out->file), c->file);
+	if (c->type != STT_GNU_IFUNC && !out->size) {
+		/* A symbol with no size (hand-written assembly): its FDE's. */
+		struct pk_func *fn = malloc(sizeof(*fn));
+
+		if (!fn)
+			return -ENOMEM;
+		if (!func_in(o->path, out->base, out->addr, fn) &&
+		    fn->start == out->addr) {
+			out->size = fn->size;
+			out->table = fn->table;
+		}
+		free(fn);
+	}
 	if (c->type != STT_GNU_IFUNC)
 		return 0;
 	out->flags |= PK_SYM_F_IFUNC;
@@ -826,7 +843,7 @@ static void cands_dedup(struct scan *sc)
 				sc->c[j].size = c->size;
 			if (c->bind != STB_LOCAL)
 				sc->c[j].bind = c->bind;
-			if (!sc->c[j].file && c->file) {
+			if (!sc->c[j].file && c->file && !strcmp(c->raw, sc->c[j].raw)) {
 				sc->c[j].file = c->file;
 				c->file = NULL;
 			}
@@ -874,23 +891,24 @@ struct resolve {
 	struct pk_func fn;
 };
 
-/* By offset: the function starting there in object @o. */
-static int by_offset(struct resolve *r, size_t oi, struct pk_sym *out)
+/* By offset: the function starting @offset bytes into object @oi. */
+static int by_offset(struct resolve *r, size_t oi, uint64_t offset,
+		     struct pk_sym *out)
 {
 	const struct object *o = &r->os.o[oi];
-	uintptr_t a = (r->on_disk ? 0 : o->bias) + (uintptr_t)r->sp.offset;
+	uintptr_t a = (r->on_disk ? 0 : o->bias) + (uintptr_t)offset;
 	int err = func_in(o->path, r->on_disk ? 0 : o->bias, a, &r->fn);
 
 	if (err) {
 		pk_err("sym: \"%s\": no function covers offset %#" PRIx64
-		       " of %s (no symbol, no FDE)", r->sp.text, r->sp.offset,
+		       " of %s (no symbol, no FDE)", r->sp.text, offset,
 		       o->path);
 		return -ENOENT;
 	}
 	if (r->fn.start != a) {
 		pk_err("sym: \"%s\": offset %#" PRIx64 " is %zu bytes into the "
 		       "function at %#" PRIxPTR " (%s): name its start",
-		       r->sp.text, r->sp.offset, (size_t)(a - r->fn.start),
+		       r->sp.text, offset, (size_t)(a - r->fn.start),
 		       r->fn.start - (r->on_disk ? 0 : o->bias),
 		       r->fn.name[0] ? r->fn.name : "no name");
 		return -EINVAL;
@@ -907,8 +925,44 @@ static int by_offset(struct resolve *r, size_t oi, struct pk_sym *out)
 	else
 		snprintf(out->name, sizeof(out->name), "%s+%#" PRIx64,
 			 strrchr(o->path, '/') ? strrchr(o->path, '/') + 1 : o->path,
-			 r->sp.offset);
+			 offset);
 	return 0;
+}
+
+/*
+ * The start of every function of object @oi (its index: symbols and
+ * FDEs), as offsets from its load base, into a malloc()ed *@out.
+ */
+static int index_starts(struct resolve *r, size_t oi, uint64_t **out,
+			size_t *n)
+{
+	const struct object *o = &r->os.o[oi];
+	uintptr_t bias = r->on_disk ? 0 : o->bias;
+	int err;
+
+	*out = NULL;
+	*n = 0;
+	pthread_mutex_lock(&cache_lock);
+	err = index_fill(o->path, bias);
+	if (!err && cache.n) {
+		*out = malloc(cache.n * sizeof(**out));
+		if (!*out)
+			err = -ENOMEM;
+	}
+	for (size_t i = 0; !err && i < cache.n; i++) {
+		const struct func_ent *f = &cache.f[i];
+
+		if (*n && (*out)[*n - 1] == f->start - bias)
+			continue;
+		/* An FDE inside a symbol's extent (a cold part) is not a function. */
+		if (i && f->table == PK_SYM_EH_FRAME &&
+		    f->start < cache.f[i - 1].start + cache.f[i - 1].size &&
+		    cache.f[i - 1].table != PK_SYM_EH_FRAME)
+			continue;
+		(*out)[(*n)++] = f->start - bias;
+	}
+	pthread_mutex_unlock(&cache_lock);
+	return err;
 }
 
 static int resolve_start(struct resolve *r, const char *spec)
@@ -1095,8 +1149,13 @@ int pk_sym_lookup(const char *spec, struct pk_sym *out)
 				}
 				oi = i;
 			}
-		if (!err)
-			err = by_offset(r, oi, out);
+		if (!err && r->sp.has_offset == 2) {
+			pk_err("sym: \"%s\": every function: one is needed here "
+			       "(pk_sym_each() takes them all)", spec);
+			err = -EINVAL;
+		} else if (!err) {
+			err = by_offset(r, oi, r->sp.offset, out);
+		}
 	} else if (!err) {
 		err = resolve_scan(r);
 		if (!err && spec_many(&r->sp)) {
@@ -1146,19 +1205,32 @@ int pk_sym_each(const char *spec, int (*fn)(const struct pk_sym *sym, void *ctx)
 	if (err)
 		goto out;
 	if (r->sp.has_offset) {
-		for (size_t i = 0; i < r->os.n && err >= 0; i++) {
+		for (size_t i = 0; i < r->os.n; i++) {
+			uint64_t one = r->sp.offset, *offs = &one;
+			size_t noffs = 1;
+
 			if (!r->on_disk && !object_matches(&r->sp, r->os.o[i].path))
 				continue;
-			err = by_offset(r, i, s);
-			if (!err)
+			if (r->sp.has_offset == 2) {
+				err = index_starts(r, i, &offs, &noffs);
+				if (err == -ENOMEM)
+					goto out;
+				err = 0;	/* an unreadable object: none */
+			}
+			for (size_t k = 0; k < noffs; k++) {
+				if (by_offset(r, i, offs[k], s))
+					continue;	/* logged */
 				err = fn(s, ctx);
-			if (!err)
+				if (err)
+					break;
 				n++;
-			else if (err != -ENOENT && err != -EINVAL)
-				break;
-			err = 0;
+			}
+			if (offs != &one)
+				free(offs);
+			if (err)
+				goto out;
 		}
-		err = err < 0 ? err : n ? n : -ENOENT;
+		err = n ? n : -ENOENT;
 		goto out;
 	}
 	err = resolve_scan(r);
