@@ -306,4 +306,16 @@ if(TARGET test_sym_spec)
   # libunloadtarget.so is read as a file that is not loaded.
   add_dependencies(test_sym_spec unloadtarget)
 endif()
+# probekit list on a stripped program (and its unstripped twin for nm).
+add_executable(symstrip ${CMAKE_CURRENT_SOURCE_DIR}/targets/symstrip.c)
+target_compile_options(symstrip PRIVATE -O2)
+add_custom_command(TARGET symstrip POST_BUILD
+  COMMAND ${CMAKE_STRIP} -o $<TARGET_FILE:symstrip>.stripped $<TARGET_FILE:symstrip>
+  VERBATIM)
+add_test(NAME cli_list
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli-list.sh $<TARGET_FILE:probekit_cli>
+          $<TARGET_FILE:symstrip> $<TARGET_FILE:symstrip>.stripped
+          $<TARGET_FILE:symtarget> $<TARGET_FILE:symcxx>)
+set_tests_properties(cli_list PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end sym ----
