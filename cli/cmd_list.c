@@ -490,13 +490,11 @@ static void spec_log(enum pk_log_level level, const char *msg, void *ctx)
 		snprintf(err, 512, "%s", msg);
 }
 
-static int list_main(int argc, char **argv)
+static int list_body(int argc, char **argv, struct objs *os, struct out *o,
+		     char (**whyp)[512])
 {
-	struct objs os = { 0 };
-	struct out o = { .f = stdout };
 	int nspecs, failed = 0, code = 0;
 	char **specs, *all[] = { (char *)"*" };
-	char (*why)[512];
 
 	/* Options anywhere before "--" (after it: COMMAND's). */
 	for (int i = 1, w = 1; i <= argc; i++) {
@@ -507,7 +505,7 @@ static int list_main(int argc, char **argv)
 			break;
 		}
 		if (!strcmp(argv[i], "-j") || !strcmp(argv[i], "--json")) {
-			o.json = 1;
+			o->json = 1;
 			continue;
 		}
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -535,64 +533,78 @@ static int list_main(int argc, char **argv)
 		pkc_usage(stderr, &pkc_cmd_list);
 		return PKC_EXIT_OWN;
 	}
-	why = calloc((size_t)nspecs + 1, sizeof(*why));
-	if (!why || load_lib())
+	*whyp = calloc((size_t)nspecs + 1, sizeof(**whyp));
+	if (!*whyp || load_lib())
 		return PKC_EXIT_OWN;
 	/* C++ names demangled: libstdc++'s __cxa_demangle, where installed. */
 	dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_GLOBAL);
 	if (optind + nspecs < argc) {
-		code = command_objects(argv[optind + nspecs + 1], &os);
+		code = command_objects(argv[optind + nspecs + 1], os);
 		if (code)
 			return code;
 		if (!nspecs) {
 			/* Every function of the program itself (OBJECT-FILE). */
-			all[0] = os.path[0];
+			all[0] = os->path[0];
 			specs = all;
 			nspecs = 1;
 		}
 	}
-	if (!o.json)
-		fprintf(o.f, "%-28s %-40s %10s %7s %-9s %s\n", "OBJECT", "NAME",
+	if (!o->json)
+		fprintf(o->f, "%-28s %-40s %10s %7s %-9s %s\n", "OBJECT", "NAME",
 			"OFFSET", "SIZE", "EXTENT", "KIND");
 	else
-		fprintf(o.f, "{\"objects\": [");
-	for (int i = 0; o.json && i < os.n; i++) {
-		fprintf(o.f, "%s", i ? ", " : "");
-		pkc_json_str(o.f, os.path[i]);
+		fprintf(o->f, "{\"objects\": [");
+	for (int i = 0; o->json && i < os->n; i++) {
+		fprintf(o->f, "%s", i ? ", " : "");
+		pkc_json_str(o->f, os->path[i]);
 	}
-	if (o.json)
-		fprintf(o.f, "], \"static\": %s, \"functions\": [",
-			os.is_static ? "true" : "false");
+	if (o->json)
+		fprintf(o->f, "], \"static\": %s, \"functions\": [",
+			os->is_static ? "true" : "false");
 	for (int i = 0; i < nspecs; i++) {
 		char err[512] = "";
 
 		lib.set_log(spec_log, err);
-		if (list_spec(specs[i], &os, &o, err, sizeof(err)))
+		if (list_spec(specs[i], os, o, err, sizeof(err)))
 			failed++;
 		lib.set_log(NULL, NULL);
-		snprintf(why[i], sizeof(why[i]), "%s", o.found ? "" : err);
-		if (!o.found)
+		snprintf((*whyp)[i], sizeof((*whyp)[i]), "%s", o->found ? "" : err);
+		if (!o->found)
 			fprintf(stderr, "probekit: list: %s: %s\n", specs[i], err);
 	}
-	if (o.json) {
-		fprintf(o.f, "\n], \"unmatched\": [");
+	if (o->json) {
+		fprintf(o->f, "\n], \"unmatched\": [");
 		for (int i = 0, k = 0; i < nspecs; i++) {
-			if (!why[i][0])
+			if (!(*whyp)[i][0])
 				continue;
-			fprintf(o.f, "%s{\"spec\": ", k++ ? ", " : "");
-			pkc_json_str(o.f, specs[i]);
-			fprintf(o.f, ", \"why\": ");
-			pkc_json_str(o.f, why[i]);
-			fprintf(o.f, "}");
+			fprintf(o->f, "%s{\"spec\": ", k++ ? ", " : "");
+			pkc_json_str(o->f, specs[i]);
+			fprintf(o->f, ", \"why\": ");
+			pkc_json_str(o->f, (*whyp)[i]);
+			fprintf(o->f, "}");
 		}
-		fprintf(o.f, "]}\n");
+		fprintf(o->f, "]}\n");
 	}
-	free(why);
-	if (fflush(o.f) || ferror(o.f)) {
+	if (fflush(o->f) || ferror(o->f)) {
 		fprintf(stderr, "probekit: list: cannot write the list\n");
 		return PKC_EXIT_OWN;
 	}
 	return failed ? 1 : 0;
+}
+
+static int list_main(int argc, char **argv)
+{
+	struct objs os = { 0 };
+	struct out o = { .f = stdout };
+	char (*why)[512] = NULL;
+	int code = list_body(argc, argv, &os, &o, &why);
+
+	for (int i = 0; i < os.n; i++)
+		free(os.path[i]);
+	free(os.path);
+	free(o.seen);
+	free(why);
+	return code;
 }
 
 const struct pkc_cmd pkc_cmd_list = {

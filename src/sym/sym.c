@@ -923,7 +923,7 @@ static int by_offset(struct resolve *r, size_t oi, uint64_t offset,
 	if (r->fn.name[0] && r->fn.table != PK_SYM_EH_FRAME)
 		copy_str(out->name, sizeof(out->name), r->fn.name);
 	else
-		snprintf(out->name, sizeof(out->name), "%s+%#" PRIx64,
+		snprintf(out->name, sizeof(out->name), "%.400s+%#" PRIx64,
 			 strrchr(o->path, '/') ? strrchr(o->path, '/') + 1 : o->path,
 			 offset);
 	return 0;
