@@ -306,6 +306,11 @@ if(TARGET test_sym_spec)
   # libunloadtarget.so is read as a file that is not loaded.
   add_dependencies(test_sym_spec unloadtarget)
 endif()
+# test_sym_debug strips a copy of libsymdbg.so and gives it a debug file.
+if(TARGET test_sym_debug)
+  add_dependencies(test_sym_debug symdbg symtarget)
+  set_target_properties(symdbg PROPERTIES LINK_OPTIONS -Wl,--build-id)
+endif()
 # probekit list on a stripped program (and its unstripped twin for nm).
 add_executable(symstrip ${CMAKE_CURRENT_SOURCE_DIR}/targets/symstrip.c)
 # Never instrumented: nm's view of it must be a plain program's.
