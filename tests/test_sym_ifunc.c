@@ -62,33 +62,66 @@ static void one(const char *name, struct pk_sym *dbg, int have_dbg)
 	ASSERT_TRUE(!strncmp(dbg->impl, "__", 2), "named as in the debug file");
 }
 
-static int hits;
+static int hits[3];
+static int counting;	/* only the loops' calls: not probekit's own */
 
 static void count(struct pk_probe *p, struct pk_regs *r, void *ctx)
 {
-	(void)p, (void)r, (void)ctx;
-	__atomic_add_fetch(&hits, 1, __ATOMIC_RELAXED);
+	(void)p, (void)r;
+	if (__atomic_load_n(&counting, __ATOMIC_RELAXED))
+		__atomic_add_fetch((int *)ctx, 1, __ATOMIC_RELAXED);
 }
 
-/* The implementation probed: calls through the PLT reach it. */
-static void probe_strlen(void)
+/*
+ * The implementations probed: calls through pointers dlsym() gave (what
+ * the program's PLT binds) are counted, each exactly (the program's own
+ * count is the independent figure).
+ */
+static void probe_calls(void)
 {
-	PK_OPTS(pk_probe_opts, o, .symbol = "libc.so.6:strlen", .pre = count);
-	size_t (*volatile f)(const char *) = (size_t (*)(const char *))
-		dlsym(libc, "strlen");
-	struct pk_probe *p;
+	static const char *const spec[3] = { "libc.so.6:strlen",
+					     "libc.so.6:memset",
+					     "libc.so.6:memcpy" };
+	size_t (*volatile len)(const char *) =
+		(size_t (*)(const char *))dlsym(libc, "strlen");
+	void *(*volatile set)(void *, int, size_t) =
+		(void *(*)(void *, int, size_t))dlsym(libc, "memset");
+	void *(*volatile cpy)(void *, const void *, size_t) =
+		(void *(*)(void *, const void *, size_t))dlsym(libc, "memcpy");
+	struct pk_probe *p[3];
+	char buf[64], src[64] = "probekit";
 	size_t sum = 0;
+	int n = 0;
 
-	if (!ASSERT_OK(pk_probe_create(&o, &p), "probe strlen's implementation"))
-		return;
-	if (ASSERT_OK(pk_probe_register(&p, 1), "register")) {
-		for (int i = 0; i < 10; i++)
-			sum += f("probekit");
-		pk_probe_unregister(&p, 1);
+	for (int i = 0; i < 3; i++) {
+		PK_OPTS(pk_probe_opts, o, .symbol = spec[i], .pre = count,
+			.ctx = &hits[i]);
+
+		if (!ASSERT_OK(pk_probe_create(&o, &p[n]), spec[i]))
+			continue;
+		n++;
 	}
-	pk_probe_destroy(p);
+	if (n < 3 || !ASSERT_OK(pk_probe_register(p, 3), "register the three")) {
+		while (n--)
+			pk_probe_destroy(p[n]);
+		return;
+	}
+	__atomic_store_n(&counting, 1, __ATOMIC_SEQ_CST);
+	for (int i = 0; i < 10; i++)
+		sum += len("probekit");
+	for (int i = 0; i < 7; i++)
+		set(buf, i, sizeof(buf));
+	for (int i = 0; i < 5; i++)
+		cpy(buf, src, sizeof(buf));
+	__atomic_store_n(&counting, 0, __ATOMIC_SEQ_CST);
+	pk_probe_unregister(p, 3);
+	for (int i = 0; i < 3; i++)
+		pk_probe_destroy(p[i]);
 	ASSERT_EQ(sum, 80, "strlen still right");
-	ASSERT_GE(hits, 10, "its calls counted");
+	ASSERT_EQ(strcmp(buf, "probekit"), 0, "memcpy still right");
+	ASSERT_EQ(hits[0], 10, "strlen's 10 calls counted");
+	ASSERT_EQ(hits[1], 7, "memset's 7 calls counted");
+	ASSERT_EQ(hits[2], 5, "memcpy's 5 calls counted");
 }
 
 int main(void)
@@ -113,6 +146,6 @@ int main(void)
 		one(ifuncs[i], &dbg[i], have[i]);
 	ASSERT_EQ(pk_sym_lookup("__strlen_avx2_no_such", &s), -ENOENT,
 		  "no such implementation");
-	probe_strlen();
+	probe_calls();
 	return t_exit();
 }
