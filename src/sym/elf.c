@@ -211,9 +211,15 @@ static int verdefs_read(struct file *f, struct verdefs *v)
 }
 
 /* Symbols of one table; @table: enum pk_sym_table to report. */
+struct filter {
+	const char *prefix;	/* NULL: every symbol */
+	size_t len;
+	int mangled;		/* _Z... too */
+};
+
 static int scan_table(struct file *f, Elf_Scn *scn, const GElf_Shdr *sh,
-		      int table, int (*fn)(const struct pk_elf_sym *, void *),
-		      void *ctx)
+		      int table, const struct filter *flt,
+		      int (*fn)(const struct pk_elf_sym *, void *), void *ctx)
 {
 	Elf_Data *d = elf_getdata(scn, NULL), *vd = NULL;
 	struct verdefs v = { 0 };
@@ -244,7 +250,10 @@ static int scan_table(struct file *f, Elf_Scn *scn, const GElf_Shdr *sh,
 			file = nm && *nm ? nm : NULL;
 			continue;
 		}
-		if (!nm || !*nm || s.st_shndx == SHN_UNDEF || !s.st_value ||
+		if (!nm || (flt->prefix && strncmp(nm, flt->prefix, flt->len) &&
+			    !(flt->mangled && nm[0] == '_' && nm[1] == 'Z')))
+			continue;	/* the cheap test first: most fail it */
+		if (!*nm || s.st_shndx == SHN_UNDEF || !s.st_value ||
 		    (GELF_ST_TYPE(s.st_info) != STT_FUNC &&
 		     GELF_ST_TYPE(s.st_info) != STT_GNU_IFUNC))
 			continue;
@@ -296,10 +305,12 @@ static int one_fde(uint64_t start, uint64_t range, void *arg)
 	return fc->fn(&es, fc->ctx);
 }
 
-int pk_elf_scan(const char *path, unsigned int flags,
+int pk_elf_scan(const char *path, unsigned int flags, const char *prefix,
 		int (*fn)(const struct pk_elf_sym *s, void *ctx), void *ctx,
 		struct pk_elf_info *info)
 {
+	struct filter flt = { prefix, prefix ? strlen(prefix) : 0,
+			      !!(flags & PK_ELF_MANGLED) };
 	struct file f, dbg = { .fd = -1 };
 	struct fde_ctx fc = { fn, ctx, { { 0 } }, 0 };
 	Elf_Scn *scn = NULL, *eh_frame = NULL;
@@ -330,7 +341,7 @@ int pk_elf_scan(const char *path, unsigned int flags,
 			ret = scan_table(&f, scn, &sh,
 					 sh.sh_type == SHT_DYNSYM ? PK_SYM_DYNSYM
 								  : PK_SYM_SYMTAB,
-					 fn, ctx);
+					 &flt, fn, ctx);
 		if (nm && !strncmp(nm, ".plt", 4) && fc.nplt < 4) {
 			fc.plt[fc.nplt][0] = sh.sh_addr;
 			fc.plt[fc.nplt++][1] = sh.sh_addr + sh.sh_size;
@@ -357,7 +368,8 @@ int pk_elf_scan(const char *path, unsigned int flags,
 
 		scn = find_scn(&dbg, NULL, SHT_SYMTAB, &sh);
 		if (scn)
-			ret = scan_table(&dbg, scn, &sh, PK_SYM_DEBUG, fn, ctx);
+			ret = scan_table(&dbg, scn, &sh, PK_SYM_DEBUG, &flt, fn,
+					 ctx);
 		else
 			info->debug[0] = 0;
 		file_close(&dbg);

@@ -127,6 +127,7 @@ struct spec {
 	int params;		/* a parameter list given */
 	char key[128];		/* an identifier every match's mangled name holds */
 	char norm[1024];	/* name without spaces, when params */
+	char prefix[256];	/* what every (unmangled) match starts with */
 };
 
 static int has_glob(const char *s)
@@ -248,6 +249,8 @@ static int spec_parse(const char *text, struct spec *sp)
 		  strchr(name, '~');
 	if (sp->params)
 		squeeze(sp->norm, sizeof(sp->norm), name);
+	snprintf(sp->prefix, sizeof(sp->prefix), "%.*s",
+		 (int)strcspn(name, "*?["), name);
 	spec_key(sp);
 	return 0;
 }
@@ -578,7 +581,7 @@ static int index_fill(const char *path, uintptr_t bias)
 	info = malloc(sizeof(*info));
 	if (!info)
 		return -ENOMEM;
-	err = pk_elf_scan(path, PK_ELF_SYMS | PK_ELF_DEBUG | PK_ELF_FDES,
+	err = pk_elf_scan(path, PK_ELF_SYMS | PK_ELF_DEBUG | PK_ELF_FDES, NULL,
 			  index_add, &bias, info);
 	if (err) {
 		free(info);
@@ -1023,7 +1026,9 @@ static int resolve_scan_tables(struct resolve *r, unsigned int flags)
 			return -ENOMEM;
 		r->sc.obj = i;
 		r->sc.bias = r->on_disk ? 0 : o->bias;
-		err = pk_elf_scan(o->path, flags, scan_one, &r->sc, info);
+		err = pk_elf_scan(o->path, flags | (r->sc.dem ? PK_ELF_MANGLED : 0),
+				  r->sp.cxx ? "_Z" : r->sp.prefix, scan_one,
+				  &r->sc, info);
 		free(info);
 		if (err == -ENOMEM)
 			return err;

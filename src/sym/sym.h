@@ -49,6 +49,7 @@ enum {
 	PK_ELF_SYMS = 1,	/* .dynsym and .symtab */
 	PK_ELF_DEBUG = 2,	/* the debug file's .symtab if no .symtab */
 	PK_ELF_FDES = 4,	/* .eh_frame FDEs (name NULL) */
+	PK_ELF_MANGLED = 8,	/* with a prefix: C++ names (_Z...) pass too */
 };
 
 /* What pk_elf_scan() learnt about the file. */
@@ -64,12 +65,14 @@ struct pk_elf_info {
  * pk_elf_scan() - call @fn for every defined function of the ELF file at
  * @path (what @flags asks for). The debug file is looked for under
  * PROBEKIT_DEBUG_DIR (default /usr/lib/debug; empty: none) by build-id,
- * then by .gnu_debuglink.
+ * then by .gnu_debuglink. @prefix: only symbols whose name starts with it
+ * (and C++ ones with PK_ELF_MANGLED) are handed out; NULL: all.
  * @fn returns 0 to go on, a -errno to stop.
  * Return: 0, or -ENOENT (no such file, not ELF), -ENOMEM, or @fn's
  * negative return.
  */
 PK_HIDDEN int pk_elf_scan(const char *path, unsigned int flags,
+			  const char *prefix,
 			  int (*fn)(const struct pk_elf_sym *s, void *ctx),
 			  void *ctx, struct pk_elf_info *info);
 
