@@ -250,7 +250,9 @@ static int scan_table(struct file *f, Elf_Scn *scn, const GElf_Shdr *sh,
 			file = nm && *nm ? nm : NULL;
 			continue;
 		}
-		if (!nm || (flt->prefix && strncmp(nm, flt->prefix, flt->len) &&
+		if (!nm || (flt->prefix && flt->len &&
+			    (nm[0] != flt->prefix[0] ||
+			     strncmp(nm, flt->prefix, flt->len)) &&
 			    !(flt->mangled && nm[0] == '_' && nm[1] == 'Z')))
 			continue;	/* the cheap test first: most fail it */
 		if (!*nm || s.st_shndx == SHN_UNDEF || !s.st_value ||
