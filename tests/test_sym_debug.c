@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* test_sym_debug.c - a stripped library's static function found in its separate debug file, by build-id and by .gnu_debuglink (CRC'd name, build-id checked), under PROBEKIT_DEBUG_DIR. */
+/* test_sym_debug.c - a stripped library's static function: by offset with its FDE's extent (and probed there), then found in its separate debug file by build-id and by .gnu_debuglink (build-id checked), under PROBEKIT_DEBUG_DIR. */
 #include <dlfcn.h>
 #include <errno.h>
 
@@ -18,6 +18,47 @@ static int sh(const char *fmt, const char *a, const char *b)
 static void cleanup(void)
 {
 	sh("rm -rf '%s'%s", tmp, "");
+}
+
+static int hits;
+
+static void count(struct pk_probe *p, struct pk_regs *r, void *ctx)
+{
+	(void)p, (void)r, (void)ctx;
+	__atomic_add_fetch(&hits, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * The stripped static function by offset: bounded by its FDE, and a probe
+ * there counts the calls sd_call() makes to it.
+ */
+static void by_offset(void *h, uintptr_t off)
+{
+	int (*call)(int) = (int (*)(int))(uintptr_t)dlsym(h, "sd_call");
+	struct pk_probe *p;
+	struct pk_sym s;
+	char spec[64];
+	int sum = 0;
+
+	snprintf(spec, sizeof(spec), "libsymdbg.so:%#lx", (unsigned long)off);
+	if (!ASSERT_OK(pk_sym_lookup(spec, &s), "OBJECT:0xOFFSET of a stripped static"))
+		return;
+	ASSERT_EQ(s.table, PK_SYM_EH_FRAME, "bounded by its FDE");
+	ASSERT_GE(s.size, 1, "a size from the FDE");
+	{
+		PK_OPTS(pk_probe_opts, o, .symbol = spec, .pre = count);
+
+		if (!ASSERT_OK(pk_probe_create(&o, &p), "probe it by offset"))
+			return;
+	}
+	if (ASSERT_OK(pk_probe_register(&p, 1), "register")) {
+		for (int i = 0; i < 3; i++)
+			sum += call(i);
+		pk_probe_unregister(&p, 1);
+	}
+	pk_probe_destroy(p);
+	ASSERT_EQ(sum, 0 * 11 + 11 + 22 + 3, "sd_call still right");
+	ASSERT_EQ(hits, 3, "its 3 calls counted");
 }
 
 int main(void)
@@ -59,7 +100,8 @@ int main(void)
 
 	/* No debug file anywhere: only .dynsym. */
 	setenv("PROBEKIT_DEBUG_DIR", "", 1);
-	ASSERT_OK(pk_sym_lookup("libsymdbg.so:sd_call", &s), "exported: .dynsym");
+	if (ASSERT_OK(pk_sym_lookup("libsymdbg.so:sd_call", &s), "exported: .dynsym"))
+		by_offset(h, (uintptr_t)addr() - s.base);
 	ASSERT_EQ(pk_sym_lookup("libsymdbg.so:sd_hidden", &s), -ENOENT,
 		  "static, no debug file: not found");
 
