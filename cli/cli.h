@@ -26,6 +26,7 @@ struct pkc_cmd {
 };
 
 extern const struct pkc_cmd pkc_cmd_count;
+extern const struct pkc_cmd pkc_cmd_list;
 
 /* pkc_usage() - the usage of @cmd, or of every subcommand if NULL. */
 void pkc_usage(FILE *f, const struct pkc_cmd *cmd);

@@ -23,6 +23,7 @@
 
 static const struct pkc_cmd *const cmds[] = {
 	&pkc_cmd_count,
+	&pkc_cmd_list,
 };
 
 #define N_CMDS (sizeof(cmds) / sizeof(cmds[0]))

@@ -299,3 +299,37 @@ if(TARGET test_probe_redzone)
   set_target_properties(test_probe_redzone PROPERTIES ENABLE_EXPORTS ON)
 endif()
 # ---- end probe, red zone ----
+# ---- sym: symbol specs (issue 10, Resolution): versions, IFUNCs, globs, C++ names, files, offsets ----
+# libsymtarget.so has a second source file with a static of the same name.
+if(TARGET symtarget)
+  target_sources(symtarget PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/targets/symtarget_b.c)
+endif()
+# A C++ library (it links libstdc++, whose __cxa_demangle the lookups find).
+add_library(symcxx SHARED ${CMAKE_CURRENT_SOURCE_DIR}/targets/libsymcxx.cc)
+set_target_properties(symcxx PROPERTIES PREFIX "lib"
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+if(TARGET test_sym_spec)
+  target_link_libraries(test_sym_spec PRIVATE symtarget symcxx)
+  # libunloadtarget.so is read as a file that is not loaded.
+  add_dependencies(test_sym_spec unloadtarget)
+endif()
+# test_sym_debug strips a copy of libsymdbg.so and gives it a debug file.
+if(TARGET test_sym_debug)
+  add_dependencies(test_sym_debug symdbg symtarget)
+  set_target_properties(symdbg PROPERTIES LINK_OPTIONS -Wl,--build-id)
+endif()
+# probekit list on a stripped program (and its unstripped twin for nm).
+add_executable(symstrip ${CMAKE_CURRENT_SOURCE_DIR}/targets/symstrip.c)
+# Never instrumented: nm's view of it must be a plain program's.
+target_compile_options(symstrip PRIVATE -O2 -fno-sanitize=all)
+target_link_options(symstrip PRIVATE -fno-sanitize=all)
+add_custom_command(TARGET symstrip POST_BUILD
+  COMMAND ${CMAKE_STRIP} -o $<TARGET_FILE:symstrip>.stripped $<TARGET_FILE:symstrip>
+  VERBATIM)
+add_test(NAME cli_list
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli-list.sh $<TARGET_FILE:probekit_cli>
+          $<TARGET_FILE:symstrip> $<TARGET_FILE:symstrip>.stripped
+          $<TARGET_FILE:symtarget> $<TARGET_FILE:symcxx>)
+set_tests_properties(cli_list PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+# ---- end sym ----

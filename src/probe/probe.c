@@ -447,7 +447,9 @@ int pk_probe_create_in(const struct pk_probe_opts *opts, struct pk_probe **out)
 			return err;
 		}
 		p->func = s.addr;
-		snprintf(what, sizeof(what), "\"%s\"", opts->symbol);
+		snprintf(what, sizeof(what), "\"%s\"%s%.200s%s", opts->symbol,
+			 s.impl[0] ? " (IFUNC: " : "", s.impl,
+			 s.impl[0] ? ")" : "");
 	} else {
 		p->func = (uintptr_t)opts->addr;
 		snprintf(what, sizeof(what), "%p", opts->addr);

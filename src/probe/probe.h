@@ -7,7 +7,8 @@
  * The probe layer's files, each using only those before it (and the
  * layers below, arch for every instruction it writes or reads):
  *
- *   sym.c     symbols of the loaded objects (pk_sym_lookup, pk_sym_func_at)
+ *   ../sym/   symbols of the loaded objects (pk_sym_lookup, pk_sym_each,
+ *             pk_sym_func_at): src/sym/sym.h
  *   place.c   where a probe goes in its function and which kind it is
  *   sweep.c   the thread sweep (sweep.h)
  *   chunk.c   trampoline memory (chunk.h)
@@ -31,10 +32,13 @@ struct pk_func {
 	uintptr_t jump_table;		/* __pk_jump_table in memory, or 0 */
 	size_t jump_table_size;
 	char object[PATH_MAX];
+	char name[256];			/* a symbol's name there, or "" (an FDE) */
 };
 
 /*
- * pk_sym_func_at() - the function symbol (.dynsym or .symtab) covering @addr
+ * pk_sym_func_at() - the function covering @addr: its symbol (.dynsym,
+ * .symtab, the debug file's), else the .eh_frame FDE covering it
+ * (table PK_SYM_EH_FRAME, no name); src/sym/sym.c.
  * Return: 0, or -ENOENT (no loaded object or no sized function there).
  */
 PK_HIDDEN int pk_sym_func_at(uintptr_t addr, struct pk_func *out);
