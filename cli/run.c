@@ -668,14 +668,11 @@ static void look_at(struct pkc_run *r, pid_t pid, int end, int *zombie)
 		if (end || proc_seen_pid(r, pid) || !lp)
 			return;
 		*rp = 0;
-		for (int i = r->nprocs - 1; i >= 0; i--)
-			if (r->procs[i].pid == ppid) {
-				const char *b = strrchr(r->procs[i].exe, '/');
-
-				if (!strncmp(b ? b + 1 : r->procs[i].exe, lp + 1, 15))
-					return;
-				break;
-			}
+		if (proc_read(ppid, "comm", exe, sizeof(exe)) > 0) {
+			exe[strcspn(exe, "\n")] = 0;
+			if (!strcmp(exe, lp + 1))
+				return;
+		}
 		p = proc_add(r);
 		if (!p)
 			return;
@@ -689,6 +686,9 @@ static void look_at(struct pkc_run *r, pid_t pid, int end, int *zombie)
 	}
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
 	ok = !stat(path, &st);
+	/* Ending (its memory gone, not yet a zombie): the next scan tells. */
+	if (!ok && errno != EACCES && errno != EPERM)
+		return;
 	p = proc_find(r, pid, ok ? st.st_dev : 0, ok ? st.st_ino : 0);
 	if (p) {
 		p->alive |= end;
@@ -697,12 +697,13 @@ static void look_at(struct pkc_run *r, pid_t pid, int end, int *zombie)
 	if (end)
 		return;
 	n = ok ? readlink(path, exe, sizeof(exe) - 1) : -1;
-	if (n < 0) {
+	/* Not ours to look at (setuid): its argv[0], else its name. */
+	if (n < 0 && proc_read(pid, "cmdline", exe, sizeof(exe)) <= 0) {
 		char *lp = strchr(stat_buf, '(');
 
 		*rp = 0;
 		snprintf(exe, sizeof(exe), "[%s]", lp ? lp + 1 : "?");
-	} else {
+	} else if (n >= 0) {
 		exe[n] = 0;
 	}
 	p = proc_add(r);
@@ -1087,6 +1088,11 @@ static void problem(struct pkc_run *r, const char *fmt, ...)
 	va_end(ap);
 }
 
+static int pick_uncounted(const struct pkc_proc *p)
+{
+	return !p->counted;
+}
+
 /* "N process(es) WHAT: exe (detail), ..." for the processes @pick takes. */
 static void proc_problem(struct pkc_run *r, int n, const char *what,
 			 int (*pick)(const struct pkc_proc *p))
@@ -1108,7 +1114,7 @@ static void proc_problem(struct pkc_run *r, int n, const char *what,
 			break;
 		}
 		fprintf(m, "%s%s (", shown > 1 ? ", " : "", p->exe ? p->exe : "?");
-		if (!p->counted)
+		if (pick == pick_uncounted)
 			fprintf(m, "%s, ", p->why ? p->why : "no record");
 		fprintf(m, "pid %d)", (int)p->pid);
 	}
@@ -1120,14 +1126,9 @@ static void proc_problem(struct pkc_run *r, int n, const char *what,
 	free(list);
 }
 
-static int pick_uncounted(const struct pkc_proc *p)
-{
-	return !p->counted;
-}
-
 static int pick_alive(const struct pkc_proc *p)
 {
-	return p->alive && p->counted;
+	return p->alive;
 }
 
 void pkc_run_check(struct pkc_run *r, int procs, const struct pkc_spec *t)
@@ -1136,23 +1137,31 @@ void pkc_run_check(struct pkc_run *r, int procs, const struct pkc_spec *t)
 
 	for (int i = 0; i < r->n; i++)
 		armed += t[i].armed;
-	/* A fork()ed child that did not exec counts in its parent's record. */
+	/*
+	 * A fork()ed child that did not exec counts in its forking
+	 * ancestor's record: an image with nothing against the agent and no
+	 * record of its own is counted if a process of the same image (its
+	 * parent, or one it was reparented away from) has one. An image
+	 * that exec()ed got a record of its own from the agent.
+	 */
 	while (more) {
 		more = 0;
 		for (int i = 0; i < r->nprocs; i++) {
-			struct pkc_proc *p = &r->procs[i], *pp;
+			struct pkc_proc *p = &r->procs[i];
 
 			if (p->counted || p->why || !p->dev)
 				continue;
-			pp = proc_find(r, p->ppid, p->dev, p->ino);
-			if (pp && pp->counted)
-				more = p->counted = 1;
+			for (int k = 0; k < r->nprocs && !p->counted; k++)
+				if (r->procs[k].counted &&
+				    r->procs[k].dev == p->dev &&
+				    r->procs[k].ino == p->ino)
+					more = p->counted = 1;
 		}
 	}
 	r->not_counted = r->outlived = 0;
 	for (int i = 0; i < r->nprocs; i++) {
 		r->not_counted += !r->procs[i].counted;
-		r->outlived += r->procs[i].alive && r->procs[i].counted;
+		r->outlived += r->procs[i].alive;
 	}
 	if (r->refused[0]) {
 		r->fatal = 1;
@@ -1206,7 +1215,7 @@ void pkc_run_json_procs(const struct pkc_run *r, FILE *o)
 	for (int i = 0; i < r->nprocs; i++) {
 		const struct pkc_proc *p = &r->procs[i];
 
-		if (!p->alive || !p->counted)
+		if (!p->alive)
 			continue;
 		fprintf(o, "%s{\"pid\":%d,\"exe\":", first ? "" : ",", (int)p->pid);
 		pkc_json_str(o, p->exe ? p->exe : "?");
