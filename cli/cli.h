@@ -64,6 +64,7 @@ struct pkc_run {
 	char **specs;		/* -p arguments and -P lines */
 	int n;			/* at most PKA_SPECS_MAX */
 	int strict;		/* --strict: an incomplete measurement is 125 */
+	int wait_all;		/* --wait-all: for descendants outliving COMMAND */
 	uint64_t rec_size;	/* a record of one probe per spec */
 
 	char agent[4096];	/* the agent preloaded */

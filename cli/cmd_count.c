@@ -3,7 +3,7 @@
 
 /*
  * probekit count [-p SPEC]... [-P FILE]... [-I MS] [--json] [-o FILE]
- *                [--strict] -- COMMAND [ARG]...
+ *                [--strict] [--wait-all] -- COMMAND [ARG]...
  *
  * Runs COMMAND with the agent in its "count" mode (see agent/protocol.h),
  * waits for it, and reports how often each function was entered, summed
@@ -302,6 +302,7 @@ static int count_main(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "interval", required_argument, NULL, 'I' },
 		{ "strict", no_argument, NULL, 's' },
+		{ "wait-all", no_argument, NULL, 'w' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -335,6 +336,9 @@ static int count_main(int argc, char **argv)
 			break;
 		case 's':
 			r.strict = 1;
+			break;
+		case 'w':
+			r.wait_all = 1;
 			break;
 		case 'I': {
 			char *end;
@@ -414,7 +418,7 @@ out:
 const struct pkc_cmd pkc_cmd_count = {
 	.name = "count",
 	.synopsis = "count [-p SPEC]... [-P FILE]... [-I MS] [--json] [-o FILE] [--strict]\n"
-		    "         -- COMMAND [ARG]...",
+		    "         [--wait-all] -- COMMAND [ARG]...",
 	.help =
 		"Counts calls of functions while COMMAND runs, in every process it starts.\n"
 		"  -p, --probe SPEC  a function: NAME or OBJECT:NAME (e.g. malloc,\n"
@@ -425,6 +429,8 @@ const struct pkc_cmd pkc_cmd_count = {
 		"  -o, --output FILE the report to FILE instead of stderr\n"
 		"      --strict      exit 125 if anything is missing from the counts (no probe\n"
 		"                    armed, processes not counted or outliving COMMAND);\n"
-		"                    without it COMMAND's status is kept and this is only said\n",
+		"                    without it COMMAND's status is kept and this is only said\n"
+		"      --wait-all    once COMMAND ended, wait for its descendants that outlive\n"
+		"                    it (daemons) and count their calls too\n",
 	.main = count_main,
 };

@@ -147,7 +147,7 @@ static int set_env(const struct pkc_run *r)
  */
 static const int fwd_sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 #define N_FWD (sizeof(fwd_sigs) / sizeof(fwd_sigs[0]))
-static volatile sig_atomic_t fwd_pid;
+static volatile sig_atomic_t fwd_pid, fwd_stop;
 static struct sigaction old_act[N_FWD], old_pipe, old_chld;
 static sigset_t old_mask;
 
@@ -158,6 +158,9 @@ static void forward(int sig, siginfo_t *si, void *uc)
 	(void)uc;
 	if (si->si_code != SI_KERNEL && fwd_pid > 0)
 		kill((pid_t)fwd_pid, sig);
+	/* COMMAND has ended: stop waiting for what outlives it. */
+	if (fwd_pid <= 0)
+		fwd_stop = 1;
 	errno = saved;
 }
 
@@ -827,13 +830,15 @@ static int wait_watching(struct pkc_run *r, long ms,
 /*
  * COMMAND has ended: descendants still running outlive it. Those ending
  * within a few scans (a child its last moment) are not counted as such;
- * the others are marked alive and left running, not waited for.
+ * the others are marked alive and left running, not waited for, unless
+ * r->wait_all: then until none is left, or probekit is sent one of the
+ * signals it forwards.
  */
 static void mark_outliving(struct pkc_run *r)
 {
 	struct timespec nap = { 0, SCAN_MS * 1000 * 1000 };
 
-	for (int i = 0; i < 10; i++) {
+	for (int i = 0; i < 10 || (r->wait_all && !fwd_stop); i++) {
 		int alive = 0;
 
 		walk(r, getpid(), 64, 0);

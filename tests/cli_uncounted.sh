@@ -103,5 +103,9 @@ check "... still running after probekit ended" '[ -n "$pid" ] && kill -0 "$pid" 
 run count --strict -p cli_target_fn -o "$tmp/rep" -- "$target" 5 daemon 7
 check "... --strict: 125" '[ $rc -eq 125 ]'
 sleep 0.6
+# --wait-all: probekit waits for it, and counts its 7 too.
+run count --wait-all --json -p cli_target_fn -o "$tmp/rep" -- "$target" 5 daemon 7
+check "--wait-all: the daemon's calls counted too (12), nothing outlived" \
+	'[ $rc -eq 0 ] && grep -q "\"hits\":12,.*\"complete\":true,.*\"outlived\":\[\]" "$tmp/rep" && [ ! -s "$tmp/err" ]'
 check "no temporary directory left behind" '[ -z "$(ls -A "$TMPDIR")" ]'
 finish
