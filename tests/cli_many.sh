@@ -74,5 +74,17 @@ printf 'malloc\nlibc.so.6:\n' >"$tmp/bad.P"
 run count -P "$tmp/bad.P" -- true
 check "-P file with a bad spec: 125, file and line named" \
 	'[ $rc -eq 125 ] && grep -q "bad.P:2: .libc.so.6:.: no function after" "$tmp/err"'
+# A sanitizer build: no leak in probekit with -P files, a bad one, and a
+# process not counted.
+if [ "$sanitized" = 1 ]; then
+	"$pk_leaks" count -P "$tmp/specs.P" -p cli_target_fn -o "$tmp/rep" -- sh -c "env -i /bin/true; \"$target\" 1" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	check "LeakSanitizer: -P, a process not counted, no leak" \
+		'[ $rc -eq 0 ] && ! grep -q LeakSanitizer "$tmp/err"'
+	"$pk_leaks" count -P "$tmp/bad.P" -- true >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	check "LeakSanitizer: a refused -P file, no leak" \
+		'[ $rc -eq 125 ] && ! grep -q LeakSanitizer "$tmp/err"'
+fi
 check "no temporary directory left behind" '[ -z "$(ls -A "$TMPDIR")" ]'
 finish

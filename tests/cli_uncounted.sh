@@ -86,6 +86,8 @@ if [ "$(id -u)" = 0 ]; then
 		else
 			echo "skip setuid-root as nobody: nobody cannot run the build's files here ($(head -c 200 "$tmp/err"))"
 		fi
+	else
+		echo "skip setuid-root as nobody: a sanitizer build's wrapper, or no setpriv"
 	fi
 	rm -rf "$sdir"
 else
