@@ -994,14 +994,20 @@ static int open_record(int dfd, const char *name, off_t *size)
 	return fd;
 }
 
-/* Room for a record of @size bytes in r->buf. 0, or -ENOMEM. */
+/*
+ * Room for a record of @size bytes in r->buf. 0, or -ENOMEM. A record
+ * holds this run's specs and what they expand to in one process, far
+ * below 64 MiB more than one probe a spec: a larger file (a program of
+ * COMMAND may put anything in the directory) is not read.
+ */
 static int buf_room(struct pkc_run *r, off_t size)
 {
 	void *p;
 
 	if ((uint64_t)size <= r->buf_len)
 		return 0;
-	if ((uint64_t)size > UINT32_MAX)
+	if ((uint64_t)size > UINT32_MAX ||
+	    (uint64_t)size > r->rec_size + (64u << 20))
 		return -ENOMEM;
 	p = realloc(r->buf, (size_t)size);
 	if (!p)

@@ -157,6 +157,16 @@ check "subdirectory and links in the counts directory: 4 counted" \
 	'[ $rc -eq 0 ] && grep -Eq "^ +4  cli_target_fn" "$tmp/rep"'
 check "... the links' target untouched" '[ "$(cat "$tmp/victim")" = keep ]'
 check "... nothing left behind" '[ -z "$(ls -A "$TMPDIR")" ]'
+# A huge sparse file named like a record is not read (nor allocated for).
+export TMPDIR="$tmp/td-big"
+mkdir "$TMPDIR"
+timeout 20 "$pk" count -p cli_target_fn -o "$tmp/rep" -- sh -c '
+	truncate -s 3G "$PROBEKIT_AGENT_DIR/9-bigbig"
+	exec "$1" 4' sh "$target" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+check "a 3 GiB file named like a record: skipped, 4 counted" \
+	'[ $rc -eq 0 ] && grep -Eq "^ +4  cli_target_fn" "$tmp/rep"'
+check "... nothing left behind" '[ -z "$(ls -A "$TMPDIR")" ]'
 export TMPDIR="$tmp/td"
 
 # A report that cannot be written is an error, not a silent exit 0.
