@@ -45,6 +45,7 @@ void pkc_json_str(FILE *o, const char *s);
  */
 struct pkc_proc {
 	pid_t pid, ppid;
+	unsigned long long start; /* its start time: pids are used again */
 	uint64_t dev, ino;	/* its exe, 0 if it could not be looked at */
 	char *exe;		/* path, or "[comm]" */
 	const char *why;	/* why the agent cannot be in it, or NULL */

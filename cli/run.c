@@ -502,13 +502,17 @@ static int wait_end(pid_t pid, int hang)
  */
 #define SCAN_MS 10
 
-/* The entry for image (@pid, @dev, @ino), or NULL. */
-static struct pkc_proc *proc_find(struct pkc_run *r, pid_t pid, uint64_t dev,
+/*
+ * The entry for image (@dev, @ino) of process (@pid, @start: its start
+ * time, so that a pid used again is another process), or NULL.
+ */
+static struct pkc_proc *proc_find(struct pkc_run *r, pid_t pid,
+				  unsigned long long start, uint64_t dev,
 				  uint64_t ino)
 {
 	for (int i = r->nprocs - 1; i >= 0; i--)
-		if (r->procs[i].pid == pid && r->procs[i].dev == dev &&
-		    r->procs[i].ino == ino)
+		if (r->procs[i].pid == pid && r->procs[i].start == start &&
+		    r->procs[i].dev == dev && r->procs[i].ino == ino)
 			return &r->procs[i];
 	return NULL;
 }
@@ -650,14 +654,17 @@ static void look_at(struct pkc_run *r, pid_t pid, int end, int *zombie)
 	char stat_buf[512], path[64], exe[4096], *rp;
 	struct pkc_proc *p;
 	struct stat st;
+	unsigned long long start = 0;
 	int ppid = 0, ok;
 	char state = '?';
 	ssize_t n;
 
 	*zombie = 0;
+	/* Fields 3, 4 and 22 (proc_pid_stat(5)), after the name. */
 	if (proc_read(pid, "stat", stat_buf, sizeof(stat_buf)) <= 0 ||
 	    !(rp = strrchr(stat_buf, ')')) ||
-	    sscanf(rp + 1, " %c %d", &state, &ppid) != 2)
+	    sscanf(rp + 1, " %c %d %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+		   "%*s %*s %*s %*s %*s %*s %llu", &state, &ppid, &start) != 3)
 		return;
 	if (state == 'Z' || state == 'X') {
 		char *lp = strchr(stat_buf, '(');
@@ -692,7 +699,7 @@ static void look_at(struct pkc_run *r, pid_t pid, int end, int *zombie)
 	/* Ending (its memory gone, not yet a zombie): the next scan tells. */
 	if (!ok && errno != EACCES && errno != EPERM)
 		return;
-	p = proc_find(r, pid, ok ? st.st_dev : 0, ok ? st.st_ino : 0);
+	p = proc_find(r, pid, start, ok ? st.st_dev : 0, ok ? st.st_ino : 0);
 	if (p) {
 		p->alive |= end;
 		return;
@@ -714,6 +721,7 @@ static void look_at(struct pkc_run *r, pid_t pid, int end, int *zombie)
 		return;
 	p->pid = pid;
 	p->ppid = ppid;
+	p->start = start;
 	p->dev = ok ? st.st_dev : 0;
 	p->ino = ok ? st.st_ino : 0;
 	p->exe = strdup(exe);
