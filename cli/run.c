@@ -952,7 +952,12 @@ static void add_specs(struct pka_header *h, struct pkc_spec *t, int n)
 	}
 }
 
-/* The processes seen that record @name (@h, if usable) stands for. */
+/*
+ * The processes seen that record @name (@h, if usable) stands for: its
+ * own, and the fork()ed children of its image, which add to it (a
+ * process of that image with nothing against the agent and no record of
+ * its own is one: an image that exec()ed makes its own record).
+ */
 static void mark_counted(struct pkc_run *r, const char *name,
 			 const struct pka_header *h)
 {
@@ -960,10 +965,11 @@ static void mark_counted(struct pkc_run *r, const char *name,
 
 	for (int i = 0; i < r->nprocs; i++) {
 		struct pkc_proc *p = &r->procs[i];
+		int image = h && h->exe_ino && p->dev == h->exe_dev &&
+			    p->ino == h->exe_ino;
 
-		if (p->pid == pid &&
-		    (!h || !h->exe_ino || p->unseen || (p->dev == h->exe_dev &&
-					   p->ino == h->exe_ino)))
+		if ((p->pid == pid && (!h || !h->exe_ino || p->unseen || image)) ||
+		    (image && !p->why))
 			p->counted = 1;
 	}
 }
@@ -1152,31 +1158,11 @@ static int pick_alive(const struct pkc_proc *p)
 
 void pkc_run_check(struct pkc_run *r, int procs, const struct pkc_spec *t)
 {
-	int armed = 0, more = 1;
+	int armed = 0;
 
 	for (int i = 0; i < r->n; i++)
 		armed += t[i].armed;
-	/*
-	 * A fork()ed child that did not exec counts in its forking
-	 * ancestor's record: an image with nothing against the agent and no
-	 * record of its own is counted if a process of the same image (its
-	 * parent, or one it was reparented away from) has one. An image
-	 * that exec()ed got a record of its own from the agent.
-	 */
-	while (more) {
-		more = 0;
-		for (int i = 0; i < r->nprocs; i++) {
-			struct pkc_proc *p = &r->procs[i];
-
-			if (p->counted || p->why || !p->dev)
-				continue;
-			for (int k = 0; k < r->nprocs && !p->counted; k++)
-				if (r->procs[k].counted &&
-				    r->procs[k].dev == p->dev &&
-				    r->procs[k].ino == p->ino)
-					more = p->counted = 1;
-		}
-	}
+	/* Fork()ed children of counted images: see mark_counted(). */
 	r->not_counted = r->outlived = 0;
 	for (int i = 0; i < r->nprocs; i++) {
 		r->not_counted += !r->procs[i].counted;
