@@ -50,10 +50,12 @@ void pka_arm(struct pka_header *h, const char *specs,
 		m->probe(h, sp->first, &o);
 		cur_spec = (int)n;
 		sp->status = pk_probe_create(&o, &probes[armed]);
+		pka_record_probe(h, sp->first)->status = sp->status;
 		if (sp->status)
 			continue;
 		pk_probe_get_info(probes[armed], &info);
 		sp->int3 = info.kind == PK_PROBE_INT3;
+		pka_record_probe(h, sp->first)->int3 = sp->int3;
 		idx[armed++] = n;
 	}
 	h->n = n;
@@ -65,6 +67,7 @@ void pka_arm(struct pka_header *h, const char *specs,
 	rc = pk_probe_register(probes, armed);
 	for (uint32_t i = 0; rc && i < armed; i++) {
 		pka_record_spec(h, idx[i])->status = rc;
+		pka_record_probe(h, pka_record_spec(h, idx[i])->first)->status = rc;
 		pk_probe_destroy(probes[i]);
 	}
 out:

@@ -23,10 +23,11 @@
  *     record of its own in the directory: a file named <pid>-XXXXXX
  *     (mkostemp: unique even when a program exec()s in place and keeps its
  *     pid). The agent sizes it (pka_record_size()): struct pka_header, a
- *     struct pka_spec per spec, a slot of the mode's per-probe struct per
- *     probe (nprobe: what the specs expanded to in this process, one per
- *     spec today; a spec owns slots first .. first + nprobe - 1), and a
- *     pool for the specs' log lines. Its blocks are reserved
+ *     struct pka_spec per spec, a struct pka_probe and a slot of the
+ *     mode's per-probe struct per probe (nprobe: what the specs expanded
+ *     to in this process, known only there, one per spec today; a spec
+ *     owns probes first .. first + nprobe - 1), and a pool for the log
+ *     lines and the probes' names. Its blocks are reserved
  *     (posix_fallocate: a full file system must not become a SIGBUS in the
  *     program; without room the file stays empty and the agent does
  *     nothing else) and mapped shared. It fills the header and stores
@@ -96,19 +97,29 @@ enum pka_mode {
  * How arming one spec went in one process; the same in every mode.
  */
 struct pka_spec {
-	int32_t status;		/* 0 armed, -errno, or PKA_PENDING */
-	uint32_t int3;		/* probes armed as int3 probes (~1 us a hit) */
-	uint32_t first;		/* its first probe slot */
+	int32_t status;		/* 0 armed (some of its probes), -errno, or
+				 * PKA_PENDING */
+	uint32_t int3;		/* its probes armed as int3 probes (~1 us a hit) */
+	uint32_t first;		/* its first probe */
 	uint32_t nprobe;	/* and how many it has */
 	uint32_t why;		/* its failure's log line: 1 + offset in the
 				 * pool, or 0 */
 	uint32_t pad;
 };
 
+/* One probe a spec expanded to in one process: the function it is on. */
+struct pka_probe {
+	uint32_t spec;		/* the spec it comes from */
+	int32_t status;		/* 0 armed, -errno, or PKA_PENDING */
+	uint32_t int3;		/* armed as an int3 probe */
+	uint32_t name;		/* its function: 1 + offset of its name in the
+				 * pool, or 0: the spec names it */
+};
+
 /*
- * A record: this header, spec[nspec] at spec_at, nprobe slots of slot_size
- * bytes at slot_at (64-byte aligned), the log-line pool of why_len bytes
- * at why_at; size is the sum (the file's size).
+ * A record: this header, spec[nspec] at spec_at, probe[nprobe] at
+ * probe_at, nprobe slots of slot_size bytes at slot_at (64-byte aligned),
+ * the pool of why_len bytes at why_at; size is the sum (the file's size).
  */
 struct pka_header {
 	uint32_t magic;		/* PKA_MAGIC, stored last (release) */
@@ -126,22 +137,27 @@ struct pka_header {
 	uint32_t why_len;
 	uint32_t why_used;	/* pool bytes taken (atomic) */
 	int32_t pid;		/* the process that made it */
-	uint32_t pad;
+	uint32_t probe_at;
 	uint64_t exe_dev;	/* its program image: /proc/self/exe's */
 	uint64_t exe_ino;	/* st_dev and st_ino, 0 if unknown */
 	char why[2 * PKA_WHY_LEN]; /* the refusal, for the command to print */
 };
 
-/* Where each part of a record of @slot bytes a probe goes. */
+/* Where each part of a record goes. */
 static inline uint32_t pka_spec_at(void)
 {
 	return (uint32_t)sizeof(struct pka_header);
 }
 
-static inline uint32_t pka_slot_at(uint32_t nspec)
+static inline uint32_t pka_probe_at(uint32_t nspec)
 {
-	return (pka_spec_at() + nspec * (uint32_t)sizeof(struct pka_spec) +
-		63u) & ~63u;
+	return pka_spec_at() + nspec * (uint32_t)sizeof(struct pka_spec);
+}
+
+static inline uint64_t pka_slot_at(uint32_t nspec, uint32_t nprobe)
+{
+	return ((uint64_t)pka_probe_at(nspec) +
+		(uint64_t)nprobe * sizeof(struct pka_probe) + 63u) & ~(uint64_t)63u;
 }
 
 static inline uint32_t pka_why_len(uint32_t nspec)
@@ -156,7 +172,7 @@ static inline uint32_t pka_why_len(uint32_t nspec)
 static inline uint64_t pka_record_size(uint32_t slot, uint32_t nspec,
 				       uint32_t nprobe)
 {
-	return (uint64_t)pka_slot_at(nspec) + (uint64_t)nprobe * slot +
+	return pka_slot_at(nspec, nprobe) + (uint64_t)nprobe * slot +
 	       pka_why_len(nspec);
 }
 
@@ -170,7 +186,14 @@ static inline struct pka_spec *pka_record_spec(struct pka_header *h,
 	return (struct pka_spec *)((char *)h + h->spec_at) + i;
 }
 
-/* pka_record_slot() - probe slot @i of record @h. */
+/* pka_record_probe() - probe @i of record @h. */
+static inline struct pka_probe *pka_record_probe(struct pka_header *h,
+						 uint32_t i)
+{
+	return (struct pka_probe *)((char *)h + h->probe_at) + i;
+}
+
+/* pka_record_slot() - probe @i's slot in record @h. */
 static inline void *pka_record_slot(struct pka_header *h, uint32_t i)
 {
 	return (char *)h + h->slot_at + (uint64_t)i * h->slot_size;

@@ -103,7 +103,8 @@ struct pka_header *pka_record_open(const char *dir, uint32_t slot,
 	h->nspec = n;
 	h->nprobe = nprobe;
 	h->spec_at = pka_spec_at();
-	h->slot_at = pka_slot_at(n);
+	h->probe_at = pka_probe_at(n);
+	h->slot_at = (uint32_t)pka_slot_at(n, nprobe);
 	h->slot_size = slot;
 	h->why_at = h->slot_at + nprobe * slot;
 	h->why_len = pka_why_len(n);
@@ -118,6 +119,8 @@ struct pka_header *pka_record_open(const char *dir, uint32_t slot,
 		s->status = PKA_PENDING;
 		s->first = i;
 		s->nprobe = 1;
+		pka_record_probe(h, i)->spec = i;
+		pka_record_probe(h, i)->status = PKA_PENDING;
 	}
 	return h;
 }

@@ -707,15 +707,14 @@ static void look_at(struct pkc_run *r, pid_t pid, int end, int *zombie)
 	if (end)
 		return;
 	n = ok ? readlink(path, exe, sizeof(exe) - 1) : -1;
-	/* Not ours to look at (setuid): its argv[0], else its name. */
-	if (n < 0 && proc_read(pid, "cmdline", exe, sizeof(exe)) <= 0) {
-		char *lp = strchr(stat_buf, '(');
-
-		*rp = 0;
-		snprintf(exe, sizeof(exe), "[%s]", lp ? lp + 1 : "?");
-	} else if (n >= 0) {
+	/*
+	 * Not ours to look at (setuid): its argv[0]; none yet (in the
+	 * middle of an exec): the next scan looks again.
+	 */
+	if (n < 0 && proc_read(pid, "cmdline", exe, sizeof(exe)) <= 0)
+		return;
+	if (n >= 0)
 		exe[n] = 0;
-	}
 	p = proc_add(r);
 	if (!p)
 		return;
@@ -922,7 +921,8 @@ static int usable(struct pkc_run *r, struct pka_header *h, ssize_t got)
 	slots = (uint64_t)h->nprobe * h->slot_size;
 	if (h->size != (uint64_t)got || h->nspec != (uint32_t)r->n ||
 	    h->n > h->nspec || h->spec_at != pka_spec_at() ||
-	    h->slot_at != pka_slot_at(h->nspec) ||
+	    h->probe_at != pka_probe_at(h->nspec) ||
+	    h->slot_at != pka_slot_at(h->nspec, h->nprobe) ||
 	    (uint64_t)h->why_at != h->slot_at + slots ||
 	    h->why_len != pka_why_len(h->nspec) ||
 	    (uint64_t)h->why_at + h->why_len != h->size)
