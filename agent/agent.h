@@ -18,8 +18,9 @@ struct pka_mode_ops {
 	uint32_t mode;		/* its enum pka_mode */
 	uint32_t size;		/* bytes of its per-probe struct (a slot) */
 	/*
-	 * Fill in the handlers and ctx of spec @i before its probe is
-	 * created; @h is this process's record, zeroed but for the header.
+	 * Fill in the handlers and ctx of the probe in slot @i before it
+	 * is created; @h is this process's record, zeroed but for the
+	 * header and the spec and probe tables.
 	 */
 	void (*probe)(struct pka_header *h, unsigned int i,
 		      struct pk_probe_opts *o);
@@ -63,8 +64,9 @@ void pka_log_quiet(struct pka_header *h);
 
 /*
  * pka_arm() - create a probe for each spec in @specs (PKA_SEP-separated,
- * as many as the record has), as @m sets it up, and register them all as one text
- * batch. Each spec's result goes to h->spec[]; h->n is set once all were
+ * as many as the record has), as @m sets it up, and register them all as
+ * one text batch. Each spec's result goes to its struct pka_spec and its
+ * probe's struct pka_probe (protocol.h); h->n is set once all were
  * tried. Probes stay armed until the process ends: disarming them in a
  * destructor could race with threads still running.
  */
