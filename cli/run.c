@@ -597,11 +597,22 @@ static const char *why_no_agent(const struct pkc_run *r, pid_t pid,
 				const char *exe, int exe_ok)
 {
 	static char env[1 << 20];
+	struct timespec ms = { 0, 1000 * 1000 };
 	char status[4096], *u, *g;
 	unsigned int ru, eu, rg, eg;
 	ssize_t len;
 	int pre;
 
+	/*
+	 * In the middle of an exec the new image's exe shows before its
+	 * credentials and environment do (an empty environ): wait for them
+	 * a little. An environment that stays empty is one (env -i).
+	 */
+	len = proc_read(pid, "environ", env, sizeof(env));
+	for (int i = 0; len == 0 && i < 5; i++) {
+		nanosleep(&ms, NULL);
+		len = proc_read(pid, "environ", env, sizeof(env));
+	}
 	if (proc_read(pid, "status", status, sizeof(status)) > 0 &&
 	    (u = strstr(status, "\nUid:")) && (g = strstr(status, "\nGid:")) &&
 	    sscanf(u, "\nUid: %u %u", &ru, &eu) == 2 &&
@@ -615,7 +626,6 @@ static const char *why_no_agent(const struct pkc_run *r, pid_t pid,
 		return "could not be looked at";
 	if (elf_static(exe) == 1)
 		return "static";
-	len = proc_read(pid, "environ", env, sizeof(env));
 	if (len < 0)
 		return NULL;
 	pre = env_has(env, (size_t)len, "LD_PRELOAD", r->agent);
