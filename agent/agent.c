@@ -55,7 +55,7 @@ __attribute__((constructor)) static void pka_init(void)
 {
 	const char *dir = secure_getenv(PKA_ENV_DIR);
 	const char *name = secure_getenv(PKA_ENV_MODE);
-	const char *specs = secure_getenv(PKA_ENV_SPECS);
+	const char *specs = pka_specs_map(secure_getenv(PKA_ENV_SPECS));
 	const struct pka_mode_ops *m = find_mode(name);
 	struct pka_header *h;
 
@@ -65,12 +65,9 @@ __attribute__((constructor)) static void pka_init(void)
 	 * as if not preloaded. Only a mode named but unknown is refused.
 	 */
 	if (!dir || !name || !specs ||
-	    !(h = pka_record_open(dir, m ? m->size
-					 : sizeof(struct pka_header), specs)))
+	    !(h = pka_record_open(dir, m ? m->size : 0, specs)))
 		return;
 	h->version = PKA_VERSION;
-	for (int i = 0; i < PKA_MAX; i++)
-		h->spec[i].status = PKA_PENDING;
 	pka_log_quiet(h);
 	if (m)
 		h->mode = m->mode;

@@ -235,6 +235,48 @@ foreach(script cli cli_signals cli_room)
   set_tests_properties(${script} PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
     TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
 endforeach()
+# ---- cli10: no probe limit, processes not counted (issue 10) ----
+# cli_many.sh: 2000 specs (-p and -P) on libclimany.so's 2000 functions,
+# generated here by cli_many.cmake, each counted exactly.
+set(PK_CLI_MANY_N 2000)
+set(PK_CLI_MANY_DIR ${CMAKE_CURRENT_BINARY_DIR}/climany)
+add_custom_command(
+  OUTPUT ${PK_CLI_MANY_DIR}/climany.c ${PK_CLI_MANY_DIR}/cli_many_main.c
+  COMMAND ${CMAKE_COMMAND} -E make_directory ${PK_CLI_MANY_DIR}
+  COMMAND ${CMAKE_COMMAND} -DN=${PK_CLI_MANY_N} -DOUT=${PK_CLI_MANY_DIR}
+          -P ${CMAKE_CURRENT_SOURCE_DIR}/cli_many.cmake
+  DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/cli_many.cmake
+  COMMENT "Generating libclimany.so's ${PK_CLI_MANY_N} functions")
+add_library(climany SHARED ${PK_CLI_MANY_DIR}/climany.c)
+# Every function its own, whatever the build type (the agent probes them).
+target_compile_options(climany PRIVATE -O2)
+add_executable(cli_many ${PK_CLI_MANY_DIR}/cli_many_main.c)
+target_link_libraries(cli_many PRIVATE climany)
+# cli_uncounted.sh: a static copy of cli_target (where libc.a exists).
+include(CheckCSourceCompiles)
+set(CMAKE_REQUIRED_LINK_OPTIONS -static)
+check_c_source_compiles("int main(void) { return 0; }" PK_CLI_HAVE_STATIC)
+unset(CMAKE_REQUIRED_LINK_OPTIONS)
+if(PK_CLI_HAVE_STATIC)
+  add_executable(cli_target_static cli_target.c)
+  target_link_options(cli_target_static PRIVATE -static)
+  # Static: no ASan runtime to link whatever the build.
+  target_compile_options(cli_target_static PRIVATE -fno-sanitize=all)
+  target_link_options(cli_target_static PRIVATE -fno-sanitize=all)
+  set(PK_CLI_STATIC $<TARGET_FILE:cli_target_static>)
+else()
+  set(PK_CLI_STATIC none)
+endif()
+add_test(NAME cli_many
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_many.sh $<TARGET_FILE:probekit_cli>
+          $<TARGET_FILE:cli_target> ${PK_CLI_SANITIZED} $<TARGET_FILE:cli_many>
+          ${PK_CLI_MANY_N})
+add_test(NAME cli_uncounted
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_uncounted.sh $<TARGET_FILE:probekit_cli>
+          $<TARGET_FILE:cli_target> ${PK_CLI_SANITIZED} ${PK_CLI_STATIC})
+set_tests_properties(cli_many cli_uncounted PROPERTIES SKIP_RETURN_CODE 77
+  LABELS quick TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
+# ---- end cli10 ----
 # ---- end cli ----
 
 # ---- noprobe: what probekit's own signal path calls (issue 9, item 2) ----
