@@ -167,6 +167,14 @@ PK_HIDDEN int pk_arch_relocate_one(const void *src, size_t avail, uint64_t from,
 				   uint8_t *dst, size_t cap, uint64_t to,
 				   int *falls_through);
 
+/*
+ * pk_arch_shstk_active() - whether this thread runs with a shadow stack
+ * (CET user shadow stacks, Linux 6.6+: arch_prctl ARCH_SHSTK_STATUS): a
+ * call moved as push + jmp would then return to an address the shadow
+ * stack does not hold.
+ */
+PK_HIDDEN int pk_arch_shstk_active(void);
+
 /* ---- text layer: a trapped thread's context (src/arch/x86_64/context.h) ----
  *
  * What the trap path (text.c, sig.c, the fault layer's trap chain) does to
