@@ -99,6 +99,7 @@ struct pk_probe {
 	uint8_t len;			/* displaced bytes as placed */
 	uint8_t armed;			/* atomic */
 	uint8_t kind;			/* as placed */
+	uint8_t reason;			/* enum pk_probe_reason, as placed */
 	uint8_t full;			/* inside a function: flags live */
 	uint8_t first_len;		/* the probed instruction's length */
 	uint8_t armed_kind, armed_len;	/* its trampoline's, while armed */
@@ -411,6 +412,7 @@ static int place(struct pk_probe *p, const char *what, size_t offset,
 	p->len = pl.len;
 	p->first_len = pl.first_len;
 	p->kind = pl.kind;
+	p->reason = pl.reason;
 	p->full = pl.full;
 	return 0;
 }
@@ -1362,6 +1364,7 @@ int pk_probe_get_info(const struct pk_probe *p, struct pk_probe_info *info)
 	/* Pairs with the release store of armed in link_probe(). */
 	cur.displaced = cur.armed ? p->armed_len : p->len;
 	cur.kind = cur.armed ? p->armed_kind : p->kind;
+	cur.reason = cur.kind == p->kind ? p->reason : PK_PROBE_WHY_JOINED;
 	cur.missed = __atomic_load_n(&p->missed, __ATOMIC_RELAXED);
 	/* A slot, its tramp, the probe, and a share of its chunk's stub. */
 	cur.bytes = PK_TRAMP_SLOT_SIZE + sizeof(struct tramp) +

@@ -45,6 +45,7 @@ struct pk_probe_place {
 	uint8_t len;		/* displaced bytes (int3: the instruction's) */
 	uint8_t first_len;	/* the probed instruction's length */
 	uint8_t kind;		/* enum pk_probe_kind */
+	uint8_t reason;		/* enum pk_probe_reason: why that kind */
 	uint8_t full;		/* inside the function: flags live */
 };
 
