@@ -187,6 +187,9 @@ enum pk_probe_reason {
 				   tables read, tail calls through pointers) */
 	PK_PROBE_WHY_CALL_MOVED = 3, /* a call among the displaced bytes, moved
 				   as push of its return address + jmp */
+	PK_PROBE_WHY_PADDING = 4, /* a short function: the padding after its
+				   last instruction (a ret or jmp) displaced
+				   too */
 	/* An int3 probe's reason, why no jump probe: */
 	PK_PROBE_WHY_FORCED = 16, /* PK_PROBE_F_INT3 */
 	PK_PROBE_WHY_SHORT = 17, /* the function ends within 5 bytes */

@@ -25,6 +25,8 @@ enum pk_insn_kind {
 #define PK_INSN_F_BRANCH 0x4		/* may not fall through to the next
 					   instruction: jmp, jcc, call, ret,
 					   int/int3, ud2, hlt */
+#define PK_INSN_F_NOFALL 0x8		/* never falls through to the next:
+					   jmp, ret, ud0/ud1/ud2, hlt */
 
 struct pk_insn {
 	uint8_t len;

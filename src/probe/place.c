@@ -117,6 +117,65 @@ static size_t readable(const struct obj_segs *o, uint64_t a)
 	return 0;
 }
 
+size_t pk_probe_tail(const struct pk_func *fn)
+{
+	struct obj_segs o = { .addr = fn->start };
+	uintptr_t end = fn->start + fn->size;
+
+	dl_iterate_phdr(find_segs, &o);
+	for (unsigned int i = 0; i < o.n; i++)
+		if (o.seg[i].exec && end >= o.seg[i].lo && end < o.seg[i].hi)
+			return o.seg[i].hi - end < PK_TEXT_MAX ?
+			       o.seg[i].hi - end : PK_TEXT_MAX;
+	return 0;
+}
+
+/*
+ * The padding after @fn, displaced too where its last instruction (ending
+ * at its end, @off bytes from the probe point) never falls through: NOPs
+ * and int3s up to the jmp's 5 bytes, none the start of a function (a
+ * symbol, an FDE) nor, as place_jump() checks next, a branch target. Its
+ * bytes are never run, so the slot's copy of them is never run either.
+ * Return: the displaced bytes with it, or -ENOTSUP.
+ */
+static int padding(const struct pk_probe_place *p, const struct pk_func *fn,
+		   const uint8_t *code, size_t avail, size_t off, int fall,
+		   const char *what)
+{
+	uintptr_t end = fn->start + fn->size, hit;
+	int err;
+
+	if (p->addr + off != end || fall) {
+		pk_dbg("probe: %s: the function ends %zu bytes after the probe "
+		       "point, and may run on past its end: int3 probe", what,
+		       off);
+		return -ENOTSUP;
+	}
+	while (off < PK_ARCH_JMP_LEN) {
+		uintptr_t at = p->addr + off;
+		struct pk_insn in;
+
+		if (at - fn->start >= avail ||
+		    pk_arch_decode(code + (at - fn->start),
+				   avail - (at - fn->start), at, &in) ||
+		    (in.kind != PK_INSN_NOP && in.kind != PK_INSN_TRAP) ||
+		    off + in.len > PK_TEXT_MAX) {
+			pk_dbg("probe: %s: no padding after the function's %zu "
+			       "bytes from the probe point: int3 probe", what,
+			       (size_t)(end - p->addr));
+			return -ENOTSUP;
+		}
+		off += in.len;
+	}
+	err = pk_xref_start_in(end, p->addr + off - end, &hit);
+	if (err) {
+		pk_dbg("probe: %s: what follows the function may be another's "
+		       "(%d): int3 probe", what, err);
+		return -ENOTSUP;
+	}
+	return (int)off;
+}
+
 #define TABLE_MAX 65536		/* entries read, at most */
 
 /*
@@ -290,27 +349,39 @@ out:
  */
 static int place_jump(struct pk_probe_place *p, int post,
 		      const struct pk_func *fn, const uint8_t *code,
-		      const char *what)
+		      size_t avail, const char *what)
 {
 	uintptr_t end = fn->start + fn->size;
 	size_t off, cap = PK_TRAMP_COPY_MAX - (post ? PK_TRAMP_CALL_LEN : 0);
 	uint8_t copy[64];
 	uintptr_t hit;
-	int err, ijmp = 0, tactic = PK_PROBE_WHY_PLAIN;
+	int err, ijmp = 0, fall = 1, tactic = PK_PROBE_WHY_PLAIN;
 
 	/* The displaced instructions: whole ones covering a jmp. */
 	for (off = 0; off < PK_ARCH_JMP_LEN;) {
 		struct pk_insn in;
 		uintptr_t at = p->addr + off;
 
-		if (at >= end || pk_arch_decode(code + (at - fn->start), end - at,
-						at, &in)) {
-			pk_dbg("probe: %s: the instructions from the probe point "
-			       "end before %d bytes (function of %zu bytes): int3 "
-			       "probe", what, PK_ARCH_JMP_LEN, fn->size);
-			p->reason = PK_PROBE_WHY_SHORT;
+		if (at >= end) {
+			/* A short function: its padding too, if it has one. */
+			int n = padding(p, fn, code, avail, off, fall, what);
+
+			if (n < 0) {
+				p->reason = PK_PROBE_WHY_SHORT;
+				return -ENOTSUP;
+			}
+			off = (size_t)n;
+			tactic = PK_PROBE_WHY_PADDING;
+			break;
+		}
+		if (pk_arch_decode(code + (at - fn->start), end - at, at, &in)) {
+			pk_dbg("probe: %s: the instruction at +%zu does not decode "
+			       "within the function: int3 probe", what,
+			       (size_t)(at - fn->start));
+			p->reason = PK_PROBE_WHY_UNDECODABLE;
 			return -ENOTSUP;
 		}
+		fall = !(in.flags & PK_INSN_F_NOFALL);
 		if (key_site_in(fn, at, in.len)) {
 			pk_dbg("probe: %s: a static key's branch site follows: "
 			       "int3 probe", what);
@@ -438,7 +509,7 @@ static int place_int3(struct pk_probe_place *p, int post,
 }
 
 int pk_probe_place(const struct pk_func *fn, const uint8_t *code,
-		   size_t offset, int post, int force_int3, const char *what,
+		   size_t avail, size_t offset, int post, int force_int3, const char *what,
 		   struct pk_probe_place *p)
 {
 	uintptr_t entry = fn->start + pk_arch_entry_skip(code, fn->size);
@@ -494,7 +565,8 @@ int pk_probe_place(const struct pk_func *fn, const uint8_t *code,
 		return -ENOTSUP;
 	}
 	p->reason = PK_PROBE_WHY_FORCED;
-	err = force_int3 ? -ENOTSUP : place_jump(p, post, fn, code, what);
+	err = force_int3 ? -ENOTSUP : place_jump(p, post, fn, code, avail,
+							what);
 	if (!err) {
 		p->kind = PK_PROBE_JUMP;
 	} else if (err == -ENOTSUP) {

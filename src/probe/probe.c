@@ -375,6 +375,7 @@ static int place(struct pk_probe *p, const char *what, size_t offset,
 	struct pk_probe_place pl;
 	struct pk_func fn;
 	uint8_t *code;
+	size_t avail;
 	int err = pk_sym_func_at(p->func, &fn);
 
 	if (err || fn.start != p->func) {
@@ -394,15 +395,17 @@ static int place(struct pk_probe *p, const char *what, size_t offset,
 		       "bytes)", what, offset, fn.size);
 		return -EINVAL;
 	}
-	code = malloc(fn.size);
+	/* With the padding after it, where a jump may reach (place.c). */
+	avail = fn.size + pk_probe_tail(&fn);
+	code = malloc(avail);
 	if (!code)
 		return -ENOMEM;
 	probes_lock();	/* no stale trampoline's bytes in orig_code() */
 	sites_check(NULL, 0, fn.start, fn.start + fn.size);
-	orig_code(fn.start, fn.size, code);
+	orig_code(fn.start, avail, code);
 	pthread_mutex_unlock(&probe_lock);
-	err = pk_probe_place(&fn, code, offset, p->post != NULL, force_int3,
-			     what, &pl);
+	err = pk_probe_place(&fn, code, avail, offset, p->post != NULL,
+			     force_int3, what, &pl);
 	if (!err)
 		memcpy(p->code, code + (pl.addr - fn.start), pl.len);
 	free(code);

@@ -748,3 +748,42 @@ int pk_xref_lands_in(uintptr_t lo, size_t len, uintptr_t *at)
 	free(o);
 	return ret;
 }
+
+int pk_xref_start_in(uintptr_t lo, size_t len, uintptr_t *at)
+{
+	struct obj *o = calloc(1, sizeof(*o));
+	struct pk_xref *x;
+	int ret = 0;
+
+	if (!o)
+		return -ENOMEM;
+	o->addr = lo;
+	dl_iterate_phdr(find_obj, o);
+	if (!o->found) {
+		free(o);
+		return -ENOENT;
+	}
+	mapped_file(o);
+	pthread_mutex_lock(&xref_lock);
+	x = get_index(o);
+	if (!x) {
+		ret = -ENOMEM;
+	} else if (x->err) {
+		ret = x->err;
+		if (!x->dev && !x->ino)
+			pk_xref_free(x);	/* not cached */
+	} else if (lo >= o->bias && lo - o->bias < UINT32_MAX) {
+		uint32_t a = (uint32_t)(lo - o->bias);
+		size_t i = PK_LOWER_BOUND(x->ns, k, x->s[k] < a);
+
+		if (i < x->ns && x->s[i] < (uint64_t)a + len) {
+			*at = o->bias + x->s[i];
+			ret = 1;
+		}
+	} else {
+		ret = -E2BIG;
+	}
+	pthread_mutex_unlock(&xref_lock);
+	free(o);
+	return ret;
+}

@@ -69,6 +69,15 @@ struct pk_xref;
  */
 PK_HIDDEN int pk_xref_lands_in(uintptr_t lo, size_t len, uintptr_t *at);
 
+/*
+ * pk_xref_start_in() - whether a function starts in [@lo, @lo + @len) of
+ * the loaded object that holds @lo, as its symbol tables (.symtab,
+ * .dynsym) and .eh_frame_hdr's FDEs say, or a section does: the padding
+ * after a function is no other's. @at receives the lowest such start.
+ * Return: as pk_xref_lands_in().
+ */
+PK_HIDDEN int pk_xref_start_in(uintptr_t lo, size_t len, uintptr_t *at);
+
 /* What an index cost to build and costs to keep. */
 struct pk_xref_stats {
 	size_t text_bytes;	/* executable bytes decoded */

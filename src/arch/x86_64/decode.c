@@ -45,6 +45,13 @@ int pk_arch_decode(const void *code, size_t avail, uint64_t runtime,
 			out->flags |= PK_INSN_F_BRANCH;
 		break;
 	}
+	if (insn.mnemonic == ZYDIS_MNEMONIC_JMP ||
+	    insn.mnemonic == ZYDIS_MNEMONIC_RET ||
+	    insn.mnemonic == ZYDIS_MNEMONIC_UD0 ||
+	    insn.mnemonic == ZYDIS_MNEMONIC_UD1 ||
+	    insn.mnemonic == ZYDIS_MNEMONIC_UD2 ||
+	    insn.mnemonic == ZYDIS_MNEMONIC_HLT)
+		out->flags |= PK_INSN_F_NOFALL;
 	if (insn.meta.category == ZYDIS_CATEGORY_NOP ||
 	    insn.meta.category == ZYDIS_CATEGORY_WIDENOP) {
 		out->kind = PK_INSN_NOP;
