@@ -39,6 +39,7 @@ static const struct {
 	{ PK_PROBE_WHY_PLAIN, "jump_plain" },
 	{ PK_PROBE_WHY_IJMP_PROVEN, "jump_ijmp_proven" },
 	{ PK_PROBE_WHY_CALL_MOVED, "jump_call_moved" },
+	{ PK_PROBE_WHY_PADDING, "jump_padding" },
 	{ PK_PROBE_WHY_SHORT, "int3_short" },
 	{ PK_PROBE_WHY_KEY_SITE, "int3_key_site" },
 	{ PK_PROBE_WHY_TRAP, "int3_trap" },

@@ -9,7 +9,7 @@
 /* The probed functions of place_cases.c, in run()'s case order. */
 static const char *const pc_names[] = {
 	"switch10", "switch_loop", "tail_ops", "tail_tbl", "tail_cb",
-	"cgoto", "call_first", "call_only",
+	"cgoto", "call_first", "call_only", "zero", "ident",
 };
 #define PC_N (sizeof(pc_names) / sizeof(pc_names[0]))
 

@@ -17,6 +17,11 @@
  *                   probe; the callee returns into the original code
  *    pl_icall_short call *%rsi (2 bytes) first: would return inside the
  *                   displaced bytes: int3 probe
+ *    pl_short_nop   4 bytes then NOP padding: the padding displaced too,
+ *    pl_short_cc    (4 bytes then int3 padding) a jump probe
+ *    pl_short_packed another function right after it: int3 probe
+ *    pl_short_fall  its last instruction falls through (the symbol ends
+ *                   before its ret): int3 probe
  * 2. Real compiler output: tests/targets/place_cases.c built by gcc and
  *    clang (-O2/-O3, PIC and, in test_place_nopie, non-PIC; with and
  *    without -fcf-protection). Each function's kind and reason is
@@ -41,6 +46,11 @@ long pl_tail(const void *o, long x);
 long pl_push_call(long x);
 long pl_icall_short(long x, long (*f)(long));
 long pl_leaf(long x);
+long pl_short_nop(long x);
+long pl_short_cc(long x);
+long pl_short_packed(long x);
+long pl_packed_next(long x);
+long pl_short_fall(long x);
 
 __asm__(".text\n"
 	/* n iterations of a loop whose head is reached by a table */
@@ -135,6 +145,38 @@ __asm__(".text\n"
 	"	nop\n"
 	"	ret\n"
 	".size pl_icall_short, .-pl_icall_short\n"
+	/* short functions: padding after them (NOPs; int3s), or none */
+	".p2align 4\n"
+	".globl pl_short_nop\n.type pl_short_nop,@function\n"
+	"pl_short_nop:\n"
+	"	lea 1(%rdi), %eax\n"
+	"	ret\n"
+	".size pl_short_nop, .-pl_short_nop\n"
+	".p2align 4\n"
+	".globl pl_short_cc\n.type pl_short_cc,@function\n"
+	"pl_short_cc:\n"
+	"	mov %rdi, %rax\n"
+	"	ret\n"
+	".size pl_short_cc, .-pl_short_cc\n"
+	".p2align 4, 0xcc\n"
+	".globl pl_short_packed\n.type pl_short_packed,@function\n"
+	"pl_short_packed:\n"
+	"	lea 2(%rdi), %eax\n"
+	"	ret\n"
+	".size pl_short_packed, .-pl_short_packed\n"
+	".globl pl_packed_next\n.type pl_packed_next,@function\n"
+	"pl_packed_next:\n"
+	"	lea 3(%rdi), %rax\n"
+	"	ret\n"
+	".size pl_packed_next, .-pl_packed_next\n"
+	/* its symbol ends before its ret: what follows is not padding */
+	".p2align 4\n"
+	".globl pl_short_fall\n.type pl_short_fall,@function\n"
+	"pl_short_fall:\n"
+	"	lea 4(%rdi), %rax\n"
+	".size pl_short_fall, .-pl_short_fall\n"
+	"	ret\n"
+	".p2align 4\n"
 	".globl pl_leaf\n.type pl_leaf,@function\n"
 	"pl_leaf:\n"
 	"	lea 7(%rdi,%rdi,2), %rax\n"
@@ -195,9 +237,13 @@ static void test_asm(void)
 		{ "pl_tail", (void *)pl_tail, PK_PROBE_JUMP, PK_PROBE_WHY_IJMP_PROVEN },
 		{ "pl_push_call", (void *)pl_push_call, PK_PROBE_JUMP, PK_PROBE_WHY_CALL_MOVED },
 		{ "pl_icall_short", (void *)pl_icall_short, PK_PROBE_INT3, PK_PROBE_WHY_CALL },
+		{ "pl_short_nop", (void *)pl_short_nop, PK_PROBE_JUMP, PK_PROBE_WHY_PADDING },
+		{ "pl_short_cc", (void *)pl_short_cc, PK_PROBE_JUMP, PK_PROBE_WHY_PADDING },
+		{ "pl_short_packed", (void *)pl_short_packed, PK_PROBE_INT3, PK_PROBE_WHY_SHORT },
+		{ "pl_short_fall", (void *)pl_short_fall, PK_PROBE_INT3, PK_PROBE_WHY_SHORT },
 	};
-	struct pk_probe *p[7] = { 0 };
-	const int n = 7;
+	struct pk_probe *p[11] = { 0 };
+	const int n = 11;
 
 	for (int i = 0; i < n; i++) {
 		int kind, reason = 0;
@@ -221,6 +267,11 @@ static void test_asm(void)
 		ASSERT_EQ(pl_push_call(k), leaf_ref(k) + 1, "pl_push_call result");
 		ASSERT_EQ(pl_icall_short(k, pl_leaf), leaf_ref(k) + 2,
 			  "pl_icall_short result");
+		ASSERT_EQ(pl_short_nop(k), k + 1, "pl_short_nop result");
+		ASSERT_EQ(pl_short_cc(k), k, "pl_short_cc result");
+		ASSERT_EQ(pl_short_packed(k), k + 2, "pl_short_packed result");
+		ASSERT_EQ(pl_short_fall(k), k + 4, "pl_short_fall result");
+		ASSERT_EQ(pl_packed_next(k), k + 3, "pl_packed_next result");
 	}
 	/* Entered once per call: a loop head inside never re-runs the entry. */
 	for (int i = 0; i < n; i++)
@@ -237,6 +288,7 @@ static const char *why_name(int r)
 	case PK_PROBE_WHY_PLAIN: return "jump plain";
 	case PK_PROBE_WHY_IJMP_PROVEN: return "jump ijmp_proven";
 	case PK_PROBE_WHY_CALL_MOVED: return "jump call_moved";
+	case PK_PROBE_WHY_PADDING: return "jump padding";
 	case PK_PROBE_WHY_IJMP: return "int3 ijmp";
 	case PK_PROBE_WHY_IJMP_MADE: return "int3 ijmp_made";
 	case PK_PROBE_WHY_CALL: return "int3 call";

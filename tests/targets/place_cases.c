@@ -19,6 +19,8 @@
  *              addresses of its own code)
  *   call_first a call among the first instructions (after a push)
  *   call_only  a call first of all (after the stack adjustment)
+ *   zero, ident short functions (3 bytes, 7 with endbr64): the padding
+ *              after them displaced too
  *
  * run(k, x): calls case k with x, the same way the test's reference does.
  */
@@ -28,7 +30,12 @@
 #define PC_PREFIX pc_
 #endif
 #define F(name) CAT(PC_PREFIX, name)
+/* Called as written: GCC's IPA would fold zero() and ident() otherwise. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define NOI __attribute__((noinline, noipa, used))
+#else
 #define NOI __attribute__((noinline, used))
+#endif
 
 typedef int (*pc_fn)(int);
 
@@ -131,6 +138,16 @@ NOI int F(call_only)(int x)
 	return x + F(sink);
 }
 
+NOI int F(zero)(void)
+{
+	return 0;
+}
+
+NOI int F(ident)(int x)
+{
+	return x;
+}
+
 /* Case k with x, as the test calls it; the reference is the unprobed run. */
 NOI int F(run)(int k, int x)
 {
@@ -138,6 +155,9 @@ NOI int F(run)(int k, int x)
 	static const unsigned char gops[] = { 0, 1, 0, 1, 1, 0 };
 	static const struct pc_ops o = { .fn = F(leaf3) };
 	static const pc_fn tbl[4] = { F(leaf0), F(leaf5), F(leaf6), F(leaf7) };
+	/* Through pointers: clang folds calls of so short a function. */
+	static int (*volatile const zp)(void) = F(zero);
+	static int (*volatile const ip)(int) = F(ident);
 
 	switch (k) {
 	case 0: return F(switch10)((unsigned int)x % 12, x);
@@ -148,6 +168,8 @@ NOI int F(run)(int k, int x)
 	case 5: return F(cgoto)(gops, x % 7);
 	case 6: return F(call_first)(x);
 	case 7: return F(call_only)(x);
+	case 8: return zp() + x;
+	case 9: return ip(x * 5);
 	default: return 0;
 	}
 }
