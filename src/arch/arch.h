@@ -72,7 +72,8 @@ PK_HIDDEN size_t pk_arch_branch_targets(const void *code, size_t len,
  *                      *T(,%i,8), non-PIC; or through lea T(%rip))
  *   PK_IJMP_POINTER    a code pointer loaded from memory: a tail call
  *                      (jmp *0x80(%rax), mov 8(%rdi),%rax; jmp *%rax);
- *                      @table: the word it reads, where rip-relative
+ *                      @table: the word it reads, where that is known
+ *                      (rip-relative, or off a register a lea set)
  *   PK_IJMP_REG        jmp *%reg, the register's value not traced to a
  *                      load or a table on the straight line (a callback
  *                      in a callee-saved register, a pointer loaded in
@@ -83,9 +84,9 @@ PK_HIDDEN size_t pk_arch_branch_targets(const void *code, size_t len,
  *
  * And not jmps, the function's table loads, for PK_IJMP_REG to check:
  *
- *   PK_IJMP_LOAD_REL   movslq (%b,%i,4): int32 entries at @table, base
- *                      @base (the table's own address, as compilers
- *                      emit them)
+ *   PK_IJMP_LOAD_REL   movslq (%b,%i,4) (or a 32-bit mov of that form):
+ *                      int32 entries at @table, base @base (the table's
+ *                      own address, as compilers emit them)
  *   PK_IJMP_LOAD_ABS   mov T(,%i,8) / mov (%b,%i,8): 64-bit words at
  *                      @table
  *   PK_IJMP_LOAD_UNKNOWN such a load from a table whose address is not

@@ -422,7 +422,21 @@ static uint64_t lea_value(const struct fscan *f, long j, uint16_t reg)
 	return v;
 }
 
-/* movslq (%b,%i,4), %r: a relative jump table's entry, loaded. */
+/*
+ * movslq (%b,%i,4), %r: a relative jump table's entry, loaded (and, for
+ * untraced jmps only, a 32-bit mov of the same form: unsigned entries).
+ */
+static int is_rel_load32(const struct cins *c)
+{
+	return c->mnem == ZYDIS_MNEMONIC_MOV && c->nops == 2 &&
+	       c->op[0].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+	       c->op[0].size == 4 &&
+	       c->op[1].type == ZYDIS_OPERAND_TYPE_MEMORY &&
+	       c->op[1].size == 4 && c->op[1].scale == 4 &&
+	       c->op[1].index != ZYDIS_REGISTER_NONE &&
+	       c->op[1].base != ZYDIS_REGISTER_RIP;
+}
+
 static int is_rel_load(const struct cins *c)
 {
 	return c->mnem == ZYDIS_MNEMONIC_MOVSXD && c->nops == 2 &&
@@ -468,8 +482,15 @@ static void classify_mem(const struct fscan *f, long j, const struct cop *m,
 	}
 	/* A code pointer from memory: a tail call (a struct's, a GOT's). */
 	out->cls = PK_IJMP_POINTER;
-	if (m->base == ZYDIS_REGISTER_RIP)
+	if (m->base == ZYDIS_REGISTER_RIP && m->index == ZYDIS_REGISTER_NONE)
 		out->table = rip_addr(&f->ins[j], m);	/* the one word */
+	else if (m->base != ZYDIS_REGISTER_NONE &&
+		 m->index == ZYDIS_REGISTER_NONE) {
+		uint64_t t = lea_value(f, j, m->base);	/* lea T; jmp *8(T) */
+
+		if (t)
+			out->table = t + (uint64_t)m->disp;
+	}
 }
 
 static void classify(const struct fscan *f, long j, struct pk_ijmp *out)
@@ -649,12 +670,13 @@ int pk_arch_ijmp_scan(const void *code, size_t size, uint64_t runtime,
 				continue;
 			}
 			/* The table loads, for jmps traced to no table. */
-			if (!is_rel_load(c) && !is_abs_load(c))
+			if (!is_rel_load(c) && !is_rel_load32(c) &&
+			    !is_abs_load(c))
 				continue;
 			if (o) {
 				memset(o, 0, sizeof(*o));
 				o->at = o->seq = c->at;
-				if (is_rel_load(c)) {
+				if (!is_abs_load(c)) {
 					uint64_t t = lea_value(&f, (long)k,
 							       c->op[1].base);
 
