@@ -155,10 +155,13 @@ static int padding(const struct pk_probe_place *p, const struct pk_func *fn,
 		uintptr_t at = p->addr + off;
 		struct pk_insn in;
 
+		/* An endbr64 (a NOP too) is the next function's landing pad. */
 		if (at - fn->start >= avail ||
 		    pk_arch_decode(code + (at - fn->start),
 				   avail - (at - fn->start), at, &in) ||
 		    (in.kind != PK_INSN_NOP && in.kind != PK_INSN_TRAP) ||
+		    pk_arch_entry_skip(code + (at - fn->start),
+				       avail - (at - fn->start)) ||
 		    off + in.len > PK_TEXT_MAX) {
 			pk_dbg("probe: %s: no padding after the function's %zu "
 			       "bytes from the probe point: int3 probe", what,
@@ -487,6 +490,14 @@ static int place_jump(struct pk_probe_place *p, int post,
 	return 0;
 }
 
+static int in_call(const uint8_t *code, size_t avail, uintptr_t at)
+{
+	struct pk_insn in;
+
+	return !pk_arch_decode(code, avail, at, &in) &&
+	       (in.flags & PK_INSN_F_CALL);
+}
+
 /* An int3 probe: the probed instruction must run (or be emulated) in a slot. */
 static int place_int3(struct pk_probe_place *p, int post,
 		      const struct pk_func *fn, const uint8_t *code,
@@ -496,6 +507,15 @@ static int place_int3(struct pk_probe_place *p, int post,
 	uint8_t copy[64];
 	int ft, n;
 
+	/* A call emulated as push + jmp returns where no shadow stack has it. */
+	if (in_call(code + (p->addr - fn->start),
+		    fn->start + fn->size - p->addr, p->addr) &&
+	    pk_arch_shstk_active()) {
+		pk_err("probe: %s: the instruction at +%zu is a call, and a "
+		       "shadow stack is active: it cannot run out of line",
+		       what, (size_t)(p->addr - fn->start));
+		return -ENOTSUP;
+	}
 	n = pk_arch_relocate_one(code + (p->addr - fn->start),
 				 fn->start + fn->size - p->addr, p->addr, copy,
 				 cap, p->addr + 4096, &ft);
