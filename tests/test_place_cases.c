@@ -22,6 +22,10 @@
  *    pl_short_packed another function right after it: int3 probe
  *    pl_short_fall  its last instruction falls through (the symbol ends
  *                   before its ret): int3 probe
+ *    pl_dptr        entered at +2 by pl_dptr_user's jmp through a pointer
+ *                   in .data.rel.ro (a relocation's target): int3 probe
+ *                   (on main 3a01b81 a jump probe, and the pointer's jmp
+ *                   ran the middle of it)
  * 2. Real compiler output: tests/targets/place_cases.c built by gcc and
  *    clang (-O2/-O3, PIC and, in test_place_nopie, non-PIC; with and
  *    without -fcf-protection). Each function's kind and reason is
@@ -51,6 +55,8 @@ long pl_short_cc(long x);
 long pl_short_packed(long x);
 long pl_packed_next(long x);
 long pl_short_fall(long x);
+long pl_dptr(long x);
+long pl_dptr_user(long x);
 
 __asm__(".text\n"
 	/* n iterations of a loop whose head is reached by a table */
@@ -176,6 +182,24 @@ __asm__(".text\n"
 	"	lea 4(%rdi), %rax\n"
 	".size pl_short_fall, .-pl_short_fall\n"
 	"	ret\n"
+	/* entered at +2 through a pointer in data, by pl_dptr_user */
+	".p2align 4\n"
+	".globl pl_dptr\n.type pl_dptr,@function\n"
+	"pl_dptr:\n"
+	"	xor %eax, %eax\n"
+	"1:	add %rdi, %rax\n"		/* +2 */
+	"	add $1, %rax\n"
+	"	ret\n"
+	".size pl_dptr, .-pl_dptr\n"
+	".globl pl_dptr_user\n.type pl_dptr_user,@function\n"
+	"pl_dptr_user:\n"
+	"	mov $100, %eax\n"
+	"	jmp *.Lpl_dptr_at2(%rip)\n"
+	".size pl_dptr_user, .-pl_dptr_user\n"
+	".section .data.rel.ro,\"aw\"\n"
+	".p2align 3\n"
+	".Lpl_dptr_at2: .quad 1b\n"
+	".text\n"
 	".p2align 4\n"
 	".globl pl_leaf\n.type pl_leaf,@function\n"
 	"pl_leaf:\n"
@@ -241,9 +265,10 @@ static void test_asm(void)
 		{ "pl_short_cc", (void *)pl_short_cc, PK_PROBE_JUMP, PK_PROBE_WHY_PADDING },
 		{ "pl_short_packed", (void *)pl_short_packed, PK_PROBE_INT3, PK_PROBE_WHY_SHORT },
 		{ "pl_short_fall", (void *)pl_short_fall, PK_PROBE_INT3, PK_PROBE_WHY_SHORT },
+		{ "pl_dptr", (void *)pl_dptr, PK_PROBE_INT3, PK_PROBE_WHY_XREF },
 	};
-	struct pk_probe *p[11] = { 0 };
-	const int n = 11;
+	struct pk_probe *p[12] = { 0 };
+	const int n = 12;
 
 	for (int i = 0; i < n; i++) {
 		int kind, reason = 0;
@@ -272,6 +297,9 @@ static void test_asm(void)
 		ASSERT_EQ(pl_short_packed(k), k + 2, "pl_short_packed result");
 		ASSERT_EQ(pl_short_fall(k), k + 4, "pl_short_fall result");
 		ASSERT_EQ(pl_packed_next(k), k + 3, "pl_packed_next result");
+		ASSERT_EQ(pl_dptr(k), k + 1, "pl_dptr result");
+		/* Not counted: it enters pl_dptr past the probe point. */
+		ASSERT_EQ(pl_dptr_user(k), k + 101, "pl_dptr_user result");
 	}
 	/* Entered once per call: a loop head inside never re-runs the entry. */
 	for (int i = 0; i < n; i++)

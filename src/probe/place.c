@@ -9,8 +9,10 @@
  * whole instructions covering a jmp there and is safe only if they lie
  * inside the function, hold no int3 or static key site, no branch of the
  * function or (xref.h) direct branch of the rest of its object lands
- * inside them after the first byte, no indirect jmp of the function can
- * (below), and they relocate into a slot. Otherwise an int3 probe, whose
+ * inside them after the first byte, no code pointer its data holds names
+ * an address there (a relocation's target: any indirect jmp could use
+ * it), no indirect jmp of the function can land there (below), and they
+ * relocate into a slot. Otherwise an int3 probe, whose
  * one instruction must run (or be emulated) in a slot. Nothing here
  * changes anything.
  *
@@ -474,6 +476,15 @@ static int place_jump(struct pk_probe_place *p, int post,
 			pk_dbg("probe: %s: no index of the branches in %s (%d), "
 			       "so cannot prove none lands in the displaced bytes: "
 			       "int3 probe", what, fn->object, err);
+		p->reason = err > 0 ? PK_PROBE_WHY_XREF : PK_PROBE_WHY_NO_XREF;
+		return -ENOTSUP;
+	}
+	/* Nor any code pointer its data holds (an indirect jmp could use it). */
+	err = pk_xref_data_in(p->addr, p->len, &hit);
+	if (err) {
+		pk_dbg("probe: %s: %s: int3 probe", what, err > 0 ?
+		       "a pointer in the object's data names an address inside "
+		       "the displaced bytes" : "no index of the object's data");
 		p->reason = err > 0 ? PK_PROBE_WHY_XREF : PK_PROBE_WHY_NO_XREF;
 		return -ENOTSUP;
 	}
