@@ -354,4 +354,21 @@ if(TARGET test_place_cases)
   set_tests_properties(test_place_nopie PROPERTIES SKIP_RETURN_CODE 77
     LABELS quick TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
 endif()
+# The same test with its relative relocations packed (SHT_RELR, as
+# glibc 2.36's libc.so.6 has them): pl_dptr's pointer is found there too.
+if(TARGET test_place_cases)
+  include(CheckLinkerFlag)
+  check_linker_flag(C "-Wl,-z,pack-relative-relocs" PK_HAVE_RELR)
+  if(PK_HAVE_RELR)
+    add_executable(test_place_relr test_place_cases.c)
+    target_include_directories(test_place_relr PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/src)
+    target_link_libraries(test_place_relr PRIVATE probekit_test pthread ${CMAKE_DL_LIBS})
+    target_compile_definitions(test_place_relr PRIVATE _GNU_SOURCE)
+    target_link_options(test_place_relr PRIVATE -Wl,-z,pack-relative-relocs)
+    add_dependencies(test_place_relr place_cases)
+    add_test(NAME test_place_relr COMMAND test_place_relr)
+    set_tests_properties(test_place_relr PROPERTIES SKIP_RETURN_CODE 77
+      LABELS quick TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+  endif()
+endif()
 # ---- end probe/place ----

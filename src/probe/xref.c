@@ -244,12 +244,84 @@ static int sec_cmp(const void *a, const void *b)
 
 /*
  * The code addresses the object's data holds, for pk_xref_data_in(): the
- * targets of its dynamic relocations (R_X86_64_RELATIVE: the addend;
- * R_X86_64_64, GLOB_DAT, JUMP_SLOT: the symbol's value plus the addend),
+ * targets of its dynamic relocations (R_X86_64_RELATIVE: the addend; a
+ * packed RELR one: the word at its place; R_X86_64_64, GLOB_DAT,
+ * JUMP_SLOT: the symbol's value plus the addend),
  * and in an executable that is not position independent (no relocation
  * for its own pointers) every aligned 8-byte word of its other allocated
  * sections. Only those in the code's span [@lo, @hi) are kept.
  */
+#ifndef SHT_RELR
+#define SHT_RELR 19
+#endif
+
+/* The 8-byte word the file holds at address @a, or 0. */
+static uint64_t file_word(Elf *e, uint64_t a)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+		uint64_t w;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    !(sh.sh_flags & SHF_ALLOC) || a < sh.sh_addr ||
+		    a + 8 > sh.sh_addr + sh.sh_size)
+			continue;
+		data = elf_rawdata(scn, NULL);
+		if (!data || !data->d_buf || a - sh.sh_addr + 8 > data->d_size)
+			return 0;
+		memcpy(&w, (const uint8_t *)data->d_buf + (a - sh.sh_addr), 8);
+		return w;
+	}
+	return 0;
+}
+
+static int add_ptr(uint32_t **d, size_t *n, size_t *cap, uint64_t t,
+		   uint64_t lo, uint64_t hi)
+{
+	if (t < lo || t >= hi)
+		return 0;
+	if (PK_GROW(d, cap, *n + 1))
+		return -ENOMEM;
+	(*d)[(*n)++] = (uint32_t)t;
+	return 0;
+}
+
+/*
+ * SHT_RELR (-z pack-relative-relocs, glibc 2.36's libc): the places of
+ * relative relocations, whose addends are the words there in the file.
+ */
+static int relr_pointers(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh,
+			 uint32_t **d, size_t *n, size_t *cap, uint64_t lo,
+			 uint64_t hi)
+{
+	Elf_Data *data = elf_rawdata(scn, NULL);
+	uint64_t where = 0;
+
+	for (size_t i = 0; data && data->d_buf && (i + 1) * 8 <= data->d_size &&
+			   (i + 1) * 8 <= sh->sh_size; i++) {
+		uint64_t ent;
+
+		memcpy(&ent, (const uint8_t *)data->d_buf + 8 * i, 8);
+		if (!(ent & 1)) {
+			where = ent;
+			if (add_ptr(d, n, cap, file_word(e, where), lo, hi))
+				return -ENOMEM;
+			where += 8;
+			continue;
+		}
+		for (int b = 1; b < 64; b++)
+			if (((ent >> b) & 1) &&
+			    add_ptr(d, n, cap, file_word(e, where + 8 * (b - 1)),
+				    lo, hi))
+				return -ENOMEM;
+		where += 63 * 8;
+	}
+	return 0;
+}
+
 static int data_pointers(Elf *e, uint64_t lo, uint64_t hi, struct pk_xref *x)
 {
 	uint32_t *d = NULL;
@@ -267,6 +339,13 @@ static int data_pointers(Elf *e, uint64_t lo, uint64_t hi, struct pk_xref *x)
 
 		if (!gelf_getshdr(scn, &sh))
 			continue;
+		if (sh.sh_type == SHT_RELR) {
+			if (relr_pointers(e, scn, &sh, &d, &n, &cap, lo, hi)) {
+				free(d);
+				return -ENOMEM;
+			}
+			continue;
+		}
 		if (sh.sh_type == SHT_RELA && sh.sh_entsize) {
 			Elf_Scn *ss = elf_getscn(e, sh.sh_link);
 			Elf_Data *sd = ss ? elf_getdata(ss, NULL) : NULL;
