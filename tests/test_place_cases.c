@@ -15,6 +15,8 @@
  *    pl_tail        a tail call through a struct's pointer: jump probe
  *    pl_push_call   push %rbx; call: the call moved as push + jmp, a jump
  *                   probe; the callee returns into the original code
+ *    pl_push_icall, pl_push_ripcall  the same with call *%rbx and
+ *                   call *x(%rip) (its operand re-targeted)
  *    pl_icall_short call *%rsi (2 bytes) first: would return inside the
  *                   displaced bytes: int3 probe
  *    pl_short_nop   4 bytes then NOP padding: the padding displaced too,
@@ -56,6 +58,8 @@ long pl_short_packed(long x);
 long pl_packed_next(long x);
 long pl_short_fall(long x);
 long pl_dptr(long x);
+long pl_push_icall(long x, long (*f)(long));
+long pl_push_ripcall(long x);
 long pl_dptr_user(long x);
 
 __asm__(".text\n"
@@ -143,6 +147,28 @@ __asm__(".text\n"
 	"	add $1, %rax\n"
 	"	ret\n"
 	".size pl_push_call, .-pl_push_call\n"
+	/* an indirect call, through a register and through [rip+x], moved */
+	".globl pl_push_icall\n.type pl_push_icall,@function\n"
+	"pl_push_icall:\n"
+	"	push %rbx\n"
+	"	mov %rsi, %rbx\n"
+	"	call *%rbx\n"			/* +4: ends at +6 */
+	"	pop %rbx\n"
+	"	add $4, %rax\n"
+	"	ret\n"
+	".size pl_push_icall, .-pl_push_icall\n"
+	".globl pl_push_ripcall\n.type pl_push_ripcall,@function\n"
+	"pl_push_ripcall:\n"
+	"	push %rbx\n"
+	"	call *.Lpl_leafp(%rip)\n"	/* +1: ends at +7 */
+	"	pop %rbx\n"
+	"	add $5, %rax\n"
+	"	ret\n"
+	".size pl_push_ripcall, .-pl_push_ripcall\n"
+	".section .data.rel.ro,\"aw\"\n"
+	".p2align 3\n"
+	".Lpl_leafp: .quad pl_leaf\n"
+	".text\n"
 	".globl pl_icall_short\n.type pl_icall_short,@function\n"
 	"pl_icall_short:\n"
 	"	call *%rsi\n"
@@ -266,9 +292,11 @@ static void test_asm(void)
 		{ "pl_short_packed", (void *)pl_short_packed, PK_PROBE_INT3, PK_PROBE_WHY_SHORT },
 		{ "pl_short_fall", (void *)pl_short_fall, PK_PROBE_INT3, PK_PROBE_WHY_SHORT },
 		{ "pl_dptr", (void *)pl_dptr, PK_PROBE_INT3, PK_PROBE_WHY_XREF },
+		{ "pl_push_icall", (void *)pl_push_icall, PK_PROBE_JUMP, PK_PROBE_WHY_CALL_MOVED },
+		{ "pl_push_ripcall", (void *)pl_push_ripcall, PK_PROBE_JUMP, PK_PROBE_WHY_CALL_MOVED },
 	};
-	struct pk_probe *p[12] = { 0 };
-	const int n = 12;
+	struct pk_probe *p[14] = { 0 };
+	const int n = 14;
 
 	for (int i = 0; i < n; i++) {
 		int kind, reason = 0;
@@ -298,6 +326,10 @@ static void test_asm(void)
 		ASSERT_EQ(pl_short_fall(k), k + 4, "pl_short_fall result");
 		ASSERT_EQ(pl_packed_next(k), k + 3, "pl_packed_next result");
 		ASSERT_EQ(pl_dptr(k), k + 1, "pl_dptr result");
+		ASSERT_EQ(pl_push_icall(k, pl_leaf), leaf_ref(k) + 4,
+			  "pl_push_icall result");
+		ASSERT_EQ(pl_push_ripcall(k), leaf_ref(k) + 5,
+			  "pl_push_ripcall result");
 		/* Not counted: it enters pl_dptr past the probe point. */
 		ASSERT_EQ(pl_dptr_user(k), k + 101, "pl_dptr_user result");
 	}
