@@ -7,13 +7,13 @@
  * which must stay first under IBT) or an instruction boundary @offset
  * bytes in, found by decoding from the start. A jump probe displaces the
  * whole instructions covering a jmp there and is safe only if they lie
- * inside the function, hold no int3 or static key site, no branch of the
- * function or (xref.h) direct branch of the rest of its object lands
- * inside them after the first byte, no code pointer its data holds names
- * an address there (a relocation's target: any indirect jmp could use
- * it), no indirect jmp of the function can land there (below), and they
- * relocate into a slot. Otherwise an int3 probe, whose
- * one instruction must run (or be emulated) in a slot. Nothing here
+ * inside the function (or its padding, below), hold no int3 or static key
+ * site, no branch of the function or (xref.h) direct branch of the rest
+ * of its object lands inside them after the first byte, no code pointer
+ * its data holds names an address there (a relocation's target: any
+ * indirect jmp could use it), no indirect jmp of the function can land
+ * there (below), and they relocate into a slot. Otherwise an int3 probe,
+ * whose one instruction must run (or be emulated) in a slot. Nothing here
  * changes anything.
  *
  * Indirect jmps (pk_arch_ijmp_scan() classifies each): a jump table's
@@ -26,8 +26,19 @@
  * index or table). A jmp through a code pointer loaded from memory (a tail
  * call) lands on a function's entry or on an address some code made: the
  * function must make none inside its displaced bytes (a lea or immediate
- * of it: a computed goto's label, &&label), and a rip-relative word it
- * reads must not hold one now. Anything else stays int3.
+ * of it: a computed goto's label, &&label), and a word it reads whose
+ * address is known must not hold one now. A jmp through a register whose
+ * value is not traced to a load (a callback kept in a callee-saved
+ * register, a pointer loaded in another block) likewise, where the
+ * function makes no address of its own code at all and no table it loads
+ * from (read as above) holds one inside the displaced bytes. Anything
+ * else stays int3.
+ *
+ * A short function (the jmp's 5 bytes reach past its end): where its
+ * last instruction never falls through (ret, jmp) and what follows is
+ * padding (NOPs, int3s, no endbr64) where no function starts and no
+ * branch lands, that padding is displaced too; it is never run, in place
+ * or in the slot.
  *
  * A call among the displaced bytes: where it ends at or past the jmp's 5
  * bytes it is their last instruction, and reloc.c moves it as "push the
