@@ -13,8 +13,8 @@
  *
  * A jump probe displaces the whole instructions in [P, P+len), len >= 5.
  * Armed, those bytes are NOPs then "jmp slot entry". Only where that is safe:
- * the bytes lie inside the function, no branch of the function lands
- * inside them after P, no indirect jmp could, and they relocate.
+ * the bytes lie inside the function (or its padding), nothing lands
+ * inside them after P, and they relocate (place.c's header comment).
  *
  * Elsewhere (or with PK_PROBE_F_INT3) an int3 probe: P's instruction keeps
  * its bytes but the first, which becomes int3 (one text batch arms them
