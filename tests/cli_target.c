@@ -33,10 +33,15 @@ __attribute__((noinline, noipa)) static void cli_target_fn(unsigned long i)
 	__asm__ volatile("" ::: "memory");
 }
 
-/* One byte: too short for a jump probe, so the agent arms an int3 one. */
+/*
+ * One byte, another function right after it (no padding a jump could use,
+ * issue 12): too short for a jump probe, so the agent arms an int3 one.
+ */
 void cli_target_tiny(void);
 __asm__(".text\n.globl cli_target_tiny\n.type cli_target_tiny,@function\n"
-	"cli_target_tiny:\n\tret\n.size cli_target_tiny, 1\n");
+	"cli_target_tiny:\n\tret\n.size cli_target_tiny, 1\n"
+	".type cli_target_tiny_next,@function\n"
+	"cli_target_tiny_next:\n\tret\n.size cli_target_tiny_next, 1\n");
 
 static void calls(long n)
 {

@@ -375,3 +375,83 @@ add_test(NAME cli_list
 set_tests_properties(cli_list PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end sym ----
+# ---- probe/place: jump probes where int3 was used (issue 12) ----
+# tests/targets/place_cases.c as real compilers build it: gcc and clang,
+# -O2/-O3, PIC (libplace_VARIANT.so, dlopened) and non-PIC (objects linked
+# into test_place_nopie, built -no-pie), with and without
+# -fcf-protection. Built without the project's flags (no sanitizer, no
+# -O0): the shapes are the compilers' own.
+find_program(PK_CLANG clang)
+set(PK_PC_SRC ${CMAKE_CURRENT_SOURCE_DIR}/targets/place_cases.c)
+set(PK_PC_LIBS)
+foreach(v gcc_O2_pic gcc_O3_pic_cet clang_O2_pic clang_O3_pic_cet)
+  string(REGEX MATCH "^[a-z]+" cc ${v})
+  string(REGEX MATCH "O[0-9]" opt ${v})
+  set(flags -${opt} -fPIC -shared)
+  if(v MATCHES "_cet$")
+    list(APPEND flags -fcf-protection=full)
+  endif()
+  if(cc STREQUAL "clang")
+    if(NOT PK_CLANG)
+      continue()
+    endif()
+    set(cc ${PK_CLANG})
+  else()
+    set(cc ${CMAKE_C_COMPILER})
+  endif()
+  set(out ${CMAKE_CURRENT_BINARY_DIR}/libplace_${v}.so)
+  add_custom_command(OUTPUT ${out}
+    COMMAND ${cc} ${flags} -DPC_PREFIX=pc_ -o ${out} ${PK_PC_SRC}
+    DEPENDS ${PK_PC_SRC} VERBATIM)
+  list(APPEND PK_PC_LIBS ${out})
+endforeach()
+set(PK_PC_OBJS ${CMAKE_CURRENT_BINARY_DIR}/place_gcc_O2_nopie.o)
+add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/place_gcc_O2_nopie.o
+  COMMAND ${CMAKE_C_COMPILER} -O2 -fno-pie -DPC_PREFIX=pcg_ -c
+          -o ${CMAKE_CURRENT_BINARY_DIR}/place_gcc_O2_nopie.o ${PK_PC_SRC}
+  DEPENDS ${PK_PC_SRC} VERBATIM)
+if(PK_CLANG)
+  add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/place_clang_O2_nopie_cet.o
+    COMMAND ${PK_CLANG} -O2 -fno-pie -fcf-protection=full -DPC_PREFIX=pcc_ -c
+            -o ${CMAKE_CURRENT_BINARY_DIR}/place_clang_O2_nopie_cet.o ${PK_PC_SRC}
+    DEPENDS ${PK_PC_SRC} VERBATIM)
+  list(APPEND PK_PC_OBJS ${CMAKE_CURRENT_BINARY_DIR}/place_clang_O2_nopie_cet.o)
+endif()
+add_custom_target(place_cases DEPENDS ${PK_PC_LIBS} ${PK_PC_OBJS})
+foreach(name test_place_cases stress_place)
+  if(TARGET ${name})
+    add_dependencies(${name} place_cases)
+  endif()
+endforeach()
+if(TARGET test_place_cases)
+  # The non-PIC variants: the same test, linked with them, not a PIE.
+  add_executable(test_place_nopie test_place_cases.c ${PK_PC_OBJS})
+  set_source_files_properties(${PK_PC_OBJS} PROPERTIES EXTERNAL_OBJECT TRUE GENERATED TRUE)
+  target_include_directories(test_place_nopie PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/src)
+  target_link_libraries(test_place_nopie PRIVATE probekit_test pthread ${CMAKE_DL_LIBS})
+  target_compile_definitions(test_place_nopie PRIVATE _GNU_SOURCE PC_NOPIE)
+  target_compile_options(test_place_nopie PRIVATE -fno-pie)
+  target_link_options(test_place_nopie PRIVATE -no-pie -rdynamic)
+  add_dependencies(test_place_nopie place_cases)
+  add_test(NAME test_place_nopie COMMAND test_place_nopie)
+  set_tests_properties(test_place_nopie PROPERTIES SKIP_RETURN_CODE 77
+    LABELS quick TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+endif()
+# The same test with its relative relocations packed (SHT_RELR, as
+# glibc 2.36's libc.so.6 has them): pl_dptr's pointer is found there too.
+if(TARGET test_place_cases)
+  include(CheckLinkerFlag)
+  check_linker_flag(C "-Wl,-z,pack-relative-relocs" PK_HAVE_RELR)
+  if(PK_HAVE_RELR)
+    add_executable(test_place_relr test_place_cases.c)
+    target_include_directories(test_place_relr PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/src)
+    target_link_libraries(test_place_relr PRIVATE probekit_test pthread ${CMAKE_DL_LIBS})
+    target_compile_definitions(test_place_relr PRIVATE _GNU_SOURCE)
+    target_link_options(test_place_relr PRIVATE -Wl,-z,pack-relative-relocs)
+    add_dependencies(test_place_relr place_cases)
+    add_test(NAME test_place_relr COMMAND test_place_relr)
+    set_tests_properties(test_place_relr PROPERTIES SKIP_RETURN_CODE 77
+      LABELS quick TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+  endif()
+endif()
+# ---- end probe/place ----
