@@ -56,25 +56,24 @@ __attribute__((constructor)) static void pka_init(void)
 {
 	const char *dir = secure_getenv(PKA_ENV_DIR);
 	const char *name = secure_getenv(PKA_ENV_MODE);
-	const char *specs = secure_getenv(PKA_ENV_SPECS);
+	const char *specs_file = secure_getenv(PKA_ENV_SPECS);
 	const struct pka_mode_ops *m = find_mode(name);
+	const char *specs;
 	struct pka_header *h;
 
-	/*
-	 * Not started by probekit, or by a program that passed on only part
-	 * of probekit's environment (or no room for a record): do nothing,
-	 * as if not preloaded. Only a mode named but unknown is refused.
-	 */
-	if (!dir || !name || !specs)
+	/* Not started by probekit: nothing at all, not even a lookup. */
+	if (!dir || !name || !specs_file)
 		return;
 	pka_busy++;	/* all of what follows is the agent's own work */
-	h = pka_record_open(dir, m ? m->size : sizeof(struct pka_header),
-			    specs);
-	if (!h)
+	/*
+	 * Started by a program that passed on only part of probekit's
+	 * environment (or no room for a record): do nothing, as if not
+	 * preloaded. Only a mode named but unknown is refused.
+	 */
+	specs = pka_specs_map(specs_file);
+	if (!specs || !(h = pka_record_open(dir, m ? m->size : 0, specs)))
 		goto out;
 	h->version = PKA_VERSION;
-	for (int i = 0; i < PKA_MAX; i++)
-		h->spec[i].status = PKA_PENDING;
 	pka_log_quiet(h);
 	if (m)
 		h->mode = m->mode;

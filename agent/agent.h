@@ -18,10 +18,11 @@
 struct pka_mode_ops {
 	const char *name;	/* its PROBEKIT_AGENT_MODE */
 	uint32_t mode;		/* its enum pka_mode */
-	uint32_t size;		/* bytes of its record, header included */
+	uint32_t size;		/* bytes of its per-probe struct (a slot) */
 	/*
-	 * Fill in the handlers and ctx of spec @i before its probe is
-	 * created; @h is this process's record, zeroed but for the header.
+	 * Fill in the handlers and ctx of the probe in slot @i before it
+	 * is created; @h is this process's record, zeroed but for the
+	 * header and the spec and probe tables.
 	 */
 	void (*probe)(struct pka_header *h, unsigned int i,
 		      struct pk_probe_opts *o);
@@ -30,29 +31,44 @@ struct pka_mode_ops {
 extern const struct pka_mode_ops pka_mode_count;
 
 /*
- * pka_record_open() - this process's record: a new file in @dir, a mode
- * struct of @base bytes and a why line for each spec of @specs, its blocks
- * reserved, mapped shared, zeroed but for size, why_at and nwhy. NULL if
- * it cannot be made (then the command finds no record of this process, or
- * an empty one where there was no room, and says so).
+ * pka_specs_map() - the specs in the file at @path (PKA_SEP-separated,
+ * NUL-terminated; protocol.h), mapped read-only for the life of the
+ * process, or NULL if @path is NULL or not such a file.
  */
-struct pka_header *pka_record_open(const char *dir, uint32_t base,
+const char *pka_specs_map(const char *path);
+
+/*
+ * pka_record_open() - this process's record: a new file in @dir sized for
+ * the specs of @specs and a slot of @slot bytes for each of their probes,
+ * its blocks reserved, mapped shared, zeroed but for the layout, pid, exe
+ * and each spec's slots and PKA_PENDING status. NULL if it cannot be made
+ * (then the command finds no record of this process, or an empty one where
+ * there was no room, and says so).
+ */
+struct pka_header *pka_record_open(const char *dir, uint32_t slot,
 				   const char *specs);
+
+/*
+ * pka_record_why() - keep @msg as spec @i's log line in @h's pool, if it
+ * has none yet and the pool has room for it whole.
+ */
+void pka_record_why(struct pka_header *h, uint32_t i, const char *msg);
 
 /* pka_record_publish() - store magic: the header is ready to be read. */
 void pka_record_publish(struct pka_header *h);
 
 /*
  * pka_log_quiet() - from now on, keep the library's first error line per
- * spec in the record's spec[].why and print nothing: the program's stderr
+ * spec in the record's pool and print nothing: the program's stderr
  * is the program's. Stays set for the life of the process.
  */
 void pka_log_quiet(struct pka_header *h);
 
 /*
  * pka_arm() - create a probe for each spec in @specs (PKA_SEP-separated,
- * at most PKA_MAX), as @m sets it up, and register them all as one text
- * batch. Each spec's result goes to h->spec[]; h->n is set once all were
+ * as many as the record has), as @m sets it up, and register them all as
+ * one text batch. Each spec's result goes to its struct pka_spec and its
+ * probe's struct pka_probe (protocol.h); h->n is set once all were
  * tried. Probes stay armed until the process ends: disarming them in a
  * destructor could race with threads still running.
  */
@@ -94,13 +110,6 @@ size_t pka_dynsym_count(const ElfW(Dyn) *dyn, uintptr_t bias);
 void pka_xcache_open(const char *dir);
 void pka_xcache_close(void);
 
-/*
- * pka_xcache_spec_get() - the function @spec named in another process of
- * the run with this same link map, or NULL; pka_xcache_spec_put() - say
- * that @spec names the function at @addr here.
- */
-void *pka_xcache_spec_get(const char *spec);
-void pka_xcache_spec_put(const char *spec, void *addr);
 
 /*
  * The audit module (audit.c, libprobekit-audit.so, in LD_AUDIT) calls the

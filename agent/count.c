@@ -18,15 +18,15 @@ static void count_hit(struct pk_probe *p, struct pk_regs *regs, void *ctx)
 static void count_probe(struct pka_header *h, unsigned int i,
 			struct pk_probe_opts *o)
 {
-	struct pka_count_record *r = (struct pka_count_record *)h;
+	struct pka_count *c = pka_record_slot(h, i);
 
 	o->pre = count_hit;
-	o->ctx = &r->count[i].n;
+	o->ctx = &c->n;
 }
 
 const struct pka_mode_ops pka_mode_count = {
 	.name = "count",
 	.mode = PKA_MODE_COUNT,
-	.size = sizeof(struct pka_count_record),
+	.size = sizeof(struct pka_count),
 	.probe = count_probe,
 };

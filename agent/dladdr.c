@@ -226,3 +226,9 @@ int __wrap_dladdr1(const void *addr, Dl_info *info, void **extra, int flags)
 	*extra = (void *)f.sym;
 	return 1;
 }
+
+/* The wrappers have glibc's types: a changed declaration fails here. */
+static __typeof__(dladdr) *const chk_dladdr __attribute__((unused)) =
+	__wrap_dladdr;
+static __typeof__(dladdr1) *const chk_dladdr1 __attribute__((unused)) =
+	__wrap_dladdr1;

@@ -84,6 +84,18 @@ static int find_holder(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+/* Spec @i armed now: in the record, its spec and its (first) probe. */
+static void late_spec_armed(uint32_t i, int int3)
+{
+	struct pka_spec *sp = pka_record_spec(late_h, i);
+	struct pka_probe *pp = pka_record_probe(late_h, sp->first);
+
+	sp->int3 = (uint32_t)int3;
+	pp->int3 = (uint32_t)int3;
+	__atomic_store_n(&pp->status, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&sp->status, 0, __ATOMIC_RELEASE);
+}
+
 /* A dlopen()'s objects are mapped: arm what matches in them. */
 static void late_load(void)
 {
@@ -107,7 +119,7 @@ static void late_load(void)
 
 		if (late_armed[i])
 			continue;
-		late_m->probe(late_h, i, &o);
+		late_m->probe(late_h, pka_record_spec(late_h, i)->first, &o);
 		if (!pk_probe_create(&o, &p[k]))
 			idx[k++] = i;
 	}
@@ -135,9 +147,7 @@ static void late_load(void)
 		l->next = late_list;
 		late_list = l;
 		late_armed[idx[j]] = 1;
-		late_h->spec[idx[j]].int3 = info.kind == PK_PROBE_INT3;
-		__atomic_store_n(&late_h->spec[idx[j]].status, 0,
-				 __ATOMIC_RELEASE);
+		late_spec_armed(idx[j], info.kind == PK_PROBE_INT3);
 	}
 out:
 	free(p);
@@ -221,7 +231,7 @@ void pka_late_init(struct pka_header *h, const char *dir, const char *specs,
 	for (s = strtok_r(list, sep, &save); s && n < h->n;
 	     s = strtok_r(NULL, sep, &save), n++) {
 		late_spec[n] = s;
-		late_armed[n] = h->spec[n].status == 0;
+		late_armed[n] = pka_record_spec(h, n)->status == 0;
 	}
 	late_h = h;
 	late_m = m;

@@ -9,32 +9,41 @@
  * The command (cli/) does not link libprobekit: this header is all it
  * shares with the agent (agent/, libprobekit-agent.so). A run:
  *
- *  1. The command makes a directory private to the run and starts COMMAND
- *     with the agent first in LD_PRELOAD and, in the environment,
+ *  1. The command makes a directory private to the run, writes the probe
+ *     specs into a file there (PKA_SPECS_FILE: the specs separated by
+ *     PKA_SEP, then one NUL byte; thousands of specs would not fit in one
+ *     environment string, which the kernel caps at 128 KiB) and starts
+ *     COMMAND with the agent first in LD_PRELOAD and, in the environment,
  *       PROBEKIT_AGENT_DIR    that directory
  *       PROBEKIT_AGENT_MODE   what to do, by name: "count" (enum pka_mode)
- *       PROBEKIT_AGENT_SPECS  the probe specs, separated by PKA_SEP
+ *       PROBEKIT_AGENT_SPECS  the path of the specs file
  *     Every process of COMMAND inherits them, and every program it exec()s
  *     loads the agent again.
  *  2. In each process the agent's constructor, before main(), creates a
  *     record of its own in the directory: a file named <pid>-XXXXXX
  *     (mkostemp: unique even when a program exec()s in place and keeps its
- *     pid), struct pka_header, the mode's body and a why line per spec
-     (see struct pka_header), its blocks reserved
-     (posix_fallocate: a full file system must not become a SIGBUS in the
-     program; without room the file stays empty and the agent does
-     nothing else) and mapped shared. It fills
- *     the header and stores magic last (release); it creates every spec's
- *     probe and sets n, then arms them as one batch, writing each spec's
- *     result into spec[] (a failed batch rewrites them: a reader may see a
- *     spec's status go from 0 to -errno). From then on the mode's handlers
- *     write straight into the body. So a record
- *     outlives a process that ends by _exit() or by a signal (no destructor
- *     has to run), and a fork()ed child, which keeps the mapping, adds to
- *     its parent's record.
+ *     pid). The agent sizes it (pka_record_size()): struct pka_header, a
+ *     struct pka_spec per spec, a struct pka_probe and a slot of the
+ *     mode's per-probe struct per probe (nprobe: what the specs expanded
+ *     to in this process, known only there, one per spec today; a spec
+ *     owns probes first .. first + nprobe - 1), and a pool for the log
+ *     lines and the probes' names. Its blocks are reserved
+ *     (posix_fallocate: a full file system must not become a SIGBUS in the
+ *     program; without room the file stays empty and the agent does
+ *     nothing else) and mapped shared. It fills the header and stores
+ *     magic last (release); it creates every spec's probe and sets n, then
+ *     arms them as one batch, writing each spec's result into its struct
+ *     pka_spec (a failed batch rewrites them: a reader may see a spec's
+ *     status go from 0 to -errno). From then on the mode's handlers write
+ *     straight into the slots. So a record outlives a process that ends by
+ *     _exit() or by a signal (no destructor has to run), and a fork()ed
+ *     child, which keeps the mapping, adds to its parent's record.
  *  3. The command reads every file in the directory whose name does not
- *     start with a dot: while COMMAND runs (the figures move as it reads),
- *     and once after COMMAND ended, removing them.
+ *     start with a dot, each at the size the file has: while COMMAND runs
+ *     (the figures move as it reads), and once after COMMAND ended,
+ *     removing them. A record names its process (pid) and the program
+ *     image it was made in (exe_dev, exe_ino), so the command can tell
+ *     which processes of COMMAND loaded no agent.
  *
  * A mode the agent does not serve is refused, not ignored: the record has
  * mode PKA_MODE_NONE, status -EINVAL and the reason in why, and nothing is
@@ -43,15 +52,20 @@
  * another version from garbage; it reads nothing else of a record whose
  * version is not its own. (Version 2, libprobekit-count.so, had another
  * magic and environment: it makes no record here at all.) A process
- * started without all three variables makes no record either.
+ * started without all three variables, or whose specs file is gone or
+ * malformed, makes no record either.
  */
 #define PKA_ENV_DIR "PROBEKIT_AGENT_DIR"
 #define PKA_ENV_MODE "PROBEKIT_AGENT_MODE"
 #define PKA_ENV_SPECS "PROBEKIT_AGENT_SPECS"
+#define PKA_SPECS_FILE ".specs"	/* in the run's directory: never a record */
 
 #define PKA_MAGIC 0x706b6167u	/* "pkag" */
-#define PKA_VERSION 4		/* 3: why was 96 bytes; 2: libprobekit-count.so */
-#define PKA_MAX 64		/* probe specs per run */
+/* 5: specs in a file, arrays sized by the record; 4: at most 64 specs;
+ * 3: why was 96 bytes; 2: libprobekit-count.so */
+#define PKA_VERSION 5
+/* Specs per run: a bound on the record's size (32-bit offsets), no more. */
+#define PKA_SPECS_MAX (1u << 20)
 #define PKA_SEP '\n'
 #define PKA_PENDING INT32_MIN	/* spec status before the agent tried it */
 /*
@@ -59,68 +73,150 @@
  * why holds any of them whole, so the command never prints a cut message.
  */
 #define PKA_WHY_LEN 512
+/*
+ * The log-line pool holds lines at their length (and a NUL each), in
+ * PKA_WHY_LEN bytes a spec up to this many specs: whole lines for every
+ * spec of a small run, and for the first few hundred failures of a large
+ * one (a spec whose line found no room has errno only), without paying
+ * 512 bytes a spec in every process's record.
+ */
+#define PKA_WHY_LINES 64u
 
 /*
  * What the agent does with the specs. PROBEKIT_AGENT_MODE names one; the
- * record's mode says which one was served, and so which body follows the
- * header. A new subcommand adds a mode here and a handler in agent/.
+ * record's mode says which one was served, and so which per-probe struct
+ * the slots hold. A new subcommand adds a mode here and a handler in
+ * agent/.
  */
 enum pka_mode {
 	PKA_MODE_NONE = 0,	/* refused: see status and why */
-	PKA_MODE_COUNT = 1,	/* "count": struct pka_count_record */
+	PKA_MODE_COUNT = 1,	/* "count": struct pka_count slots */
 };
 
 /*
- * How arming one spec went in one process; the same in every mode. Its
- * failure's log line is in the record's tail (pka_spec_why()).
+ * How arming one spec went in one process; the same in every mode.
  */
 struct pka_spec {
+	int32_t status;		/* 0 armed (some of its probes), -errno, or
+				 * PKA_PENDING */
+	uint32_t int3;		/* its probes armed as int3 probes (~1 us a hit) */
+	uint32_t first;		/* its first probe */
+	uint32_t nprobe;	/* and how many it has */
+	uint32_t why;		/* its failure's log line: 1 + offset in the
+				 * pool, or 0 */
+	uint32_t pad;
+};
+
+/* One probe a spec expanded to in one process: the function it is on. */
+struct pka_probe {
+	uint32_t spec;		/* the spec it comes from */
 	int32_t status;		/* 0 armed, -errno, or PKA_PENDING */
-	int32_t int3;		/* armed as an int3 probe (~1 us a hit) */
+	uint32_t int3;		/* armed as an int3 probe */
+	uint32_t name;		/* its function: 1 + offset of its name in the
+				 * pool, or 0: the spec names it */
 };
 
 /*
- * A record: the mode's struct (this header first, then its body), then a
- * tail of nwhy log lines of PKA_WHY_LEN bytes, one per spec of the run:
- * the room for whole lines is paid for the specs given, not for PKA_MAX
- * (a record's blocks are reserved, and a build makes thousands).
+ * A record: this header, spec[nspec] at spec_at, probe[nprobe] at
+ * probe_at, nprobe slots of slot_size bytes at slot_at (64-byte aligned),
+ * the pool of why_len bytes at why_at; size is the sum (the file's size).
  */
 struct pka_header {
 	uint32_t magic;		/* PKA_MAGIC, stored last (release) */
 	uint32_t version;	/* PKA_VERSION */
-	uint32_t size;		/* bytes of the record: why_at + nwhy lines */
+	uint32_t size;		/* bytes of the record */
 	uint32_t mode;		/* enum pka_mode served, or PKA_MODE_NONE */
 	int32_t status;		/* 0, or -errno: the agent refused the run */
-	uint32_t n;		/* specs in spec[], set once all were tried */
-	uint32_t why_at;	/* offset of the tail: the mode struct's size */
-	uint32_t nwhy;		/* lines in the tail: the run's specs */
+	uint32_t n;		/* specs tried, set once all were */
+	uint32_t nspec;		/* specs of the run: spec[] */
+	uint32_t nprobe;	/* probe slots */
+	uint32_t spec_at;
+	uint32_t slot_at;
+	uint32_t slot_size;	/* the mode's per-probe struct */
+	uint32_t why_at;
+	uint32_t why_len;
+	uint32_t why_used;	/* pool bytes taken (atomic) */
+	int32_t pid;		/* the process that made it */
+	uint32_t probe_at;
+	uint64_t exe_dev;	/* its program image: /proc/self/exe's */
+	uint64_t exe_ino;	/* st_dev and st_ino, 0 if unknown */
 	char why[2 * PKA_WHY_LEN]; /* the refusal, for the command to print */
-	struct pka_spec spec[PKA_MAX];
 };
 
-/* The bytes of a record of a mode struct of @base bytes, for @n specs. */
-#define PKA_RECORD_SIZE(base, n) ((uint32_t)(base) + (uint32_t)(n) * PKA_WHY_LEN)
-
-/*
- * pka_spec_why() - spec @i's log line in record @h, or NULL if the record
- * has none for it (a reader checks size, why_at and nwhy against what it
- * read before it trusts this).
- */
-static inline char *pka_spec_why(struct pka_header *h, uint32_t i)
+/* Where each part of a record goes. */
+static inline uint32_t pka_spec_at(void)
 {
-	if (i >= h->nwhy ||
-	    (uint64_t)h->why_at + (uint64_t)(i + 1) * PKA_WHY_LEN > h->size)
-		return (char *)0;
-	return (char *)h + h->why_at + (uint64_t)i * PKA_WHY_LEN;
+	return (uint32_t)sizeof(struct pka_header);
 }
 
-/* PKA_MODE_COUNT: entries into each spec's function. */
-struct pka_count_record {
-	struct pka_header h;
-	struct {		/* hits; atomic; a cache line each, so that */
-		uint64_t n;	/* threads hitting different functions do */
-		uint64_t pad[7]; /* not share one */
-	} count[PKA_MAX] __attribute__((aligned(64)));
+static inline uint32_t pka_probe_at(uint32_t nspec)
+{
+	return pka_spec_at() + nspec * (uint32_t)sizeof(struct pka_spec);
+}
+
+static inline uint64_t pka_slot_at(uint32_t nspec, uint32_t nprobe)
+{
+	return ((uint64_t)pka_probe_at(nspec) +
+		(uint64_t)nprobe * sizeof(struct pka_probe) + 63u) & ~(uint64_t)63u;
+}
+
+static inline uint32_t pka_why_len(uint32_t nspec)
+{
+	return (nspec < PKA_WHY_LINES ? nspec : PKA_WHY_LINES) * PKA_WHY_LEN;
+}
+
+/*
+ * pka_record_size() - the bytes of a record of @nspec specs (at most
+ * PKA_SPECS_MAX) and @nprobe slots of @slot bytes.
+ */
+static inline uint64_t pka_record_size(uint32_t slot, uint32_t nspec,
+				       uint32_t nprobe)
+{
+	return pka_slot_at(nspec, nprobe) + (uint64_t)nprobe * slot +
+	       pka_why_len(nspec);
+}
+
+/*
+ * pka_record_spec() - spec @i of record @h (its header checked by the
+ * reader: spec_at + nspec specs within size).
+ */
+static inline struct pka_spec *pka_record_spec(struct pka_header *h,
+					       uint32_t i)
+{
+	return (struct pka_spec *)((char *)h + h->spec_at) + i;
+}
+
+/* pka_record_probe() - probe @i of record @h. */
+static inline struct pka_probe *pka_record_probe(struct pka_header *h,
+						 uint32_t i)
+{
+	return (struct pka_probe *)((char *)h + h->probe_at) + i;
+}
+
+/* pka_record_slot() - probe @i's slot in record @h. */
+static inline void *pka_record_slot(struct pka_header *h, uint32_t i)
+{
+	return (char *)h + h->slot_at + (uint64_t)i * h->slot_size;
+}
+
+/*
+ * pka_spec_why() - spec @i's log line in record @h, or NULL if it has
+ * none (a reader checks the header against what it read first, and that
+ * the pool ends with a NUL).
+ */
+static inline const char *pka_spec_why(struct pka_header *h, uint32_t i)
+{
+	uint32_t at = pka_record_spec(h, i)->why;
+
+	if (!at || at > h->why_len)
+		return (const char *)0;
+	return (const char *)h + h->why_at + at - 1;
+}
+
+/* PKA_MODE_COUNT: entries into a probe's function. */
+struct pka_count {		/* hits; atomic; a cache line each, so that */
+	uint64_t n;		/* threads hitting different functions do */
+	uint64_t pad[7];	/* not share one */
 };
 
 #endif /* PK_AGENT_PROTOCOL_H */

@@ -13,6 +13,7 @@
 
 #include "agent.h"
 #include "probe/probe.h"
+#include "probe/xref.h"
 
 /*
  * A jump probe is placed only where no direct branch of the object lands
@@ -46,15 +47,15 @@
  * The same holds for pk_sym_func_at() (--wrap too): the extent of the
  * function covering an address is read from the object's symbol tables,
  * which the symbol layer loads and sorts whole on its first question
- * about an object (0.7 ms for libc's). Its answer (start, size, table,
+ * about an object (0.7 ms for libc's). Its answer (start, size, table, name,
  * the __pk_jump_table section) is kept the same way, relative to the
  * bias; the object's name is this process's, found as the symbol layer
  * finds it. Only found functions are kept.
  */
-#define XC_MAGIC 0x70786331u	/* "pxc1" */
+#define XC_MAGIC 0x70786332u	/* "pxc2" */
 #define XC_ID_MAX 40
 
-enum { XC_XREF = 1, XC_FUNC = 2, XC_SPEC = 3, XC_PLACE = 4 };
+enum { XC_XREF = 1, XC_FUNC = 2, XC_PLACE = 4 };
 
 struct xc_ent {
 	uint32_t magic;
@@ -64,6 +65,7 @@ struct xc_ent {
 	uint64_t off, len;	/* the question: offsets from the load bias */
 	int64_t ret;		/* the answer: 0 or 1 (XREF), 0 (FUNC) */
 	uint64_t v[5];		/* and its figures, from the bias */
+	char name[256];		/* XC_FUNC: the symbol's name, or "" */
 	uint64_t check;
 };
 
@@ -264,6 +266,13 @@ static int find_obj(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ ((const uint8_t *)p)[i]) * 1099511628211ull;
+	return h;
+}
+
 /* The object holding @addr and its build id into @e; 0 if uncacheable. */
 static int xc_key(struct xc_ent *e, uint16_t kind, uintptr_t addr,
 		  uint64_t len, uintptr_t *bias)
@@ -371,6 +380,7 @@ int __wrap_pk_sym_func_at(uintptr_t addr, struct pk_func *out)
 		out->table = (int)c->v[2];
 		out->jump_table = c->v[3] ? bias + (uintptr_t)c->v[3] : 0;
 		out->jump_table_size = (size_t)c->v[4];
+		snprintf(out->name, sizeof(out->name), "%s", c->name);
 		dl_iterate_phdr(object_name, out);
 		return 0;
 	}
@@ -382,114 +392,9 @@ int __wrap_pk_sym_func_at(uintptr_t addr, struct pk_func *out)
 	e.v[2] = (uint64_t)out->table;
 	e.v[3] = out->jump_table ? out->jump_table - bias : 0;
 	e.v[4] = out->jump_table_size;
+	snprintf(e.name, sizeof(e.name), "%s", out->name);
 	xc_put(&e);
 	return 0;
-}
-
-/*
- * Specs: what a spec names depends on every object of the link map (the
- * lookup order) and nothing else, so its answer (the function's object,
- * by its place in the link map, and its offset there) is keyed by the
- * spec and the build ids of all objects in order. Any object without
- * one: not cached. A hit saves the symbol lookup (~100 us a spec, most of
- * it a name search through every object's symbol table); the probe is
- * then created at the address, and checked as any other.
- */
-struct lm_sig {
-	uint64_t h;
-	int ok;
-	int n;
-	/* pka_xcache_spec_get(): object @want's bias */
-	int want;
-	uintptr_t bias;
-	/* pka_xcache_spec_put(): which object holds @addr */
-	uintptr_t addr;
-	int found;
-};
-
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ ((const uint8_t *)p)[i]) * 1099511628211ull;
-	return h;
-}
-
-static int lm_each(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	struct lm_sig *g = arg;
-	struct xc_find f = { 0 };
-
-	(void)size;
-	for (int i = 0; i < info->dlpi_phnum && !f.id; i++)
-		if (info->dlpi_phdr[i].p_type == PT_NOTE)
-			note_id(info, &info->dlpi_phdr[i], &f);
-	if (!f.id)
-		g->ok = 0;
-	else
-		g->h = fnv(g->h, f.id, f.id_len);
-	if (g->n == g->want)
-		g->bias = info->dlpi_addr;
-	if (g->addr && !g->found) {
-		f.addr = g->addr;
-		if (find_obj(info, sizeof(*info), &f)) {
-			g->found = 1;
-			g->want = g->n;
-			g->bias = info->dlpi_addr;
-		}
-	}
-	g->n++;
-	return 0;
-}
-
-static int spec_key(struct xc_ent *e, const char *spec, struct lm_sig *g)
-{
-	uint64_t k[4];
-	size_t len = strlen(spec);
-
-	if (xc_fd < 0)
-		return 0;
-	g->h = 1469598103934665603ull;
-	g->ok = 1;
-	dl_iterate_phdr(lm_each, g);
-	if (!g->ok || (g->addr && !g->found))
-		return 0;
-	k[0] = g->h;
-	k[1] = fnv(1469598103934665603ull, spec, len);
-	k[2] = fnv(0x9e3779b97f4a7c15ull, spec, len);
-	k[3] = len;
-	memset(e, 0, sizeof(*e));
-	e->magic = XC_MAGIC;
-	e->kind = XC_SPEC;
-	e->id_len = sizeof(k);
-	memcpy(e->id, k, sizeof(k));
-	return 1;
-}
-
-void *pka_xcache_spec_get(const char *spec)
-{
-	struct lm_sig g = { .want = -1 };
-	const struct xc_ent *c;
-	struct xc_ent e;
-
-	if (!spec_key(&e, spec, &g) || !(c = xc_find(&e)))
-		return NULL;
-	g = (struct lm_sig){ .want = (int)c->v[0] };
-	dl_iterate_phdr(lm_each, &g);
-	if (g.want >= g.n)
-		return NULL;
-	return (void *)(g.bias + (uintptr_t)c->v[1]);
-}
-
-void pka_xcache_spec_put(const char *spec, void *addr)
-{
-	struct lm_sig g = { .want = -1, .addr = (uintptr_t)addr };
-	struct xc_ent e;
-
-	if (!addr || !spec_key(&e, spec, &g) || xc_find(&e))
-		return;
-	e.v[0] = (uint64_t)g.want;
-	e.v[1] = (uintptr_t)addr - g.bias;
-	xc_put(&e);
 }
 
 /*
@@ -499,19 +404,23 @@ void pka_xcache_spec_put(const char *spec, void *addr)
  * all of the object: decoding the whole function is most of what
  * creating a probe costs (~80 us for malloc). Keyed by the object's build
  * id, the function's offset and size, a hash of the bytes it was given,
- * the probe's offset and flags; only placements that succeeded are kept
+ * and of the bytes after it it was given (avail), the probe's offset
+ * and flags; only placements that succeeded are kept
  * (a refusal's message is the process's own).
  */
 int __real_pk_probe_place(const struct pk_func *fn, const uint8_t *code,
-			  size_t offset, int post, int force_int3,
-			  const char *what, struct pk_probe_place *out);
+			  size_t avail, size_t offset, int post,
+			  int force_int3, const char *what,
+			  struct pk_probe_place *out);
 int __wrap_pk_probe_place(const struct pk_func *fn, const uint8_t *code,
-			  size_t offset, int post, int force_int3,
-			  const char *what, struct pk_probe_place *out);
+			  size_t avail, size_t offset, int post,
+			  int force_int3, const char *what,
+			  struct pk_probe_place *out);
 
 int __wrap_pk_probe_place(const struct pk_func *fn, const uint8_t *code,
-			  size_t offset, int post, int force_int3,
-			  const char *what, struct pk_probe_place *out)
+			  size_t avail, size_t offset, int post,
+			  int force_int3, const char *what,
+			  struct pk_probe_place *out)
 {
 	const struct xc_ent *c;
 	struct xc_ent e;
@@ -522,9 +431,10 @@ int __wrap_pk_probe_place(const struct pk_func *fn, const uint8_t *code,
 
 	if (!xc_key(&e, XC_PLACE, fn->start, fn->size, &bias) ||
 	    e.id_len + sizeof(h) + sizeof(o) + sizeof(flags) > XC_ID_MAX)
-		return __real_pk_probe_place(fn, code, offset, post,
+		return __real_pk_probe_place(fn, code, avail, offset, post,
 					     force_int3, what, out);
-	h = fnv(1469598103934665603ull, code, fn->size);
+	h = fnv(1469598103934665603ull, code, avail);
+	h = fnv(h, &avail, sizeof(avail));
 	h = fnv(h, &fn->jump_table_size, sizeof(fn->jump_table_size));
 	memcpy(e.id + e.id_len, &h, sizeof(h));
 	memcpy(e.id + e.id_len + sizeof(h), &o, sizeof(o));
@@ -538,17 +448,26 @@ int __wrap_pk_probe_place(const struct pk_func *fn, const uint8_t *code,
 		out->first_len = (uint8_t)c->v[2];
 		out->kind = (uint8_t)c->v[3];
 		out->full = (uint8_t)c->v[4];
+		out->reason = (uint8_t)(c->v[4] >> 8);
 		return 0;
 	}
-	ret = __real_pk_probe_place(fn, code, offset, post, force_int3, what,
-				    out);
+	ret = __real_pk_probe_place(fn, code, avail, offset, post, force_int3,
+				    what, out);
 	if (ret)
 		return ret;
 	e.v[0] = out->addr - bias;
 	e.v[1] = out->len;
 	e.v[2] = out->first_len;
 	e.v[3] = out->kind;
-	e.v[4] = out->full;
+	e.v[4] = out->full | (uint64_t)out->reason << 8;
 	xc_put(&e);
 	return 0;
 }
+
+/* Each wrapper has its function's type: a changed signature fails here. */
+static __typeof__(pk_probe_place) *const chk_place
+	__attribute__((unused)) = __wrap_pk_probe_place;
+static __typeof__(pk_sym_func_at) *const chk_func
+	__attribute__((unused)) = __wrap_pk_sym_func_at;
+static __typeof__(pk_xref_lands_in) *const chk_xref
+	__attribute__((unused)) = __wrap_pk_xref_lands_in;

@@ -9,13 +9,16 @@
  *   unprobed      no agent: what an exec costs here
  *   agent_idle    the agent (and its audit module, as the command has it)
  *                 without the variables: it does nothing
- *   specs=K       K libc functions to count (K of the names below)
+ *   specs=K       K libc functions to count (the names below, then
+ *                 more of libc's .dynsym functions, in its order)
  * Figures: ms_per_exec (wall, per process), cpu_ms_per_exec (the
  * children's user + system time, less sensitive to a loaded machine) and
  * ratio_vs_unprobed (the case's wall time over the unprobed one's,
  * within each run), medians over the runs.
  */
 #include <dirent.h>
+#include <libgen.h>
+#include <link.h>
 #include <errno.h>
 #include <spawn.h>
 #include <sys/resource.h>
@@ -51,8 +54,75 @@ static const char *const fns[] = {
 };
 
 #define N_FNS (sizeof(fns) / sizeof(fns[0]))
-#define N_CASES 5
-#define SPECS_LEN 16384
+#define N_CASES 6
+#define MAX_SPECS 1000
+
+/* fns, then libc's other exported functions: MAX_SPECS names. */
+static const char *names[MAX_SPECS];
+static size_t n_names;
+
+static int add_libc(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	const ElfW(Dyn) *dyn = NULL;
+	const ElfW(Sym) *tab = NULL;
+	const uint32_t *gnu = NULL;
+	const char *str = NULL;
+	uint32_t nsym = 0;
+
+	(void)size;
+	(void)arg;
+	if (!strstr(info->dlpi_name, "/libc.so.6"))
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(info->dlpi_addr +
+						  info->dlpi_phdr[i].p_vaddr);
+	for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
+		if (dyn->d_tag == DT_SYMTAB)
+			tab = (const ElfW(Sym) *)dyn->d_un.d_ptr;
+		else if (dyn->d_tag == DT_STRTAB)
+			str = (const char *)dyn->d_un.d_ptr;
+		else if (dyn->d_tag == DT_GNU_HASH)
+			gnu = (const uint32_t *)dyn->d_un.d_ptr;
+	}
+	if (!tab || !str || !gnu)
+		return 1;
+	/* The symbol count: past the last bucket's chain. */
+	for (uint32_t b = 0; b < gnu[0]; b++) {
+		const uint32_t *bucket = gnu + 4 + gnu[2] * 2;
+
+		if (bucket[b] > nsym)
+			nsym = bucket[b];
+	}
+	if (nsym >= gnu[1]) {
+		const uint32_t *chain = gnu + 4 + gnu[2] * 2 + gnu[0] - gnu[1];
+
+		while (!(chain[nsym] & 1))
+			nsym++;
+		nsym++;
+	}
+	for (uint32_t i = 1; i < nsym && n_names < MAX_SPECS; i++) {
+		const char *nm = str + tab[i].st_name;
+		int dup = 0;
+
+		if (ELF64_ST_TYPE(tab[i].st_info) != STT_FUNC ||
+		    tab[i].st_shndx == SHN_UNDEF || !tab[i].st_size ||
+		    ELF64_ST_BIND(tab[i].st_info) != STB_GLOBAL || nm[0] == '_')
+			continue;
+		for (size_t k = 0; k < n_names && !dup; k++)
+			dup = !strcmp(names[k], nm);
+		if (!dup)
+			names[n_names++] = nm;
+	}
+	return 1;
+}
+
+static void names_init(void)
+{
+	for (size_t i = 0; i < N_FNS; i++)
+		names[n_names++] = fns[i];
+	dl_iterate_phdr(add_libc, NULL);
+}
 
 struct bcase {
 	const char *name;
@@ -76,8 +146,8 @@ static void empty_dir(void)
 	closedir(d);
 }
 
-/* envp for @c: environ, less ours, plus the case's. */
-static char **case_env(const struct bcase *c, char *specs, size_t len)
+/* envp for @c: environ, less ours, plus the case's (its specs file). */
+static char **case_env(const struct bcase *c, int idx)
 {
 	size_t n = 0, k = 0;
 	char **env;
@@ -98,18 +168,23 @@ static char **case_env(const struct bcase *c, char *specs, size_t len)
 		env[k++] = "LD_AUDIT=" PKB_AUDIT_PATH;
 	}
 	if (c->nspecs >= 0) {
-		static char d[64];
-		size_t at = 0;
+		char *d, *sp, path[128];
+		FILE *f;
 
-		snprintf(d, sizeof(d), PKA_ENV_DIR "=%s", dir);
+		/* Dot-named: empty_dir() keeps it, as the command's .specs. */
+		snprintf(path, sizeof(path), "%s/.specs-%d", dir, idx);
+		f = fopen(path, "w");
+		if (!f)
+			exit(1);
+		for (int i = 0; i < c->nspecs; i++)
+			fprintf(f, "%s%c", names[(size_t)i % n_names],
+				i + 1 < c->nspecs ? PKA_SEP : 0);
+		if (fclose(f) || asprintf(&d, PKA_ENV_DIR "=%s", dir) < 0 ||
+		    asprintf(&sp, PKA_ENV_SPECS "=%s", path) < 0)
+			exit(1);
 		env[k++] = d;
 		env[k++] = PKA_ENV_MODE "=count";
-		at = (size_t)snprintf(specs, len, PKA_ENV_SPECS "=");
-		for (int i = 0; i < c->nspecs && at < len; i++)
-			at += (size_t)snprintf(specs + at, len - at, "%s%c",
-					       fns[i % N_FNS],
-					       i + 1 < c->nspecs ? PKA_SEP : 0);
-		env[k++] = specs;
+		env[k++] = sp;
 	}
 	env[k] = NULL;
 	return env;
@@ -158,11 +233,10 @@ int main(int argc, char **argv)
 		{ .name = "startup,agent_idle", .agent = 1, .nspecs = -1 },
 		{ .name = "startup,specs=1", .agent = 1, .nspecs = 1 },
 		{ .name = "startup,specs=4", .agent = 1, .nspecs = 4 },
-		{ .name = "startup,specs=64", .agent = 1,
-		  .nspecs = PKA_MAX < 64 ? PKA_MAX : 64 },
+		{ .name = "startup,specs=64", .agent = 1, .nspecs = 64 },
+		{ .name = "startup,specs=1000", .agent = 1, .nspecs = MAX_SPECS },
 	};
 	const size_t nc = N_CASES;
-	static char specs[N_CASES][SPECS_LEN];
 	char **envs[N_CASES];
 	int n;
 
@@ -178,8 +252,9 @@ int main(int argc, char **argv)
 		perror("mkdtemp");
 		return 1;
 	}
+	names_init();
 	for (size_t c = 0; c < nc; c++)
-		envs[c] = case_env(&cases[c], specs[c], sizeof(specs[c]));
+		envs[c] = case_env(&cases[c], (int)c);
 	/* Warm the page cache and the agent's file. */
 	for (size_t c = 0; c < nc; c++) {
 		double cpu;
@@ -191,7 +266,9 @@ int main(int argc, char **argv)
 		double base = 0;
 
 		for (size_t c = 0; c < nc; c++) {
-			double cpu, wall = run(envs[c], n, &cpu);
+			/* A thousand specs: fewer execs, each ~10x longer. */
+			int cn = cases[c].nspecs >= 1000 ? n / 5 : n;
+			double cpu, wall = run(envs[c], cn, &cpu);
 
 			if (!c)
 				base = wall;
@@ -210,6 +287,13 @@ int main(int argc, char **argv)
 			bench_report("agent", cases[c].name,
 				     "ratio_vs_unprobed", "x", &cases[c].ratio);
 	}
-	rmdir(dir);
+	for (size_t c = 0; c < nc; c++) {
+		char path[128];
+
+		snprintf(path, sizeof(path), "%s/.specs-%d", dir, (int)c);
+		unlink(path);
+	}
+	unlink(strcat(dir, "/.xref"));
+	rmdir(dirname(dir));
 	return 0;
 }

@@ -43,6 +43,18 @@
  *                                    gen_probe_funcs.cmake): register all as
  *                                    one batch vs one pk_probe_register()
  *                                    each; no other thread runs
+ * probe / entry|return / ratio_vs_direct_call
+ *                                    each run's probe overhead per call
+ *                                    (probed minus unprobed) divided by
+ *                                    the same run's unprobed time per call
+ *                                    of the loop (direct_call): a hit as a
+ *                                    multiple of a plain call
+ * probe / int3_floor / ns_per_trap   the floor of any int3 probe: an int3
+ *                                    executed in a loop with a trivial
+ *                                    SIGTRAP handler, no probekit (a child
+ *                                    process installs it by the raw
+ *                                    rt_sigaction syscall, past probekit's
+ *                                    sigaction interposer), per trap
  * probe / uprobe / ns_overhead       the same function with a kernel uprobe
  *                                    (tracefs uprobe_events; mounted if
  *                                    missing; root only) minus unprobed;
@@ -58,6 +70,8 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -215,8 +229,9 @@ static void must(int err, const char *what)
  * One run: @n calls of bp_target unprobed, then with @p armed; adds the
  * per-call difference to @s. @what names the probe in a failure.
  */
-static void add_overhead(struct pk_probe *p, unsigned long n,
-			 struct bench_series *s, const char *what)
+static void add_overhead_ratio(struct pk_probe *p, unsigned long n,
+			       struct bench_series *s, struct bench_series *ratio,
+			       const char *what)
 {
 	double plain = loop_ns(n), probed;
 
@@ -224,6 +239,14 @@ static void add_overhead(struct pk_probe *p, unsigned long n,
 	probed = loop_ns(n);
 	must(pk_probe_unregister(&p, 1), what);
 	bench_add(s, probed - plain);
+	if (ratio && plain > 0)
+		bench_add(ratio, (probed - plain) / plain);
+}
+
+static void add_overhead(struct pk_probe *p, unsigned long n,
+			 struct bench_series *s, const char *what)
+{
+	add_overhead_ratio(p, n, s, NULL, what);
 }
 
 /* As add_overhead(), calling @fn by loop_fn_ns(). */
@@ -340,6 +363,84 @@ static const char *bench_uprobe(char kind, struct bench_series *over,
 	return NULL;
 }
 
+/* ----------------------------------------------------------- int3 floor */
+
+/*
+ * The kernel's own sigaction layout, and a restorer: installed by the raw
+ * syscall, the handler is the kernel's round trip and nothing of libc's or
+ * probekit's (whose interposer owns SIGTRAP in a program linking it).
+ */
+struct kern_sigaction {
+	void (*handler)(int);
+	unsigned long flags;
+	void (*restorer)(void);
+	uint64_t mask;
+};
+
+#define KSA_RESTORER 0x04000000UL
+
+void bp_floor_restorer(void);
+__asm__(".text\n"
+	".globl bp_floor_restorer\n"
+	".type bp_floor_restorer,@function\n"
+	"bp_floor_restorer:\n"
+	"	mov $15, %eax\n"		/* rt_sigreturn */
+	"	syscall\n"
+	".size bp_floor_restorer, .-bp_floor_restorer\n");
+
+static void floor_handler(int sig)
+{
+	(void)sig;
+}
+
+/*
+ * @s gets one figure per run: ns per int3 trap with a trivial handler,
+ * measured in a child (the handler it installs is never seen here).
+ * Returns why it cannot run, or NULL.
+ */
+static const char *bench_int3_floor(unsigned long n, struct bench_series *s)
+{
+	double v[BENCH_MAX_RUNS];
+	int fds[2], status, runs = bench_opts.runs;
+	ssize_t got;
+	pid_t pid;
+
+	if (pipe(fds))
+		return "pipe failed";
+	pid = fork();
+	if (pid < 0)
+		return "fork failed";
+	if (pid == 0) {
+		struct kern_sigaction ka = {
+			.handler = floor_handler,
+			.flags = KSA_RESTORER | SA_NODEFER,
+			.restorer = bp_floor_restorer,
+		};
+
+		close(fds[0]);
+		if (syscall(SYS_rt_sigaction, SIGTRAP, &ka, NULL, 8))
+			_exit(1);
+		for (int r = 0; r < runs; r++) {
+			double t0 = bench_now_ns();
+
+			for (unsigned long i = 0; i < n; i++)
+				__asm__ volatile("int3" ::: "memory");
+			v[r] = (bench_now_ns() - t0) / (double)n;
+		}
+		_exit(write(fds[1], v, sizeof(double) * runs) ==
+		      (ssize_t)(sizeof(double) * runs) ? 0 : 1);
+	}
+	close(fds[1]);
+	got = read(fds[0], v, sizeof(double) * runs);
+	close(fds[0]);
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) || got != (ssize_t)(sizeof(double) * runs))
+		return "the child measuring int3 traps failed";
+	for (int r = 0; r < runs; r++)
+		bench_add(s, v[r]);
+	return NULL;
+}
+
 /* ---------------------------------------------------------------- main */
 
 static double ms_since(double t0)
@@ -351,7 +452,8 @@ int main(int argc, char **argv)
 {
 	struct bench_series entry = { 0 }, th[4] = { 0 }, ratio64 = { 0 },
 			    bytes = { 0 }, up = { 0 }, up_ratio = { 0 },
-			    ret = { 0 }, uret = { 0 }, uret_ratio = { 0 };
+			    ret = { 0 }, uret = { 0 }, uret_ratio = { 0 },
+			    entry_ratio = { 0 };
 	static const int tcount[4] = { 1, 2, 8, 64 };
 	unsigned long n, tn;
 	struct pk_probe *p;
@@ -364,11 +466,22 @@ int main(int argc, char **argv)
 	printf("bench_probe: entry probes (empty pre-handler) on a noinline function\n");
 
 	p = make_probe((void *)bp_target);
+	/* Before any probekit signal use: the floor under every int3 probe. */
+	{
+		struct bench_series fl = { 0 };
+
+		why = bench_int3_floor(bench_opts.quick ? 20000 : 200000, &fl);
+		if (why)
+			bench_skip("probe", "int3_floor", "ns_per_trap", why);
+		else
+			bench_report("probe", "int3_floor", "ns_per_trap", "ns", &fl);
+	}
 	for (int r = 0; r < bench_opts.runs; r++)
-		add_overhead(p, n, &entry, "(un)register");
+		add_overhead_ratio(p, n, &entry, &entry_ratio, "(un)register");
 	pk_probe_get_info(p, &info);
 	bench_add(&bytes, (double)info.bytes);
 	bench_report("probe", "entry", "ns_overhead", "ns", &entry);
+	bench_report("probe", "entry", "ratio_vs_direct_call", "x", &entry_ratio);
 	bench_report("probe", "entry", "bytes_per_probe", "B", &bytes);
 
 	/* An int3 probe costs a signal per hit: fewer calls. */
@@ -418,7 +531,7 @@ int main(int argc, char **argv)
 	{
 		PK_OPTS(pk_retprobe_opts, ro, .addr = (void *)bp_target,
 			.entry = empty_entry, .ret = empty_ret);
-		struct bench_series ret_ratio = { 0 };
+		struct bench_series ret_ratio = { 0 }, ret_call = { 0 };
 		struct pk_retprobe *rp = NULL;
 
 		must(pk_retprobe_create(&ro, &rp), "pk_retprobe_create");
@@ -430,6 +543,8 @@ int main(int argc, char **argv)
 			must(pk_retprobe_unregister(&rp, 1), "unregister return probe");
 			bench_add(&ret, probed - plain);
 			bench_add(&ret_ratio, probed / plain);
+			if (plain > 0)
+				bench_add(&ret_call, (probed - plain) / plain);
 		}
 		/* Nothing shared is written on a hit: flat with threads too. */
 		{
@@ -455,6 +570,7 @@ int main(int argc, char **argv)
 		pk_retprobe_destroy(rp);
 		bench_report("probe", "return", "ns_overhead", "ns", &ret);
 		bench_report("probe", "return", "ratio_vs_unprobed", "x", &ret_ratio);
+		bench_report("probe", "return", "ratio_vs_direct_call", "x", &ret_call);
 	}
 
 	for (int r = 0; r < bench_opts.runs; r++) {

@@ -26,6 +26,7 @@ struct pkc_cmd {
 };
 
 extern const struct pkc_cmd pkc_cmd_count;
+extern const struct pkc_cmd pkc_cmd_list;
 
 /* pkc_usage() - the usage of @cmd, or of every subcommand if NULL. */
 void pkc_usage(FILE *f, const struct pkc_cmd *cmd);
@@ -38,16 +39,35 @@ void pkc_usage(FILE *f, const struct pkc_cmd *cmd);
 void pkc_json_str(FILE *o, const char *s);
 
 /*
+ * A process of COMMAND probekit saw (run.c): it is a child subreaper, so
+ * every descendant whose parent ends first becomes its child; while
+ * COMMAND runs it walks the tree of its descendants every few
+ * milliseconds and looks at each program image once (pid, exe).
+ */
+struct pkc_proc {
+	pid_t pid, ppid;
+	unsigned long long start; /* its start time: pids are used again */
+	uint64_t dev, ino;	/* its exe, 0 if it could not be looked at */
+	char *exe;		/* path, or "[comm]" */
+	const char *why;	/* why the agent cannot be in it, or NULL */
+	int counted;		/* a record of it (or its forking parent's) */
+	int alive;		/* still running when COMMAND ended */
+	int unseen;		/* seen only once it had ended: no exe */
+};
+
+/*
  * One run of COMMAND under the agent, in the agent mode of a subcommand:
  * the subcommand fills in the first part, the pkc_run_*() calls the rest.
  */
 struct pkc_run {
 	const char *mode_name;	/* its PROBEKIT_AGENT_MODE */
 	uint32_t mode;		/* the enum pka_mode records must have */
-	uint32_t size;		/* and the size of its struct */
-	char **specs;		/* -p arguments, at most PKA_MAX */
-	int n;
-	uint32_t rec_size;	/* a record's: PKA_RECORD_SIZE(size, n) */
+	uint32_t slot;		/* and the size of its per-probe struct */
+	char **specs;		/* -p arguments and -P lines */
+	int n;			/* at most PKA_SPECS_MAX */
+	int strict;		/* --strict: an incomplete measurement is 125 */
+	int wait_all;		/* --wait-all: for descendants outliving COMMAND */
+	uint64_t rec_size;	/* a record of one probe per spec */
 
 	char agent[4096];	/* the agent preloaded */
 	char dir[4096];		/* the run's record directory */
@@ -57,6 +77,17 @@ struct pkc_run {
 	int guard_fd;		/* its pipe: EOF when probekit is gone */
 	int no_room;		/* processes whose record found no room */
 	char refused[2 * PKA_WHY_LEN + 64]; /* first unusable record's why */
+
+	void *buf;		/* a record read, buf_len bytes of room */
+	size_t buf_len;
+	struct pkc_proc *procs;	/* descendants seen, nprocs of them */
+	int nprocs, procs_cap;
+	pid_t *pre;		/* probekit's children before COMMAND (a shell's */
+	int npre;		/* process substitution it inherited): not ours */
+	int not_counted, outlived; /* among them, after pkc_run_check() */
+	int fatal;		/* probekit's own failure: 125 whatever */
+	char **problems;	/* what the report lacks, a line each */
+	int nproblems;
 };
 
 /* What arming each spec gave, summed over the records of a run. */
@@ -77,34 +108,36 @@ int pkc_run_find_agent(struct pkc_run *r);
 
 /*
  * pkc_run_start() - make the record directory, check a record fits in it,
- * and start @argv with the agent preloaded; from then on SIGINT, SIGTERM,
- * SIGHUP and SIGQUIT sent to probekit go to COMMAND and SIGPIPE is
- * ignored (a report that cannot be written is an error, not a death). 0,
- * or the exit status to give after saying why (the directory is gone then).
+ * write the specs file, become a child subreaper and start @argv with the
+ * agent preloaded; from then on SIGINT, SIGTERM, SIGHUP and SIGQUIT sent
+ * to probekit go to COMMAND and SIGPIPE is ignored (a report that cannot
+ * be written is an error, not a death). 0, or the exit status to give
+ * after saying why (the directory is gone then).
  */
 int pkc_run_start(struct pkc_run *r, char **argv);
 
 /*
- * pkc_run_wait() - wait for COMMAND; with @tick, call it every
- * @interval_ms milliseconds meanwhile with the seconds since the start.
+ * pkc_run_wait() - wait for COMMAND, looking at its descendants and
+ * reaping those that became probekit's meanwhile; with @tick, call it
+ * every @interval_ms milliseconds with the seconds since the start.
  * Returns COMMAND's exit status mapped as above, or PKC_EXIT_OWN.
  */
 int pkc_run_wait(struct pkc_run *r, long interval_ms,
 		 void (*tick)(double elapsed, void *ctx), void *ctx);
 
 /*
- * pkc_run_collect() - read every record of the run into @rec (r->rec_size
- * bytes, set by pkc_run_start()), sum each spec's arming into @t (r->n of
- * them, zeroed by the caller), and hand each record to @add for the mode's
- * figures. Only regular files of ours named as the agent names records are
- * opened, never through a link, never blocking; unusable records are
- * skipped, the first one's reason kept in r->refused. @consume: the last
- * read, once COMMAND ended: remove the records and count the empty ones
- * (no room) in r->no_room; while COMMAND runs they are read live. Returns
- * the processes whose records were read.
+ * pkc_run_collect() - read every record of the run (into r->buf, grown to
+ * each file's size), sum each spec's arming into @t (r->n of them, zeroed
+ * by the caller), and hand each record to @add for the mode's figures.
+ * Only regular files of ours named as the agent names records are opened,
+ * never through a link, never blocking; unusable records are skipped, the
+ * first one's reason kept in r->refused. @consume: the last read, once
+ * COMMAND ended: mark the processes seen that have a record, remove the
+ * records and count the empty ones (no room) in r->no_room; while COMMAND
+ * runs they are read live. Returns the processes whose records were read.
  */
-int pkc_run_collect(struct pkc_run *r, void *rec, struct pkc_spec *t,
-		    int consume, void (*add)(const void *rec, void *ctx),
+int pkc_run_collect(struct pkc_run *r, struct pkc_spec *t, int consume,
+		    void (*add)(const struct pka_header *h, void *ctx),
 		    void *ctx);
 
 /*
@@ -114,12 +147,27 @@ int pkc_run_collect(struct pkc_run *r, void *rec, struct pkc_spec *t,
 void pkc_run_end(struct pkc_run *r);
 
 /*
- * pkc_run_verdict() - the exit status to give once the report is out:
- * @code (from pkc_run_wait()), or PKC_EXIT_OWN after saying why when an
- * agent was unusable or found no room, no process loaded it, or no spec
- * was armed anywhere.
+ * pkc_run_check() - after the last pkc_run_collect(): what the report
+ * lacks, into r->problems (an agent unusable or without room, which is
+ * r->fatal; no process that loaded the agent, no spec armed anywhere,
+ * processes not counted, processes that outlived COMMAND).
  */
-int pkc_run_verdict(const struct pkc_run *r, int procs,
-		    const struct pkc_spec *t, int code);
+void pkc_run_check(struct pkc_run *r, int procs, const struct pkc_spec *t);
+
+/*
+ * pkc_run_json_procs() - the run's problems, processes not counted and
+ * processes that outlived COMMAND as JSON members (each ",\"NAME\":...").
+ */
+void pkc_run_json_procs(const struct pkc_run *r, FILE *o);
+
+/*
+ * pkc_run_verdict() - the exit status to give once the report is out:
+ * @code (from pkc_run_wait()), or PKC_EXIT_OWN when the run was fatal, or
+ * r->strict and anything is missing; each problem is said on stderr.
+ */
+int pkc_run_verdict(const struct pkc_run *r, int code);
+
+/* pkc_run_free() - what the run allocated. */
+void pkc_run_free(struct pkc_run *r);
 
 #endif /* PK_CLI_CLI_H */

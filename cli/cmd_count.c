@@ -2,7 +2,8 @@
 /* cmd_count.c - probekit count: how often each function was entered while COMMAND ran, in every process it started. */
 
 /*
- * probekit count [-p SPEC]... [-I MS] [--json] [-o FILE] -- COMMAND [ARG]...
+ * probekit count [-p SPEC]... [-P FILE]... [-I MS] [--json] [-o FILE]
+ *                [--strict] [--wait-all] -- COMMAND [ARG]...
  *
  * Runs COMMAND with the agent in its "count" mode (see agent/protocol.h),
  * waits for it, and reports how often each function was entered, summed
@@ -26,23 +27,38 @@ struct tick_ctx {
 	FILE *out;
 	int failed;			/* a report line could not be written */
 	double prev;			/* seconds at the previous report */
-	unsigned long long last[PKA_MAX]; /* hits at the previous report */
+	unsigned long long *last;	/* hits at the previous report */
+	unsigned long long *hits;	/* and now: r->n of each */
+	struct pkc_spec *t;
 };
 
-/* Sum a record's hits into @ctx, an array of r->n counts. */
-static void add_hits(const void *rec, void *ctx)
+/*
+ * Sum a record's hits into @ctx, an array of r->n counts: each spec's are
+ * its probes' (pkc_run_collect() checked the header; the slots a spec
+ * claims are checked here).
+ */
+static void add_hits(const struct pka_header *h, void *ctx)
 {
-	const struct pka_count_record *c = rec;
+	struct pka_header *w = (struct pka_header *)h;
 	unsigned long long *hits = ctx;
 
-	for (uint32_t i = 0; i < PKA_MAX && i < c->h.n; i++)
-		hits[i] += c->count[i].n;
+	for (uint32_t i = 0; i < h->n; i++) {
+		const struct pka_spec *s = pka_record_spec(w, i);
+
+		if (s->first > h->nprobe || s->nprobe > h->nprobe - s->first)
+			continue;
+		for (uint32_t k = s->first; k < s->first + s->nprobe; k++)
+			hits[i] += ((const struct pka_count *)
+				    pka_record_slot(w, k))->n;
+	}
 }
 
 static void report(FILE *o, int json, char **argv, int status, int procs,
 		   const struct pkc_spec *t, const unsigned long long *hits,
-		   int n)
+		   const struct pkc_run *r)
 {
+	int n = r->n;
+
 	if (json) {
 		fprintf(o, "{\"command\":[");
 		for (int i = 0; argv[i]; i++) {
@@ -65,11 +81,16 @@ static void report(FILE *o, int json, char **argv, int status, int procs,
 			}
 			fputc('}', o);
 		}
-		fprintf(o, "]}\n");
+		fputc(']', o);
+		pkc_run_json_procs(r, o);
+		fprintf(o, "}\n");
 		return;
 	}
-	fprintf(o, "\n probekit count: %d process%s, exit status %d\n\n",
+	fprintf(o, "\n probekit count: %d process%s, exit status %d",
 		procs, procs == 1 ? "" : "es", status);
+	if (r->not_counted)
+		fprintf(o, " (%d more not counted)", r->not_counted);
+	fprintf(o, "\n\n");
 	fprintf(o, " %16s  %s\n", "calls", "function");
 	for (int i = 0; i < n; i++) {
 		if (t[i].armed)
@@ -96,14 +117,14 @@ static void tick(double el, void *arg)
 {
 	struct tick_ctx *c = arg;
 	struct pkc_run *r = c->run;
-	struct pkc_spec t[PKA_MAX];
-	unsigned long long hits[PKA_MAX] = { 0 };
+	unsigned long long *hits = c->hits;
 
 	/* The reader is gone (EPIPE) or the disk full: COMMAND runs on. */
 	if (c->failed)
 		return;
-	memset(t, 0, sizeof(t));
-	pkc_run_collect(r, c->rec, t, 0, add_hits, hits);
+	memset(c->t, 0, (size_t)r->n * sizeof(*c->t));
+	memset(hits, 0, (size_t)r->n * sizeof(*hits));
+	pkc_run_collect(r, c->t, 0, add_hits, hits);
 	if (c->json)
 		fprintf(c->out, "{\"interval_s\":%.3f,\"probes\":[", el);
 	for (int i = 0; i < r->n; i++) {
@@ -166,53 +187,158 @@ static int report_done(FILE *out, const char *path, int err)
 	return PKC_EXIT_OWN;
 }
 
+/* The specs of a run: -p arguments and -P files' lines, in their order. */
+struct spec_list {
+	char **v;
+	int n, cap;
+	char **bufs;		/* the -P files read, split in place */
+	int nbufs;
+};
+
+/* Add @spec (from @where, for the message). 0, or PKC_EXIT_OWN. */
+static int spec_add(struct spec_list *l, char *spec, const char *where)
+{
+	const char *why = bad_spec(spec);
+
+	if (why) {
+		fprintf(stderr, "probekit: %s '%s': %s\n", where, spec, why);
+		return PKC_EXIT_OWN;
+	}
+	if (l->n == (int)PKA_SPECS_MAX) {
+		fprintf(stderr, "probekit: too many probes (at most %u)\n",
+			PKA_SPECS_MAX);
+		return PKC_EXIT_OWN;
+	}
+	if (l->n == l->cap) {
+		int cap = l->cap ? 2 * l->cap : 64;
+		char **v = realloc(l->v, (size_t)cap * sizeof(*v));
+
+		if (!v) {
+			fprintf(stderr, "probekit: %s\n", strerror(ENOMEM));
+			return PKC_EXIT_OWN;
+		}
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n++] = spec;
+	return 0;
+}
+
+/*
+ * -P FILE: one spec a line ("-" for standard input); blanks around a spec
+ * and empty lines are ignored, and lines whose first non-blank is '#'.
+ * 0, or PKC_EXIT_OWN after saying why.
+ */
+static int spec_file(struct spec_list *l, const char *path)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "re") : stdin;
+	char *buf = NULL, *line, *next, where[4200], **b;
+	size_t len = 0;
+	FILE *m;
+	int c, no = 0;
+
+	if (!f) {
+		fprintf(stderr, "probekit: -P %s: %s\n", path, strerror(errno));
+		return PKC_EXIT_OWN;
+	}
+	m = open_memstream(&buf, &len);
+	while (m && (c = getc(f)) != EOF)
+		fputc(c, m);
+	c = ferror(f);
+	if (f != stdin)
+		fclose(f);
+	if (!m || fclose(m) || c) {
+		fprintf(stderr, "probekit: -P %s: %s\n", path,
+			c ? "read error" : strerror(ENOMEM));
+		free(buf);
+		return PKC_EXIT_OWN;
+	}
+	b = realloc(l->bufs, (size_t)(l->nbufs + 1) * sizeof(*b));
+	if (!b) {
+		free(buf);
+		fprintf(stderr, "probekit: %s\n", strerror(ENOMEM));
+		return PKC_EXIT_OWN;
+	}
+	l->bufs = b;
+	l->bufs[l->nbufs++] = buf;
+	if (strlen(buf) != len) {
+		fprintf(stderr, "probekit: -P %s: a NUL byte in the file\n", path);
+		return PKC_EXIT_OWN;
+	}
+	for (line = buf; line; line = next) {
+		char *end;
+
+		no++;
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		line += strspn(line, " \t\r");
+		end = line + strlen(line);
+		while (end > line && strchr(" \t\r", end[-1]))
+			*--end = 0;
+		if (!*line || *line == '#')
+			continue;
+		snprintf(where, sizeof(where), "-P %s:%d:", path, no);
+		if (spec_add(l, line, where))
+			return PKC_EXIT_OWN;
+	}
+	return 0;
+}
+
+static void spec_list_free(struct spec_list *l)
+{
+	for (int i = 0; i < l->nbufs; i++)
+		free(l->bufs[i]);
+	free(l->bufs);
+	free(l->v);
+}
+
 static int count_main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "probe", required_argument, NULL, 'p' },
+		{ "probes", required_argument, NULL, 'P' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "interval", required_argument, NULL, 'I' },
+		{ "strict", no_argument, NULL, 's' },
+		{ "wait-all", no_argument, NULL, 'w' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	char *specs[PKA_MAX];
+	struct spec_list l = { 0 };
 	struct pkc_run r = {
 		.mode_name = "count",
 		.mode = PKA_MODE_COUNT,
-		.size = sizeof(struct pka_count_record),
-		.specs = specs,
+		.slot = sizeof(struct pka_count),
 	};
-	struct pkc_spec t[PKA_MAX];
-	unsigned long long hits[PKA_MAX] = { 0 };
 	struct tick_ctx tc = { .run = &r };
 	const char *out_path = NULL;
-	int n = 0, json = 0, c, code, procs, wrote;
+	int json = 0, c, code = PKC_EXIT_OWN, procs, wrote;
 	long interval_ms = 0;
 	FILE *out = stderr;
 
-	while ((c = getopt_long(argc, argv, "+p:jo:hI:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+p:P:jo:hI:", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'p': {
-			const char *why = bad_spec(optarg);
-
-			if (n == PKA_MAX) {
-				fprintf(stderr, "probekit: too many probes (at most 64)\n");
-				return PKC_EXIT_OWN;
-			}
-			if (why) {
-				fprintf(stderr, "probekit: -p '%s': %s\n", optarg,
-					why);
-				return PKC_EXIT_OWN;
-			}
-			specs[n++] = optarg;
+		case 'p':
+			if (spec_add(&l, optarg, "-p"))
+				goto out;
 			break;
-		}
+		case 'P':
+			if (spec_file(&l, optarg))
+				goto out;
+			break;
 		case 'j':
 			json = 1;
 			break;
 		case 'o':
 			out_path = optarg;
+			break;
+		case 's':
+			r.strict = 1;
+			break;
+		case 'w':
+			r.wait_all = 1;
 			break;
 		case 'I': {
 			char *end;
@@ -221,68 +347,90 @@ static int count_main(int argc, char **argv)
 			if (*end || interval_ms < 10 || interval_ms > 3600000) {
 				fprintf(stderr, "probekit: -I wants milliseconds, "
 						"10 to 3600000\n");
-				return PKC_EXIT_OWN;
+				goto out;
 			}
 			break;
 		}
 		case 'h':
 			pkc_usage(stdout, &pkc_cmd_count);
-			return 0;
+			code = 0;
+			goto out;
 		default:
 			pkc_usage(stderr, &pkc_cmd_count);
-			return PKC_EXIT_OWN;
+			goto out;
 		}
 	}
-	if (!n || optind >= argc) {
-		fprintf(stderr, "probekit: %s\n", !n ? "no probe given (-p NAME)"
-						     : "no command given");
+	if (!l.n || optind >= argc) {
+		fprintf(stderr, "probekit: %s\n", !l.n ? "no probe given (-p NAME)"
+						       : "no command given");
 		pkc_usage(stderr, &pkc_cmd_count);
-		return PKC_EXIT_OWN;
+		goto out;
 	}
-	r.n = n;
+	r.specs = l.v;
+	r.n = l.n;
 	if (pkc_run_find_agent(&r))
-		return PKC_EXIT_OWN;
+		goto out;
+	/* Memory proportional to the specs: their sums, and the last tick's. */
+	tc.t = calloc((size_t)r.n, sizeof(*tc.t));
+	tc.hits = calloc((size_t)r.n, sizeof(*tc.hits));
+	tc.last = calloc((size_t)r.n, sizeof(*tc.last));
+	if (!tc.t || !tc.hits || !tc.last) {
+		fprintf(stderr, "probekit: %s\n", strerror(ENOMEM));
+		goto out;
+	}
 	if (out_path && !(out = fopen(out_path, "we"))) {
 		fprintf(stderr, "probekit: %s: %s\n", out_path, strerror(errno));
-		return PKC_EXIT_OWN;
-	}
-	/* Any record a reader gets, whatever its size claims, fits in this. */
-	tc.rec = calloc(1, PKA_RECORD_SIZE(r.size, n));
-	if (!tc.rec) {
-		fprintf(stderr, "probekit: %s\n", strerror(ENOMEM));
-		return PKC_EXIT_OWN;
+		out = stderr;
+		goto out;
 	}
 	code = pkc_run_start(&r, &argv[optind]);
-	if (code) {
-		free(tc.rec);
-		return code;
-	}
+	if (code)
+		goto out;
 	tc.json = json;
 	tc.out = out;
 	code = pkc_run_wait(&r, interval_ms, interval_ms ? tick : NULL, &tc);
 
-	memset(t, 0, sizeof(t));
-	for (int i = 0; i < n; i++)
-		t[i].spec = specs[i];
-	procs = pkc_run_collect(&r, tc.rec, t, 1, add_hits, hits);
+	memset(tc.t, 0, (size_t)r.n * sizeof(*tc.t));
+	memset(tc.hits, 0, (size_t)r.n * sizeof(*tc.hits));
+	for (int i = 0; i < r.n; i++)
+		tc.t[i].spec = l.v[i];
+	procs = pkc_run_collect(&r, tc.t, 1, add_hits, tc.hits);
 	pkc_run_end(&r);
-	free(tc.rec);
+	pkc_run_check(&r, procs, tc.t);
 	if (!tc.failed)
-		report(out, json, &argv[optind], code, procs, t, hits, n);
+		report(out, json, &argv[optind], code, procs, tc.t, tc.hits, &r);
 	wrote = report_done(out, out_path, tc.failed);
-	code = pkc_run_verdict(&r, procs, t, code);
-	return wrote ? wrote : code;
+	out = stderr;
+	code = pkc_run_verdict(&r, code);
+	if (wrote)
+		code = wrote;
+out:
+	if (out != stderr)
+		fclose(out);
+	pkc_run_free(&r);
+	free(tc.t);
+	free(tc.hits);
+	free(tc.last);
+	spec_list_free(&l);
+	return code;
 }
 
 const struct pkc_cmd pkc_cmd_count = {
 	.name = "count",
-	.synopsis = "count [-p SPEC]... [-I MS] [--json] [-o FILE] -- COMMAND [ARG]...",
+	.synopsis = "count [-p SPEC]... [-P FILE]... [-I MS] [--json] [-o FILE] [--strict]\n"
+		    "         [--wait-all] -- COMMAND [ARG]...",
 	.help =
 		"Counts calls of functions while COMMAND runs, in every process it starts.\n"
 		"  -p, --probe SPEC  a function: NAME or OBJECT:NAME (e.g. malloc,\n"
 		"                    libz.so.1:inflate, a static function of the program)\n"
+		"  -P, --probes FILE the specs in FILE, one a line (- for stdin; # comments)\n"
 		"  -I, --interval MS also report the counts so far every MS milliseconds\n"
 		"  -j, --json        the report as one JSON object (a line per interval)\n"
-		"  -o, --output FILE the report to FILE instead of stderr\n",
+		"  -o, --output FILE the report to FILE instead of stderr\n"
+		"      --strict      exit 125 if anything is missing from the counts (no probe\n"
+		"                    armed, processes not counted or outliving COMMAND);\n"
+		"                    without it COMMAND's status is kept and this is only said\n"
+		"      --wait-all    once COMMAND ended, wait for its descendants that outlive\n"
+		"                    it (daemons) and count their calls too\n",
 	.main = count_main,
 };

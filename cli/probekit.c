@@ -11,9 +11,10 @@
  *
  * Exit status, as timeout(1) and env(1) have it: COMMAND's own status, or
  * 128+N when a signal N killed it; 125 when probekit itself failed (bad
- * usage, no agent, no probe armed anywhere, no room for the counts, a
- * report it could not write), 126 when COMMAND could not be run, 127 when
- * it was not found. SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to probekit
+ * usage, no agent, an unusable agent, no room for the counts, a report it
+ * could not write; with --strict also counts that miss something: no
+ * probe armed anywhere, processes not counted), 126 when COMMAND could
+ * not be run, 127 when it was not found. SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to probekit
  * go to COMMAND, and the status is still COMMAND's (run.c).
  */
 #include <stdio.h>
@@ -23,6 +24,7 @@
 
 static const struct pkc_cmd *const cmds[] = {
 	&pkc_cmd_count,
+	&pkc_cmd_list,
 };
 
 #define N_CMDS (sizeof(cmds) / sizeof(cmds[0]))

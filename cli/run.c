@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,25 +95,51 @@ static int set_audit(const struct pkc_run *r)
 	return err;
 }
 
+/*
+ * The specs, PKA_SEP-separated and NUL-terminated, into PKA_SPECS_FILE in
+ * the run's directory (read-only: the agent maps it). Thousands of specs
+ * do not fit in one environment string (MAX_ARG_STRLEN, 128 KiB). Its
+ * path in *@path. 0, or -errno.
+ */
+static int write_specs(const struct pkc_run *r, char **path)
+{
+	int fd = openat(r->dir_fd, PKA_SPECS_FILE, O_WRONLY | O_CREAT | O_EXCL |
+			O_NOFOLLOW | O_CLOEXEC, 0400);
+	FILE *f;
+	int err = 0;
+
+	if (fd < 0)
+		return -errno;
+	f = fdopen(fd, "w");
+	if (!f) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	for (int i = 0; i < r->n; i++) {
+		if (i)
+			fputc(PKA_SEP, f);
+		fputs(r->specs[i], f);
+	}
+	fputc(0, f);
+	if (fflush(f) || ferror(f))
+		err = errno ? -errno : -EIO;
+	if (fclose(f) && !err)
+		err = errno ? -errno : -EIO;
+	if (!err && asprintf(path, "%s/%s", r->dir, PKA_SPECS_FILE) < 0)
+		err = -ENOMEM;
+	return err;
+}
+
 /* The agent first in LD_PRELOAD, and what it is to do (protocol.h). */
 static int set_env(const struct pkc_run *r)
 {
 	const char *pre = getenv("LD_PRELOAD");
 	char *list = NULL, *preload;
-	size_t len;
-	FILE *m = open_memstream(&list, &len);
+	int err = write_specs(r, &list);
 
-	if (!m)
-		return -ENOMEM;
-	for (int i = 0; i < r->n; i++) {
-		if (i)
-			fputc(PKA_SEP, m);
-		fputs(r->specs[i], m);
-	}
-	if (fclose(m)) {
-		free(list);
-		return -ENOMEM;
-	}
+	if (err)
+		return err;
 	if (asprintf(&preload, "%s%s%s", r->agent, pre && *pre ? ":" : "",
 		     pre ? pre : "") < 0) {
 		free(list);
@@ -121,14 +148,11 @@ static int set_env(const struct pkc_run *r)
 	if (setenv(PKA_ENV_DIR, r->dir, 1) ||
 	    setenv(PKA_ENV_MODE, r->mode_name, 1) ||
 	    setenv(PKA_ENV_SPECS, list, 1) ||
-	    setenv("LD_PRELOAD", preload, 1)) {
-		free(list);
-		free(preload);
-		return -errno;
-	}
+	    setenv("LD_PRELOAD", preload, 1))
+		err = -errno;
 	free(list);
 	free(preload);
-	return set_audit(r);
+	return err ? err : set_audit(r);
 }
 
 /*
@@ -149,7 +173,7 @@ static int set_env(const struct pkc_run *r)
  */
 static const int fwd_sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 #define N_FWD (sizeof(fwd_sigs) / sizeof(fwd_sigs[0]))
-static volatile sig_atomic_t fwd_pid;
+static volatile sig_atomic_t fwd_pid, fwd_stop;
 static struct sigaction old_act[N_FWD], old_pipe, old_chld;
 static sigset_t old_mask;
 
@@ -160,6 +184,9 @@ static void forward(int sig, siginfo_t *si, void *uc)
 	(void)uc;
 	if (si->si_code != SI_KERNEL && fwd_pid > 0)
 		kill((pid_t)fwd_pid, sig);
+	/* COMMAND has ended: stop waiting for what outlives it. */
+	if (fwd_pid <= 0)
+		fwd_stop = 1;
 	errno = saved;
 }
 
@@ -375,7 +402,8 @@ static int check_room(struct pkc_run *r)
 
 	if (fd < 0)
 		return errno;
-	err = posix_fallocate(fd, 0, r->rec_size);
+	err = r->rec_size > UINT32_MAX ? EFBIG :
+	      posix_fallocate(fd, 0, (off_t)r->rec_size);
 	close(fd);
 	unlinkat(r->dir_fd, ".room", 0);
 	return err;
@@ -386,6 +414,8 @@ static int no_room(int err)
 	return err == ENOSPC || err == EDQUOT;
 }
 
+static void note_pre_children(struct pkc_run *r);
+
 int pkc_run_start(struct pkc_run *r, char **argv)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -394,7 +424,7 @@ int pkc_run_start(struct pkc_run *r, char **argv)
 	r->dir_fd = -1;
 	r->guard_fd = -1;
 	r->guard = 0;
-	r->rec_size = PKA_RECORD_SIZE(r->size, r->n);
+	r->rec_size = pka_record_size(r->slot, (uint32_t)r->n, (uint32_t)r->n);
 	if (!(tmp && *tmp))
 		tmp = "/tmp";
 	catch_signals();
@@ -427,8 +457,8 @@ int pkc_run_start(struct pkc_run *r, char **argv)
 		if (err) {
 			if (no_room(err))
 				fprintf(stderr, "probekit: no room for the counts "
-						"in %s (a record is %u bytes)\n",
-					tmp, r->rec_size);
+						"in %s (a record is %llu bytes)\n",
+					tmp, (unsigned long long)r->rec_size);
 			else
 				fprintf(stderr, "probekit: %s: %s\n", r->dir,
 					strerror(err));
@@ -442,6 +472,14 @@ int pkc_run_start(struct pkc_run *r, char **argv)
 		code = PKC_EXIT_OWN;
 		goto fail;
 	}
+	/*
+	 * A child subreaper: a descendant whose parent ends first (a daemon
+	 * that double-forked) becomes probekit's child, so it is seen, and
+	 * reaped, here rather than by init. Without it (a kernel before 3.4)
+	 * such processes are looked at only while their parents live.
+	 */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	note_pre_children(r);
 	code = start_command(argv, &r->pid);
 	if (!code)
 		return 0;
@@ -469,21 +507,358 @@ static int wait_end(pid_t pid, int hang)
 	}
 }
 
-/* Wait for COMMAND, calling @tick every @ms milliseconds (as perf stat -I). */
-static int wait_ticking(pid_t pid, long ms,
-			void (*tick)(double elapsed, void *ctx), void *ctx)
+/*
+ * The processes of COMMAND. probekit cannot be told of every fork and
+ * exec without tracing them (ptrace would take setuid programs their
+ * privileges, and so change what they do), so it looks: every
+ * SCAN_MS milliseconds it walks the tree of its descendants
+ * (/proc/PID/task/TID/children, from its own) and, once per program image
+ * (pid and exe), notes the exe and whether the agent can be in it:
+ *   - set-user-ID or set-group-ID: real and effective ids differ
+ *     (/proc/PID/status); the dynamic linker ignores LD_PRELOAD there;
+ *   - static: the exe has no PT_INTERP, nothing loads the agent;
+ *   - no LD_PRELOAD, or one without the agent, or no PROBEKIT_AGENT_*
+ *     variables in the environment it was exec()ed with (env -i, a
+ *     program that cleans its children's environment): /proc/PID/environ.
+ * Once COMMAND has ended each is matched with the records (pid, exe); a
+ * fork()ed child that did not exec counts in its parent's record. A
+ * process that neither loaded the agent nor lived one scan long can still
+ * go unseen; so can the grandchildren of a process probekit may not look
+ * at (another user's).
+ */
+#define SCAN_MS 10
+
+/*
+ * The entry for image (@dev, @ino) of process (@pid, @start: its start
+ * time, so that a pid used again is another process), or NULL.
+ */
+static struct pkc_proc *proc_find(struct pkc_run *r, pid_t pid,
+				  unsigned long long start, uint64_t dev,
+				  uint64_t ino)
 {
-	struct timespec t0, now, nap = { 0, 10 * 1000 * 1000 };
+	for (int i = r->nprocs - 1; i >= 0; i--)
+		if (r->procs[i].pid == pid && r->procs[i].start == start &&
+		    r->procs[i].dev == dev && r->procs[i].ino == ino)
+			return &r->procs[i];
+	return NULL;
+}
+
+static int proc_seen_pid(const struct pkc_run *r, pid_t pid)
+{
+	for (int i = r->nprocs - 1; i >= 0; i--)
+		if (r->procs[i].pid == pid)
+			return 1;
+	return 0;
+}
+
+/* Read /proc/@pid/@what into @buf (NUL-terminated). Bytes read, or -1. */
+static ssize_t proc_read(pid_t pid, const char *what, char *buf, size_t len)
+{
+	char path[320];
+	ssize_t got, all = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	while ((size_t)all < len - 1 &&
+	       (got = read(fd, buf + all, len - 1 - (size_t)all)) > 0)
+		all += got;
+	close(fd);
+	buf[all] = 0;
+	return all;
+}
+
+/* Whether the ELF file at @path has no PT_INTERP: 1, 0, or -1 unknown. */
+static int elf_static(const char *path)
+{
+	unsigned char eh[64];
+	int fd = open(path, O_RDONLY | O_CLOEXEC), st = -1;
+	uint64_t phoff;
+	uint16_t phnum, phentsize;
+
+	if (fd < 0)
+		return -1;
+	if (pread(fd, eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
+	    memcmp(eh, "\177ELF\2\1", 6))
+		goto out;
+	memcpy(&phoff, eh + 32, 8);
+	memcpy(&phentsize, eh + 54, 2);
+	memcpy(&phnum, eh + 56, 2);
+	if (phentsize < 4 || phnum > 4096)
+		goto out;
+	st = 1;
+	for (unsigned int i = 0; i < phnum; i++) {
+		uint32_t type;
+
+		if (pread(fd, &type, 4, (off_t)(phoff + (uint64_t)i * phentsize)) != 4) {
+			st = -1;
+			break;
+		}
+		if (type == 3) {	/* PT_INTERP */
+			st = 0;
+			break;
+		}
+	}
+out:
+	close(fd);
+	return st;
+}
+
+/* Whether NUL-separated @env (@len bytes) has "@name=" containing @want. */
+static int env_has(const char *env, size_t len, const char *name,
+		   const char *want)
+{
+	size_t nl = strlen(name);
+
+	for (const char *e = env; e < env + len; e += strlen(e) + 1)
+		if (!strncmp(e, name, nl) && e[nl] == '=')
+			return !want || strstr(e + nl + 1, want) ? 1 : 2;
+	return 0;
+}
+
+/* Why the agent cannot be in process @pid (exe at @exe), or NULL. */
+static const char *why_no_agent(const struct pkc_run *r, pid_t pid,
+				const char *exe, int exe_ok)
+{
+	static char env[1 << 20];
+	struct timespec ms = { 0, 1000 * 1000 };
+	char status[4096], *u, *g;
+	unsigned int ru, eu, rg, eg;
+	ssize_t len;
+	int pre;
+
+	/*
+	 * In the middle of an exec the new image's exe shows before its
+	 * credentials and environment do (an empty environ): wait for them
+	 * a little. An environment that stays empty is one (env -i).
+	 */
+	len = proc_read(pid, "environ", env, sizeof(env));
+	for (int i = 0; len == 0 && i < 5; i++) {
+		nanosleep(&ms, NULL);
+		len = proc_read(pid, "environ", env, sizeof(env));
+	}
+	if (proc_read(pid, "status", status, sizeof(status)) > 0 &&
+	    (u = strstr(status, "\nUid:")) && (g = strstr(status, "\nGid:")) &&
+	    sscanf(u, "\nUid: %u %u", &ru, &eu) == 2 &&
+	    sscanf(g, "\nGid: %u %u", &rg, &eg) == 2) {
+		if (ru != eu)
+			return "setuid";
+		if (rg != eg)
+			return "setgid";
+	}
+	if (!exe_ok)
+		return "could not be looked at";
+	if (elf_static(exe) == 1)
+		return "static";
+	if (len < 0)
+		return NULL;
+	pre = env_has(env, (size_t)len, "LD_PRELOAD", r->agent);
+	if (!pre)
+		return "no LD_PRELOAD at exec";
+	if (pre == 2)
+		return "LD_PRELOAD without the agent at exec";
+	if (env_has(env, (size_t)len, PKA_ENV_DIR, r->dir) != 1 ||
+	    !env_has(env, (size_t)len, PKA_ENV_MODE, NULL) ||
+	    !env_has(env, (size_t)len, PKA_ENV_SPECS, NULL))
+		return "no PROBEKIT_AGENT_* variables at exec";
+	return NULL;
+}
+
+static struct pkc_proc *proc_add(struct pkc_run *r)
+{
+	if (r->nprocs == r->procs_cap) {
+		int cap = r->procs_cap ? 2 * r->procs_cap : 64;
+		struct pkc_proc *p = realloc(r->procs, (size_t)cap * sizeof(*p));
+
+		if (!p)
+			return NULL;
+		r->procs = p;
+		r->procs_cap = cap;
+	}
+	memset(&r->procs[r->nprocs], 0, sizeof(r->procs[0]));
+	return &r->procs[r->nprocs++];
+}
+
+/*
+ * Look at process @pid: a new program image is noted; with @end, one
+ * still running is marked alive. Whether it is a zombie in *@zombie.
+ */
+static void look_at(struct pkc_run *r, pid_t pid, int end, int *zombie)
+{
+	char stat_buf[512], path[64], exe[4096], *rp;
+	struct pkc_proc *p;
+	struct stat st;
+	unsigned long long start = 0;
+	int ppid = 0, ok;
+	char state = '?';
+	ssize_t n;
+
+	*zombie = 0;
+	/* Fields 3, 4 and 22 (proc_pid_stat(5)), after the name. */
+	if (proc_read(pid, "stat", stat_buf, sizeof(stat_buf)) <= 0 ||
+	    !(rp = strrchr(stat_buf, ')')) ||
+	    sscanf(rp + 1, " %c %d %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+		   "%*s %*s %*s %*s %*s %*s %llu", &state, &ppid, &start) != 3)
+		return;
+	if (state == 'Z' || state == 'X') {
+		char *lp = strchr(stat_buf, '(');
+
+		/*
+		 * Ended unseen. A fork()ed child that did not exec keeps
+		 * its parent's name and counts in its parent's record: only
+		 * one that took another name is noted, as not looked at.
+		 */
+		*zombie = 1;
+		if (end || proc_seen_pid(r, pid) || !lp)
+			return;
+		*rp = 0;
+		if (proc_read(ppid, "comm", exe, sizeof(exe)) > 0) {
+			exe[strcspn(exe, "\n")] = 0;
+			if (!strcmp(exe, lp + 1))
+				return;
+		}
+		p = proc_add(r);
+		if (!p)
+			return;
+		p->pid = pid;
+		p->ppid = ppid;
+		if (asprintf(&p->exe, "[%s]", lp + 1) < 0)
+			p->exe = NULL;
+		p->why = "ended before probekit could look at it";
+		p->unseen = 1;
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	ok = !stat(path, &st);
+	/* Ending (its memory gone, not yet a zombie): the next scan tells. */
+	if (!ok && errno != EACCES && errno != EPERM)
+		return;
+	p = proc_find(r, pid, start, ok ? st.st_dev : 0, ok ? st.st_ino : 0);
+	if (p) {
+		p->alive |= end;
+		return;
+	}
+	if (end)
+		return;
+	n = ok ? readlink(path, exe, sizeof(exe) - 1) : -1;
+	/*
+	 * Not ours to look at (setuid): its argv[0]; none yet (in the
+	 * middle of an exec): the next scan looks again.
+	 */
+	if (n < 0 && proc_read(pid, "cmdline", exe, sizeof(exe)) <= 0)
+		return;
+	if (n >= 0)
+		exe[n] = 0;
+	p = proc_add(r);
+	if (!p)
+		return;
+	p->pid = pid;
+	p->ppid = ppid;
+	p->start = start;
+	p->dev = ok ? st.st_dev : 0;
+	p->ino = ok ? st.st_ino : 0;
+	p->exe = strdup(exe);
+	p->why = why_no_agent(r, pid, path, ok);
+}
+
+static int pre_child(const struct pkc_run *r, pid_t pid)
+{
+	for (int i = 0; i < r->npre; i++)
+		if (r->pre[i] == pid)
+			return 1;
+	return 0;
+}
+
+/* Note the children probekit has before it starts COMMAND. */
+static void note_pre_children(struct pkc_run *r)
+{
+	char path[64], buf[4096];
+	pid_t *p;
+
+	snprintf(path, sizeof(path), "task/%d/children", (int)getpid());
+	if (proc_read(getpid(), path, buf, sizeof(buf)) <= 0)
+		return;
+	for (char *s = buf, *next; *s; s = next) {
+		long c = strtol(s, &next, 10);
+
+		if (next == s)
+			break;
+		if (c <= 0 || c == r->guard)
+			continue;
+		p = realloc(r->pre, (size_t)(r->npre + 1) * sizeof(*p));
+		if (!p)
+			return;
+		r->pre = p;
+		r->pre[r->npre++] = (pid_t)c;
+	}
+}
+
+/*
+ * Walk the descendants of @pid, @depth levels at most; reap probekit's
+ * own children that ended (orphans it adopted), but never COMMAND (its
+ * status is taken by pkc_run_wait()) or the guard.
+ */
+static void walk(struct pkc_run *r, pid_t pid, int depth, int end)
+{
+	char path[300], buf[4096];
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char *s, *next;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "task/%s/children", e->d_name);
+		if (proc_read(pid, path, buf, sizeof(buf)) <= 0)
+			continue;
+		for (s = buf; *s; s = next) {
+			long c = strtol(s, &next, 10);
+			int zombie;
+
+			if (next == s)
+				break;
+			if (c <= 0 || c == r->guard || (pid == getpid() &&
+							 pre_child(r, (pid_t)c)))
+				continue;
+			look_at(r, (pid_t)c, end, &zombie);
+			if (!zombie && depth > 0)
+				walk(r, (pid_t)c, depth - 1, end);
+			if (zombie && pid == getpid() && c != r->pid)
+				waitpid((pid_t)c, NULL, WNOHANG);
+		}
+	}
+	closedir(d);
+}
+
+/*
+ * Wait for COMMAND, looking at its processes every SCAN_MS and calling
+ * @tick (if any) every @ms milliseconds (as perf stat -I).
+ */
+static int wait_watching(struct pkc_run *r, long ms,
+			 void (*tick)(double elapsed, void *ctx), void *ctx)
+{
+	struct timespec t0, now, nap = { 0, SCAN_MS * 1000 * 1000 };
 	double next = ms / 1e3;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
-		int err = wait_end(pid, 0);
+		int err;
 		double el;
 
+		walk(r, getpid(), 64, 0);
+		err = wait_end(r->pid, 0);
 		if (err != -EAGAIN)
 			return err;
 		nanosleep(&nap, NULL);
+		if (!tick)
+			continue;
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		el = (double)(now.tv_sec - t0.tv_sec) +
 		     (double)(now.tv_nsec - t0.tv_nsec) / 1e9;
@@ -495,13 +870,38 @@ static int wait_ticking(pid_t pid, long ms,
 	}
 }
 
+/*
+ * COMMAND has ended: descendants still running outlive it. Those ending
+ * within a few scans (a child its last moment) are not counted as such;
+ * the others are marked alive and left running, not waited for, unless
+ * r->wait_all: then until none is left, or probekit is sent one of the
+ * signals it forwards.
+ */
+static void mark_outliving(struct pkc_run *r)
+{
+	struct timespec nap = { 0, SCAN_MS * 1000 * 1000 };
+
+	for (int i = 0; i < 10 || (r->wait_all && !fwd_stop); i++) {
+		int alive = 0;
+
+		walk(r, getpid(), 64, 0);
+		for (int k = 0; k < r->nprocs; k++)
+			r->procs[k].alive = 0;
+		walk(r, getpid(), 64, 1);
+		for (int k = 0; k < r->nprocs; k++)
+			alive += r->procs[k].alive;
+		if (!alive)
+			return;
+		nanosleep(&nap, NULL);
+	}
+}
+
 int pkc_run_wait(struct pkc_run *r, long interval_ms,
 		 void (*tick)(double elapsed, void *ctx), void *ctx)
 {
 	int status = -1, err;
 
-	err = tick ? wait_ticking(r->pid, interval_ms, tick, ctx)
-		   : wait_end(r->pid, 1);
+	err = wait_watching(r, interval_ms, tick, ctx);
 	fwd_pid = 0;
 	if (!err)
 		while (waitpid(r->pid, &status, 0) < 0 && errno == EINTR)
@@ -512,6 +912,7 @@ int pkc_run_wait(struct pkc_run *r, long interval_ms,
 			strerror(err ? -err : errno));
 		return PKC_EXIT_OWN;
 	}
+	mark_outliving(r);
 	return WIFSIGNALED(status) ? 128 + WTERMSIG(status)
 				   : WEXITSTATUS(status);
 }
@@ -526,6 +927,7 @@ static int usable(struct pkc_run *r, struct pka_header *h, ssize_t got)
 {
 	const char *why = NULL;
 	char buf[64];
+	uint64_t slots;
 
 	if (got < (ssize_t)(2 * sizeof(uint32_t)) || h->magic != PKA_MAGIC)
 		return 0;
@@ -538,8 +940,7 @@ static int usable(struct pkc_run *r, struct pka_header *h, ssize_t got)
 	} else if (h->status) {
 		h->why[sizeof(h->why) - 1] = 0;
 		why = h->why;
-	} else if (h->mode != r->mode || h->size != r->rec_size ||
-		   h->why_at != r->size || h->nwhy != (uint32_t)r->n) {
+	} else if (h->mode != r->mode || h->slot_size != r->slot) {
 		snprintf(buf, sizeof(buf), "it served mode %u, not %s",
 			 h->mode, r->mode_name);
 		why = buf;
@@ -549,28 +950,63 @@ static int usable(struct pkc_run *r, struct pka_header *h, ssize_t got)
 			snprintf(r->refused, sizeof(r->refused), "%s", why);
 		return 0;
 	}
-	return got == (ssize_t)r->rec_size;
+	/*
+	 * The layout the agent chose, checked whole before anything in it
+	 * is used: the specs of this run, every part where it must be.
+	 */
+	slots = (uint64_t)h->nprobe * h->slot_size;
+	if (h->size != (uint64_t)got || h->nspec != (uint32_t)r->n ||
+	    h->n > h->nspec || h->spec_at != pka_spec_at() ||
+	    h->probe_at != pka_probe_at(h->nspec) ||
+	    h->slot_at != pka_slot_at(h->nspec, h->nprobe) ||
+	    (uint64_t)h->why_at != h->slot_at + slots ||
+	    h->why_len != pka_why_len(h->nspec) ||
+	    (uint64_t)h->why_at + h->why_len != h->size)
+		return 0;
+	if (h->why_len)
+		((char *)h + h->why_at)[h->why_len - 1] = 0;
+	return 1;
 }
 
 /* Add what arming each spec gave in record @h to @t. */
 static void add_specs(struct pka_header *h, struct pkc_spec *t, int n)
 {
-	for (int i = 0; i < n && i < (int)h->n; i++) {
-		struct pka_spec *s = &h->spec[i];
+	for (uint32_t i = 0; i < (uint32_t)n && i < h->n; i++) {
+		struct pka_spec *s = pka_record_spec(h, i);
 
 		if (s->status == 0) {
 			t[i].armed++;
 			t[i].int3 += s->int3 != 0;
 		} else if (s->status != PKA_PENDING) {
-			char *why = pka_spec_why(h, (uint32_t)i);
+			const char *why = pka_spec_why(h, i);
 
 			t[i].failed++;
 			t[i].last_err = -s->status;
-			if (why && why[0]) {
-				why[PKA_WHY_LEN - 1] = 0;
-				memcpy(t[i].why, why, sizeof(t[i].why));
-			}
+			if (why && why[0])
+				snprintf(t[i].why, sizeof(t[i].why), "%s", why);
 		}
+	}
+}
+
+/*
+ * The processes seen that record @name (@h, if usable) stands for: its
+ * own, and the fork()ed children of its image, which add to it (a
+ * process of that image with nothing against the agent and no record of
+ * its own is one: an image that exec()ed makes its own record).
+ */
+static void mark_counted(struct pkc_run *r, const char *name,
+			 const struct pka_header *h)
+{
+	pid_t pid = (pid_t)atoi(name);
+
+	for (int i = 0; i < r->nprocs; i++) {
+		struct pkc_proc *p = &r->procs[i];
+		int image = h && h->exe_ino && p->dev == h->exe_dev &&
+			    p->ino == h->exe_ino;
+
+		if ((p->pid == pid && (!h || !h->exe_ino || p->unseen || image)) ||
+		    (image && !p->why))
+			p->counted = 1;
 	}
 }
 
@@ -608,8 +1044,31 @@ static int open_record(int dfd, const char *name, off_t *size)
 	return fd;
 }
 
-int pkc_run_collect(struct pkc_run *r, void *rec, struct pkc_spec *t,
-		    int consume, void (*add)(const void *rec, void *ctx),
+/*
+ * Room for a record of @size bytes in r->buf. 0, or -ENOMEM. A record
+ * holds this run's specs and what they expand to in one process, far
+ * below 64 MiB more than one probe a spec: a larger file (a program of
+ * COMMAND may put anything in the directory) is not read.
+ */
+static int buf_room(struct pkc_run *r, off_t size)
+{
+	void *p;
+
+	if ((uint64_t)size <= r->buf_len)
+		return 0;
+	if ((uint64_t)size > UINT32_MAX ||
+	    (uint64_t)size > r->rec_size + (64u << 20))
+		return -ENOMEM;
+	p = realloc(r->buf, (size_t)size);
+	if (!p)
+		return -ENOMEM;
+	r->buf = p;
+	r->buf_len = (size_t)size;
+	return 0;
+}
+
+int pkc_run_collect(struct pkc_run *r, struct pkc_spec *t, int consume,
+		    void (*add)(const struct pka_header *h, void *ctx),
 		    void *ctx)
 {
 	int dfd = r->dir_fd < 0 ? -1 : openat(r->dir_fd, ".", O_RDONLY |
@@ -634,21 +1093,26 @@ int pkc_run_collect(struct pkc_run *r, void *rec, struct pkc_spec *t,
 		fd = open_record(dirfd(d), e->d_name, &size);
 		if (fd < 0)
 			continue;
-		got = pread(fd, rec, r->rec_size, 0);
+		/* The agent sized it: read it at the size it has. */
+		if (!buf_room(r, size ? size : 1))
+			got = pread(fd, r->buf, (size_t)size, 0);
 		close(fd);
 		if (consume) {
 			unlinkat(dirfd(d), e->d_name, 0);
 			/* The agent found no room and left it empty. */
 			if (size == 0) {
 				r->no_room++;
+				mark_counted(r, e->d_name, NULL);
 				continue;
 			}
 		}
-		if (!usable(r, rec, got))
+		if (!usable(r, r->buf, got))
 			continue;
 		procs++;
-		add_specs(rec, t, r->n);
-		add(rec, ctx);
+		if (consume)
+			mark_counted(r, e->d_name, r->buf);
+		add_specs(r->buf, t, r->n);
+		add(r->buf, ctx);
 	}
 	closedir(d);
 	return procs;
@@ -669,34 +1133,163 @@ void pkc_run_end(struct pkc_run *r)
 	r->guard = 0;
 }
 
-int pkc_run_verdict(const struct pkc_run *r, int procs,
-		    const struct pkc_spec *t, int code)
+/* Add problem @fmt to r->problems (dropped if there is no memory). */
+__attribute__((format(printf, 2, 3)))
+static void problem(struct pkc_run *r, const char *fmt, ...)
+{
+	char **p = realloc(r->problems, (size_t)(r->nproblems + 1) * sizeof(*p));
+	va_list ap;
+
+	if (!p)
+		return;
+	r->problems = p;
+	va_start(ap, fmt);
+	if (vasprintf(&p[r->nproblems], fmt, ap) >= 0)
+		r->nproblems++;
+	va_end(ap);
+}
+
+static int pick_uncounted(const struct pkc_proc *p)
+{
+	return !p->counted;
+}
+
+/* "N process(es) WHAT: exe (detail), ..." for the processes @pick takes. */
+static void proc_problem(struct pkc_run *r, int n, const char *what,
+			 int (*pick)(const struct pkc_proc *p))
+{
+	char *list = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&list, &len);
+	int shown = 0;
+
+	if (!m)
+		return;
+	for (int i = 0; i < r->nprocs; i++) {
+		const struct pkc_proc *p = &r->procs[i];
+
+		if (!pick(p))
+			continue;
+		if (shown++ == 8) {
+			fprintf(m, ", and %d more", n - 8);
+			break;
+		}
+		fprintf(m, "%s%s (", shown > 1 ? ", " : "", p->exe ? p->exe : "?");
+		if (pick == pick_uncounted)
+			fprintf(m, "%s, ", p->why ? p->why : "no record");
+		fprintf(m, "pid %d)", (int)p->pid);
+	}
+	if (fclose(m)) {
+		free(list);
+		return;
+	}
+	problem(r, "%d process%s %s: %s", n, n == 1 ? "" : "es", what, list);
+	free(list);
+}
+
+static int pick_alive(const struct pkc_proc *p)
+{
+	return p->alive;
+}
+
+void pkc_run_check(struct pkc_run *r, int procs, const struct pkc_spec *t)
 {
 	int armed = 0;
 
 	for (int i = 0; i < r->n; i++)
 		armed += t[i].armed;
+	/* Fork()ed children of counted images: see mark_counted(). */
+	r->not_counted = r->outlived = 0;
+	for (int i = 0; i < r->nprocs; i++) {
+		r->not_counted += !r->procs[i].counted;
+		r->outlived += r->procs[i].alive;
+	}
 	if (r->refused[0]) {
-		fprintf(stderr, "probekit: cannot use the agent %s: %s\n",
-			r->agent, r->refused);
-		return PKC_EXIT_OWN;
+		r->fatal = 1;
+		problem(r, "cannot use the agent %s: %s", r->agent, r->refused);
 	}
 	if (r->no_room) {
-		fprintf(stderr, "probekit: no room for the counts in %.*s: %d "
-				"process%s of the command not counted\n",
+		r->fatal = 1;
+		problem(r, "no room for the counts in %.*s: %d process%s of the "
+			   "command not counted",
 			(int)(strrchr(r->dir, '/') - r->dir), r->dir, r->no_room,
 			r->no_room == 1 ? "" : "es");
-		return PKC_EXIT_OWN;
 	}
-	if (!procs) {
-		fprintf(stderr, "probekit: no process of the command loaded the "
-				"agent (a static or setuid program?)\n");
-		return PKC_EXIT_OWN;
+	if (!procs && !r->refused[0] && !r->no_room)
+		problem(r, "no process of the command loaded the agent");
+	else if (procs && !armed)
+		problem(r, "no probe could be armed in any process");
+	if (r->not_counted)
+		proc_problem(r, r->not_counted, "not counted", pick_uncounted);
+	if (r->outlived)
+		proc_problem(r, r->outlived, "outlived the command (their calls "
+			     "after it ended are not counted; left running)",
+			     pick_alive);
+}
+
+void pkc_run_json_procs(const struct pkc_run *r, FILE *o)
+{
+	int first = 1;
+
+	fprintf(o, ",\"complete\":%s,\"problems\":[",
+		r->nproblems ? "false" : "true");
+	for (int i = 0; i < r->nproblems; i++) {
+		if (i)
+			fputc(',', o);
+		pkc_json_str(o, r->problems[i]);
 	}
-	if (!armed) {
-		fprintf(stderr, "probekit: no probe could be armed in any "
-				"process\n");
-		return PKC_EXIT_OWN;
+	fprintf(o, "],\"not_counted\":[");
+	for (int i = 0; i < r->nprocs; i++) {
+		const struct pkc_proc *p = &r->procs[i];
+
+		if (p->counted)
+			continue;
+		fprintf(o, "%s{\"pid\":%d,\"exe\":", first ? "" : ",", (int)p->pid);
+		pkc_json_str(o, p->exe ? p->exe : "?");
+		fprintf(o, ",\"reason\":");
+		pkc_json_str(o, p->why ? p->why : "no record");
+		fputc('}', o);
+		first = 0;
 	}
+	fprintf(o, "],\"outlived\":[");
+	first = 1;
+	for (int i = 0; i < r->nprocs; i++) {
+		const struct pkc_proc *p = &r->procs[i];
+
+		if (!p->alive)
+			continue;
+		fprintf(o, "%s{\"pid\":%d,\"exe\":", first ? "" : ",", (int)p->pid);
+		pkc_json_str(o, p->exe ? p->exe : "?");
+		fputc('}', o);
+		first = 0;
+	}
+	fputc(']', o);
+}
+
+int pkc_run_verdict(const struct pkc_run *r, int code)
+{
+	for (int i = 0; i < r->nproblems; i++)
+		fprintf(stderr, "probekit %s: %s\n", r->mode_name, r->problems[i]);
+	if (r->fatal || (r->strict && r->nproblems))
+		return PKC_EXIT_OWN;
 	return code;
+}
+
+void pkc_run_free(struct pkc_run *r)
+{
+	for (int i = 0; i < r->nprocs; i++)
+		free(r->procs[i].exe);
+	free(r->procs);
+	for (int i = 0; i < r->nproblems; i++)
+		free(r->problems[i]);
+	free(r->problems);
+	free(r->buf);
+	free(r->pre);
+	r->pre = NULL;
+	r->npre = 0;
+	r->procs = NULL;
+	r->problems = NULL;
+	r->buf = NULL;
+	r->nprocs = r->nproblems = 0;
+	r->buf_len = 0;
 }

@@ -32,8 +32,10 @@
  *                       range) and a die chain.
  *   probekit/watch.h    fault: memory watchpoints, on data breakpoints or
  *                       page protection (pk_watch_*).
- *   probekit/sym.h      probe: functions by name in the executable and every
- *                       loaded library (pk_sym_lookup).
+ *   probekit/sym.h      sym: functions by spec (names, versions, globs, C++
+ *                       names, source files, offsets) in the executable,
+ *                       every loaded library or an object file
+ *                       (pk_sym_lookup, pk_sym_each).
  *   probekit/probe.h    probe: entry and instruction probes, jump-optimised
  *                       or int3, with pre- and post-handlers (pk_probe_*).
  *   probekit/retprobe.h probe: return probes (pk_retprobe_*).

@@ -78,9 +78,21 @@ run count -- "$target" 1
 check "no probe: 125 with usage" '[ $rc -eq 125 ] && grep -q "no probe given" "$tmp/err"'
 run count -p cli_target_fn
 check "no command: 125" '[ $rc -eq 125 ] && grep -q "no command given" "$tmp/err"'
+# Nothing armed anywhere: COMMAND's status all the same (it was 125), the
+# failure on stderr and in the JSON; --strict makes it 125 (issue 10).
 run count -p no_such_function_anywhere -- "$target" 1
-check "unknown function only: 125, named in the report" \
-	'[ $rc -eq 125 ] && grep -q "no_such_function_anywhere.*not probed in 1 of 1" "$tmp/err"'
+check "unknown function only: COMMAND's 0, named in the report, said on stderr" \
+	'[ $rc -eq 0 ] && grep -q "no_such_function_anywhere.*not probed in 1 of 1" "$tmp/err" && grep -q "^probekit count: no probe could be armed in any process$" "$tmp/err"'
+run count -p nosuchfunc -- sh -c 'exit 3'
+check "nothing armed, sh -c 'exit 3': 3" '[ $rc -eq 3 ] && grep -q "no probe could be armed" "$tmp/err"'
+run count --json -p nosuchfunc -o "$tmp/rep" -- sh -c 'exit 3'
+check "... JSON: exit_status 3, complete false, the problem named" \
+	'[ $rc -eq 3 ] && grep -q "\"exit_status\":3,.*\"complete\":false,\"problems\":\[\"no probe could be armed in any process\"" "$tmp/rep"'
+run count --strict -p nosuchfunc -- sh -c 'exit 3'
+check "... --strict: 125" '[ $rc -eq 125 ] && grep -q "no probe could be armed" "$tmp/err"'
+run count --strict --json -p cli_target_fn -o "$tmp/rep" -- "$target" 2 exit 4
+check "--strict, complete: COMMAND's 4, complete true" \
+	'[ $rc -eq 4 ] && grep -q "\"complete\":true,\"problems\":\[\],\"not_counted\":\[\],\"outlived\":\[\]}" "$tmp/rep"'
 run count -p cli_target_fn -p no_such_function_anywhere -o "$tmp/rep" -- "$target" 5
 check "one unknown of two: COMMAND status, the other counted" \
 	'[ $rc -eq 0 ] && grep -Eq "^ +5  cli_target_fn$" "$tmp/rep"'
@@ -92,7 +104,10 @@ run count -p malloc -o /nonexistent/dir/rep -- true
 check "unwritable report file: 125, named" \
 	'[ $rc -eq 125 ] && grep -q /nonexistent/dir/rep "$tmp/err"'
 PROBEKIT_AGENT="$tmp/noexec" run count -p malloc -- true
-check "agent no process could load: 125 though the command succeeded" \
+check "agent no process could load: the command's 0, said" \
+	'[ $rc -eq 0 ] && grep -q "no process of the command loaded" "$tmp/err"'
+PROBEKIT_AGENT="$tmp/noexec" run count --strict -p malloc -- true
+check "... --strict: 125" \
 	'[ $rc -eq 125 ] && grep -q "no process of the command loaded" "$tmp/err"'
 # A program that passes on only part of probekit's environment to its
 # children: those act as if nothing were preloaded.
@@ -106,9 +121,10 @@ check "agent asked for a mode it lacks: 125, names it and the modes it has" \
 	'[ $rc -eq 125 ] && grep -q "no mode .bogus. (modes: count)" "$tmp/err"'
 TMPDIR=/nonexistent run count -p malloc -- true
 check "no room for the counts: 125" '[ $rc -eq 125 ] && grep -q mkdtemp "$tmp/err"'
+# More than 64 probes (the old limit): taken (tests/cli_many.sh counts 2000).
 # shellcheck disable=SC2046 # one word per -p and name, wanted
-run count $(for i in $(seq 65); do printf -- '-p f%d ' "$i"; done) -- true
-check "65 probes: 125" '[ $rc -eq 125 ] && grep -q "too many probes" "$tmp/err"'
+run count $(for i in $(seq 65); do printf -- '-p f%d ' "$i"; done) -p cli_target_fn -o "$tmp/rep" -- "$target" 3
+check "66 probes: run, the last one counted" '[ $rc -eq 0 ] && grep -Eq "^ +3  cli_target_fn$" "$tmp/rep" && grep -q "f65  (not probed" "$tmp/rep"'
 run count -p "$(printf 'a\nb')" -- true
 check "multi-line spec: 125" '[ $rc -eq 125 ] && grep -q "multi-line" "$tmp/err"'
 run count -I abc -p malloc -- true
@@ -140,6 +156,16 @@ rc=$?
 check "subdirectory and links in the counts directory: 4 counted" \
 	'[ $rc -eq 0 ] && grep -Eq "^ +4  cli_target_fn" "$tmp/rep"'
 check "... the links' target untouched" '[ "$(cat "$tmp/victim")" = keep ]'
+check "... nothing left behind" '[ -z "$(ls -A "$TMPDIR")" ]'
+# A huge sparse file named like a record is not read (nor allocated for).
+export TMPDIR="$tmp/td-big"
+mkdir "$TMPDIR"
+timeout 20 "$pk" count -p cli_target_fn -o "$tmp/rep" -- sh -c '
+	truncate -s 3G "$PROBEKIT_AGENT_DIR/9-bigbig"
+	exec "$1" 4' sh "$target" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+check "a 3 GiB file named like a record: skipped, 4 counted" \
+	'[ $rc -eq 0 ] && grep -Eq "^ +4  cli_target_fn" "$tmp/rep"'
 check "... nothing left behind" '[ -z "$(ls -A "$TMPDIR")" ]'
 export TMPDIR="$tmp/td"
 

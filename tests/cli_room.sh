@@ -16,7 +16,7 @@ fi
 trap 'umount "$small"; rm -rf "$tmp"' EXIT
 export TMPDIR="$small"
 
-# Room for one record of the image (with 64 specs a record is about 38
+# Room for one record of the image (with 64 specs a record is about 40
 # KiB, the file system 64 KiB): the first image counts, the ten it execs
 # find no room,
 # run untouched (each says "cli_target done") and are reported uncounted.

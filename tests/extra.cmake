@@ -235,6 +235,48 @@ foreach(script cli cli_signals cli_room)
   set_tests_properties(${script} PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
     TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
 endforeach()
+# ---- cli10: no probe limit, processes not counted (issue 10) ----
+# cli_many.sh: 2000 specs (-p and -P) on libclimany.so's 2000 functions,
+# generated here by cli_many.cmake, each counted exactly.
+set(PK_CLI_MANY_N 2000)
+set(PK_CLI_MANY_DIR ${CMAKE_CURRENT_BINARY_DIR}/climany)
+add_custom_command(
+  OUTPUT ${PK_CLI_MANY_DIR}/climany.c ${PK_CLI_MANY_DIR}/cli_many_main.c
+  COMMAND ${CMAKE_COMMAND} -E make_directory ${PK_CLI_MANY_DIR}
+  COMMAND ${CMAKE_COMMAND} -DN=${PK_CLI_MANY_N} -DOUT=${PK_CLI_MANY_DIR}
+          -P ${CMAKE_CURRENT_SOURCE_DIR}/cli_many.cmake
+  DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/cli_many.cmake
+  COMMENT "Generating libclimany.so's ${PK_CLI_MANY_N} functions")
+add_library(climany SHARED ${PK_CLI_MANY_DIR}/climany.c)
+# Every function its own, whatever the build type (the agent probes them).
+target_compile_options(climany PRIVATE -O2)
+add_executable(cli_many ${PK_CLI_MANY_DIR}/cli_many_main.c)
+target_link_libraries(cli_many PRIVATE climany)
+# cli_uncounted.sh: a static copy of cli_target (where libc.a exists).
+include(CheckCSourceCompiles)
+set(CMAKE_REQUIRED_LINK_OPTIONS -static)
+check_c_source_compiles("int main(void) { return 0; }" PK_CLI_HAVE_STATIC)
+unset(CMAKE_REQUIRED_LINK_OPTIONS)
+if(PK_CLI_HAVE_STATIC)
+  add_executable(cli_target_static cli_target.c)
+  target_link_options(cli_target_static PRIVATE -static)
+  # Static: no ASan runtime to link whatever the build.
+  target_compile_options(cli_target_static PRIVATE -fno-sanitize=all)
+  target_link_options(cli_target_static PRIVATE -fno-sanitize=all)
+  set(PK_CLI_STATIC $<TARGET_FILE:cli_target_static>)
+else()
+  set(PK_CLI_STATIC none)
+endif()
+add_test(NAME cli_many
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_many.sh $<TARGET_FILE:probekit_cli>
+          $<TARGET_FILE:cli_target> ${PK_CLI_SANITIZED} $<TARGET_FILE:cli_many>
+          ${PK_CLI_MANY_N})
+add_test(NAME cli_uncounted
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_uncounted.sh $<TARGET_FILE:probekit_cli>
+          $<TARGET_FILE:cli_target> ${PK_CLI_SANITIZED} ${PK_CLI_STATIC})
+set_tests_properties(cli_many cli_uncounted PROPERTIES SKIP_RETURN_CODE 77
+  LABELS quick TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
+# ---- end cli10 ----
 # ---- end cli ----
 
 # ---- noprobe: what probekit's own signal path calls (issue 9, item 2) ----
@@ -292,6 +334,127 @@ if(TARGET test_arch_tramp)
 endif()
 # ---- end probe, vector registers ----
 
+# ---- probe, red zone (issue 12) ----
+# test_probe_redzone's targets are assembly in the executable itself, found
+# by their dynamic symbols.
+if(TARGET test_probe_redzone)
+  set_target_properties(test_probe_redzone PROPERTIES ENABLE_EXPORTS ON)
+endif()
+# ---- end probe, red zone ----
+# ---- sym: symbol specs (issue 10, Resolution): versions, IFUNCs, globs, C++ names, files, offsets ----
+# libsymtarget.so has a second source file with a static of the same name.
+if(TARGET symtarget)
+  target_sources(symtarget PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/targets/symtarget_b.c)
+endif()
+# A C++ library (it links libstdc++, whose __cxa_demangle the lookups find).
+add_library(symcxx SHARED ${CMAKE_CURRENT_SOURCE_DIR}/targets/libsymcxx.cc)
+set_target_properties(symcxx PROPERTIES PREFIX "lib"
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+if(TARGET test_sym_spec)
+  target_link_libraries(test_sym_spec PRIVATE symtarget symcxx)
+  # libunloadtarget.so is read as a file that is not loaded.
+  add_dependencies(test_sym_spec unloadtarget)
+endif()
+# test_sym_debug strips a copy of libsymdbg.so and gives it a debug file.
+if(TARGET test_sym_debug)
+  add_dependencies(test_sym_debug symdbg symtarget)
+  set_target_properties(symdbg PROPERTIES LINK_OPTIONS -Wl,--build-id)
+endif()
+# probekit list on a stripped program (and its unstripped twin for nm).
+add_executable(symstrip ${CMAKE_CURRENT_SOURCE_DIR}/targets/symstrip.c)
+# Never instrumented: nm's view of it must be a plain program's.
+target_compile_options(symstrip PRIVATE -O2 -fno-sanitize=all)
+target_link_options(symstrip PRIVATE -fno-sanitize=all)
+add_custom_command(TARGET symstrip POST_BUILD
+  COMMAND ${CMAKE_STRIP} -o $<TARGET_FILE:symstrip>.stripped $<TARGET_FILE:symstrip>
+  VERBATIM)
+add_test(NAME cli_list
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli-list.sh $<TARGET_FILE:probekit_cli>
+          $<TARGET_FILE:symstrip> $<TARGET_FILE:symstrip>.stripped
+          $<TARGET_FILE:symtarget> $<TARGET_FILE:symcxx>)
+set_tests_properties(cli_list PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+# ---- end sym ----
+# ---- probe/place: jump probes where int3 was used (issue 12) ----
+# tests/targets/place_cases.c as real compilers build it: gcc and clang,
+# -O2/-O3, PIC (libplace_VARIANT.so, dlopened) and non-PIC (objects linked
+# into test_place_nopie, built -no-pie), with and without
+# -fcf-protection. Built without the project's flags (no sanitizer, no
+# -O0): the shapes are the compilers' own.
+find_program(PK_CLANG clang)
+set(PK_PC_SRC ${CMAKE_CURRENT_SOURCE_DIR}/targets/place_cases.c)
+set(PK_PC_LIBS)
+foreach(v gcc_O2_pic gcc_O3_pic_cet clang_O2_pic clang_O3_pic_cet)
+  string(REGEX MATCH "^[a-z]+" cc ${v})
+  string(REGEX MATCH "O[0-9]" opt ${v})
+  set(flags -${opt} -fPIC -shared)
+  if(v MATCHES "_cet$")
+    list(APPEND flags -fcf-protection=full)
+  endif()
+  if(cc STREQUAL "clang")
+    if(NOT PK_CLANG)
+      continue()
+    endif()
+    set(cc ${PK_CLANG})
+  else()
+    set(cc ${CMAKE_C_COMPILER})
+  endif()
+  set(out ${CMAKE_CURRENT_BINARY_DIR}/libplace_${v}.so)
+  add_custom_command(OUTPUT ${out}
+    COMMAND ${cc} ${flags} -DPC_PREFIX=pc_ -o ${out} ${PK_PC_SRC}
+    DEPENDS ${PK_PC_SRC} VERBATIM)
+  list(APPEND PK_PC_LIBS ${out})
+endforeach()
+set(PK_PC_OBJS ${CMAKE_CURRENT_BINARY_DIR}/place_gcc_O2_nopie.o)
+add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/place_gcc_O2_nopie.o
+  COMMAND ${CMAKE_C_COMPILER} -O2 -fno-pie -DPC_PREFIX=pcg_ -c
+          -o ${CMAKE_CURRENT_BINARY_DIR}/place_gcc_O2_nopie.o ${PK_PC_SRC}
+  DEPENDS ${PK_PC_SRC} VERBATIM)
+if(PK_CLANG)
+  add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/place_clang_O2_nopie_cet.o
+    COMMAND ${PK_CLANG} -O2 -fno-pie -fcf-protection=full -DPC_PREFIX=pcc_ -c
+            -o ${CMAKE_CURRENT_BINARY_DIR}/place_clang_O2_nopie_cet.o ${PK_PC_SRC}
+    DEPENDS ${PK_PC_SRC} VERBATIM)
+  list(APPEND PK_PC_OBJS ${CMAKE_CURRENT_BINARY_DIR}/place_clang_O2_nopie_cet.o)
+endif()
+add_custom_target(place_cases DEPENDS ${PK_PC_LIBS} ${PK_PC_OBJS})
+foreach(name test_place_cases stress_place)
+  if(TARGET ${name})
+    add_dependencies(${name} place_cases)
+  endif()
+endforeach()
+if(TARGET test_place_cases)
+  # The non-PIC variants: the same test, linked with them, not a PIE.
+  add_executable(test_place_nopie test_place_cases.c ${PK_PC_OBJS})
+  set_source_files_properties(${PK_PC_OBJS} PROPERTIES EXTERNAL_OBJECT TRUE GENERATED TRUE)
+  target_include_directories(test_place_nopie PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/src)
+  target_link_libraries(test_place_nopie PRIVATE probekit_test pthread ${CMAKE_DL_LIBS})
+  target_compile_definitions(test_place_nopie PRIVATE _GNU_SOURCE PC_NOPIE)
+  target_compile_options(test_place_nopie PRIVATE -fno-pie)
+  target_link_options(test_place_nopie PRIVATE -no-pie -rdynamic)
+  add_dependencies(test_place_nopie place_cases)
+  add_test(NAME test_place_nopie COMMAND test_place_nopie)
+  set_tests_properties(test_place_nopie PROPERTIES SKIP_RETURN_CODE 77
+    LABELS quick TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+endif()
+# The same test with its relative relocations packed (SHT_RELR, as
+# glibc 2.36's libc.so.6 has them): pl_dptr's pointer is found there too.
+if(TARGET test_place_cases)
+  include(CheckLinkerFlag)
+  check_linker_flag(C "-Wl,-z,pack-relative-relocs" PK_HAVE_RELR)
+  if(PK_HAVE_RELR)
+    add_executable(test_place_relr test_place_cases.c)
+    target_include_directories(test_place_relr PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/src)
+    target_link_libraries(test_place_relr PRIVATE probekit_test pthread ${CMAKE_DL_LIBS})
+    target_compile_definitions(test_place_relr PRIVATE _GNU_SOURCE)
+    target_link_options(test_place_relr PRIVATE -Wl,-z,pack-relative-relocs)
+    add_dependencies(test_place_relr place_cases)
+    add_test(NAME test_place_relr COMMAND test_place_relr)
+    set_tests_properties(test_place_relr PROPERTIES SKIP_RETURN_CODE 77
+      LABELS quick TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+  endif()
+endif()
+# ---- end probe/place ----
 # ---- agent: stays out of the measurement, libraries loaded later (issue 10) ----
 # Helper programs of agent.sh, not linked with libprobekit (the link map
 # check), nor instrumented (a sanitizer runtime is a link map entry and a

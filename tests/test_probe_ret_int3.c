@@ -2,9 +2,11 @@
 /* test_probe_ret_int3.c - a return probe on a function too short for a jump probe: its entry goes through an int3 probe. */
 
 /*
- * short_fn is 4 bytes (lea; ret), so its entry probe is an int3 probe
- * whose trampoline slot the return probe diverts from, like a jump
- * probe's. An entry probe on it alongside says which kind it got.
+ * short_fn is 4 bytes (lea; ret), and another function follows it at
+ * once (no padding a jump could reach into, issue 12), so its entry
+ * probe is an int3 probe whose trampoline slot the return probe diverts
+ * from, like a jump probe's. An entry probe on it alongside says which
+ * kind it got.
  */
 #include <errno.h>
 
@@ -17,7 +19,11 @@ __asm__(".text\n"
 	"short_fn:\n"
 	"\tlea (%rdi,%rsi), %eax\n"
 	"\tret\n"
-	".size short_fn, .-short_fn\n");
+	".size short_fn, .-short_fn\n"
+	".type short_fn_next, @function\n"
+	"short_fn_next:\n"
+	"\tret\n"
+	".size short_fn_next, .-short_fn_next\n");
 int short_fn(int a, int b);
 
 static long entries, rets, wrong;

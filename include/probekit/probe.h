@@ -176,6 +176,41 @@ enum pk_probe_kind {
 	PK_PROBE_INT3 = 2,	/* an int3, through the fault layer's trap chain */
 };
 
+/*
+ * Why a probe is of its kind (pk_probe_info.reason). A jump probe's
+ * tactic, what made it possible:
+ */
+enum pk_probe_reason {
+	PK_PROBE_WHY_PLAIN = 1,	/* nothing in the way */
+	PK_PROBE_WHY_IJMP_PROVEN = 2, /* the function's indirect jmps proven
+				   not to land in the displaced bytes (jump
+				   tables read, tail calls through pointers) */
+	PK_PROBE_WHY_CALL_MOVED = 3, /* a call among the displaced bytes, moved
+				   as push of its return address + jmp */
+	PK_PROBE_WHY_PADDING = 4, /* a short function: the padding after its
+				   last instruction (a ret or jmp) displaced
+				   too */
+	/* An int3 probe's reason, why no jump probe: */
+	PK_PROBE_WHY_FORCED = 16, /* PK_PROBE_F_INT3 */
+	PK_PROBE_WHY_SHORT = 17, /* the function ends within 5 bytes */
+	PK_PROBE_WHY_KEY_SITE = 18, /* a static key's site follows */
+	PK_PROBE_WHY_TRAP = 19,	/* an int3 among the displaced bytes */
+	PK_PROBE_WHY_CALL = 20,	/* a call that cannot be moved: it returns
+				   inside the displaced bytes, or a shadow
+				   stack is active */
+	PK_PROBE_WHY_UNDECODABLE = 21, /* the function does not decode */
+	PK_PROBE_WHY_BRANCH_IN = 22, /* a branch of the function lands inside */
+	PK_PROBE_WHY_IJMP = 23,	/* an indirect jmp not proven harmless */
+	PK_PROBE_WHY_IJMP_MADE = 24, /* the function makes an address inside
+				   the displaced bytes (computed goto) */
+	PK_PROBE_WHY_XREF = 25,	/* a branch elsewhere in the object lands
+				   inside */
+	PK_PROBE_WHY_NO_XREF = 26, /* no branch index of the object */
+	PK_PROBE_WHY_RELOC = 27, /* the displaced bytes do not relocate */
+	PK_PROBE_WHY_JOINED = 32, /* armed as the kind of another probe on
+				   the same address */
+};
+
 struct pk_probe_info {
 	size_t sz;		/* sizeof(struct pk_probe_info) */
 	uintptr_t addr;		/* the probed address (after any endbr64) */
@@ -190,6 +225,7 @@ struct pk_probe_info {
 	int kind;		/* enum pk_probe_kind: what it is armed as
 				   (several probes on one address share the
 				   first one's kind), or would be */
+	int reason;		/* enum pk_probe_reason: why that kind */
 };
 
 /**

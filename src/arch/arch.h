@@ -25,6 +25,8 @@ enum pk_insn_kind {
 #define PK_INSN_F_BRANCH 0x4		/* may not fall through to the next
 					   instruction: jmp, jcc, call, ret,
 					   int/int3, ud2, hlt */
+#define PK_INSN_F_NOFALL 0x8		/* never falls through to the next:
+					   jmp, ret, ud0/ud1/ud2, hlt */
 
 struct pk_insn {
 	uint8_t len;
@@ -58,6 +60,78 @@ PK_HIDDEN size_t pk_arch_branch_targets(const void *code, size_t len,
 					uint64_t runtime,
 					void (*emit)(uint64_t target, void *ctx),
 					void *ctx);
+
+/*
+ * Indirect jmps of a function, classified by what their destinations can be
+ * (pk_arch_ijmp_scan(), for placing jump probes: src/probe/place.c):
+ *
+ *   PK_IJMP_TABLE_REL  a jump table of int32 entries at @table, each added
+ *                      to @base (lea T(%rip),%b; movslq (%b,%i,4),%r;
+ *                      add %b,%r; jmp *%r: GCC and clang, PIC)
+ *   PK_IJMP_TABLE_ABS  a table of 64-bit addresses at @table (jmp
+ *                      *T(,%i,8), non-PIC; or through lea T(%rip))
+ *   PK_IJMP_POINTER    a code pointer loaded from memory: a tail call
+ *                      (jmp *0x80(%rax), mov 8(%rdi),%rax; jmp *%rax);
+ *                      @table: the word it reads, where that is known
+ *                      (rip-relative, or off a register a lea set)
+ *   PK_IJMP_REG        jmp *%reg, the register's value not traced to a
+ *                      load or a table on the straight line (a callback
+ *                      in a callee-saved register, a pointer loaded in
+ *                      another block): as a pointer, if the function
+ *                      makes no address of its own code (*@own) and no
+ *                      table it loads from holds one inside the bytes
+ *   PK_IJMP_UNKNOWN    anything else (arithmetic on the target)
+ *
+ * And not jmps, the function's table loads, for PK_IJMP_REG to check:
+ *
+ *   PK_IJMP_LOAD_REL   movslq (%b,%i,4) (or a 32-bit mov of that form):
+ *                      int32 entries at @table, base @base (the table's
+ *                      own address, as compilers emit them)
+ *   PK_IJMP_LOAD_ABS   mov T(,%i,8) / mov (%b,%i,8): 64-bit words at
+ *                      @table
+ *   PK_IJMP_LOAD_UNKNOWN such a load from a table whose address is not
+ *                      known
+ *
+ * A table's registers are found on the straight line into the jmp (no
+ * branch or call between, no branch of the function landing between: a
+ * second path could bring other values), or, for the table's base, as the
+ * one value every write of that register in the function gives it. @seq:
+ * the table's first instruction on that line (the load of the entry); a
+ * branch from elsewhere into (@seq, @at] would skip it.
+ */
+enum pk_ijmp_class {
+	PK_IJMP_UNKNOWN,
+	PK_IJMP_TABLE_REL,
+	PK_IJMP_TABLE_ABS,
+	PK_IJMP_POINTER,
+	PK_IJMP_REG,
+	PK_IJMP_LOAD_REL,
+	PK_IJMP_LOAD_ABS,
+	PK_IJMP_LOAD_UNKNOWN,
+};
+
+struct pk_ijmp {
+	uint64_t at;		/* the jmp */
+	uint64_t seq;		/* TABLE_*: the entry's load */
+	uint64_t table;		/* TABLE_*: the first entry; POINTER: the word
+				   a jmp *x(%rip) reads, or 0 */
+	uint64_t base;		/* TABLE_REL: what each entry is added to */
+	uint8_t cls;		/* enum pk_ijmp_class */
+};
+
+/*
+ * pk_arch_ijmp_scan() - decode the function at @code (@size bytes, running
+ * at @runtime) and classify its indirect jmps and table loads into @out
+ * (room for @max, in address order); *@made: an instruction that
+ * materializes an address in (@lo, @hi) (a lea of it, an immediate equal
+ * to it: a computed goto's label), or 0; *@own: one that materializes an
+ * address of the function's own code, or 0.
+ * Return: the number of entries (only the first @max filled), or -EINVAL
+ * (the function does not decode), -ENOMEM.
+ */
+PK_HIDDEN int pk_arch_ijmp_scan(const void *code, size_t size, uint64_t runtime,
+				uint64_t lo, uint64_t hi, struct pk_ijmp *out,
+				size_t max, uint64_t *made, uint64_t *own);
 
 /*
  * How the one data access of a faulting instruction can be moved to another
@@ -166,6 +240,14 @@ PK_HIDDEN int pk_arch_relocate(const void *src, size_t len, uint64_t from,
 PK_HIDDEN int pk_arch_relocate_one(const void *src, size_t avail, uint64_t from,
 				   uint8_t *dst, size_t cap, uint64_t to,
 				   int *falls_through);
+
+/*
+ * pk_arch_shstk_active() - whether this thread runs with a shadow stack
+ * (CET user shadow stacks, Linux 6.6+: arch_prctl ARCH_SHSTK_STATUS): a
+ * call moved as push + jmp would then return to an address the shadow
+ * stack does not hold.
+ */
+PK_HIDDEN int pk_arch_shstk_active(void);
 
 /* ---- text layer: a trapped thread's context (src/arch/x86_64/context.h) ----
  *

@@ -13,8 +13,8 @@
  *
  * A jump probe displaces the whole instructions in [P, P+len), len >= 5.
  * Armed, those bytes are NOPs then "jmp slot entry". Only where that is safe:
- * the bytes lie inside the function, no branch of the function lands
- * inside them after P, no indirect jmp could, and they relocate.
+ * the bytes lie inside the function (or its padding), nothing lands
+ * inside them after P, and they relocate (place.c's header comment).
  *
  * Elsewhere (or with PK_PROBE_F_INT3) an int3 probe: P's instruction keeps
  * its bytes but the first, which becomes int3 (one text batch arms them
@@ -99,6 +99,7 @@ struct pk_probe {
 	uint8_t len;			/* displaced bytes as placed */
 	uint8_t armed;			/* atomic */
 	uint8_t kind;			/* as placed */
+	uint8_t reason;			/* enum pk_probe_reason, as placed */
 	uint8_t full;			/* inside a function: flags live */
 	uint8_t first_len;		/* the probed instruction's length */
 	uint8_t armed_kind, armed_len;	/* its trampoline's, while armed */
@@ -374,6 +375,7 @@ static int place(struct pk_probe *p, const char *what, size_t offset,
 	struct pk_probe_place pl;
 	struct pk_func fn;
 	uint8_t *code;
+	size_t avail;
 	int err = pk_sym_func_at(p->func, &fn);
 
 	if (err || fn.start != p->func) {
@@ -393,15 +395,17 @@ static int place(struct pk_probe *p, const char *what, size_t offset,
 		       "bytes)", what, offset, fn.size);
 		return -EINVAL;
 	}
-	code = malloc(fn.size);
+	/* With the padding after it, where a jump may reach (place.c). */
+	avail = fn.size + pk_probe_tail(&fn);
+	code = malloc(avail);
 	if (!code)
 		return -ENOMEM;
 	probes_lock();	/* no stale trampoline's bytes in orig_code() */
 	sites_check(NULL, 0, fn.start, fn.start + fn.size);
-	orig_code(fn.start, fn.size, code);
+	orig_code(fn.start, avail, code);
 	pthread_mutex_unlock(&probe_lock);
-	err = pk_probe_place(&fn, code, offset, p->post != NULL, force_int3,
-			     what, &pl);
+	err = pk_probe_place(&fn, code, avail, offset, p->post != NULL,
+			     force_int3, what, &pl);
 	if (!err)
 		memcpy(p->code, code + (pl.addr - fn.start), pl.len);
 	free(code);
@@ -411,6 +415,7 @@ static int place(struct pk_probe *p, const char *what, size_t offset,
 	p->len = pl.len;
 	p->first_len = pl.first_len;
 	p->kind = pl.kind;
+	p->reason = pl.reason;
 	p->full = pl.full;
 	return 0;
 }
@@ -447,7 +452,9 @@ int pk_probe_create_in(const struct pk_probe_opts *opts, struct pk_probe **out)
 			return err;
 		}
 		p->func = s.addr;
-		snprintf(what, sizeof(what), "\"%s\"", opts->symbol);
+		snprintf(what, sizeof(what), "\"%s\"%s%.200s%s", opts->symbol,
+			 s.impl[0] ? " (IFUNC: " : "", s.impl,
+			 s.impl[0] ? ")" : "");
 	} else {
 		p->func = (uintptr_t)opts->addr;
 		snprintf(what, sizeof(what), "%p", opts->addr);
@@ -1362,6 +1369,7 @@ int pk_probe_get_info(const struct pk_probe *p, struct pk_probe_info *info)
 	/* Pairs with the release store of armed in link_probe(). */
 	cur.displaced = cur.armed ? p->armed_len : p->len;
 	cur.kind = cur.armed ? p->armed_kind : p->kind;
+	cur.reason = cur.kind == p->kind ? p->reason : PK_PROBE_WHY_JOINED;
 	cur.missed = __atomic_load_n(&p->missed, __ATOMIC_RELAXED);
 	/* A slot, its tramp, the probe, and a share of its chunk's stub. */
 	cur.bytes = PK_TRAMP_SLOT_SIZE + sizeof(struct tramp) +

@@ -7,7 +7,8 @@
  * The probe layer's files, each using only those before it (and the
  * layers below, arch for every instruction it writes or reads):
  *
- *   sym.c     symbols of the loaded objects (pk_sym_lookup, pk_sym_func_at)
+ *   ../sym/   symbols of the loaded objects (pk_sym_lookup, pk_sym_each,
+ *             pk_sym_func_at): src/sym/sym.h
  *   place.c   where a probe goes in its function and which kind it is
  *   sweep.c   the thread sweep (sweep.h)
  *   chunk.c   trampoline memory (chunk.h)
@@ -31,10 +32,13 @@ struct pk_func {
 	uintptr_t jump_table;		/* __pk_jump_table in memory, or 0 */
 	size_t jump_table_size;
 	char object[PATH_MAX];
+	char name[256];			/* a symbol's name there, or "" (an FDE) */
 };
 
 /*
- * pk_sym_func_at() - the function symbol (.dynsym or .symtab) covering @addr
+ * pk_sym_func_at() - the function covering @addr: its symbol (.dynsym,
+ * .symtab, the debug file's), else the .eh_frame FDE covering it
+ * (table PK_SYM_EH_FRAME, no name); src/sym/sym.c.
  * Return: 0, or -ENOENT (no loaded object or no sized function there).
  */
 PK_HIDDEN int pk_sym_func_at(uintptr_t addr, struct pk_func *out);
@@ -45,21 +49,30 @@ struct pk_probe_place {
 	uint8_t len;		/* displaced bytes (int3: the instruction's) */
 	uint8_t first_len;	/* the probed instruction's length */
 	uint8_t kind;		/* enum pk_probe_kind */
+	uint8_t reason;		/* enum pk_probe_reason: why that kind */
 	uint8_t full;		/* inside the function: flags live */
 };
 
 /*
+ * pk_probe_tail() - how many bytes after @fn's end (up to PK_TEXT_MAX) lie
+ * in the same executable segment of its object: what pk_probe_place() may
+ * read of its padding.
+ */
+PK_HIDDEN size_t pk_probe_tail(const struct pk_func *fn);
+
+/*
  * pk_probe_place() - place a probe @offset bytes into @fn (0: at its
  * entry), with post-handlers if @post, a jump probe where that is safe
- * unless @force_int3. @code: the function's original bytes. @what names
- * the probe in messages.
+ * unless @force_int3. @code: the function's original bytes, and after
+ * them the next @avail - fn->size (pk_probe_tail()), as they were before
+ * any probe was armed there too. @what names the probe in messages.
  * Return: 0, or -EINVAL (@offset not an instruction boundary, code that
  * does not decode, a static key's site there), -ENOTSUP (an int3 there
  * already, a post-handler after a branch, an instruction that cannot run
  * in a slot).
  */
 PK_HIDDEN int pk_probe_place(const struct pk_func *fn, const uint8_t *code,
-			     size_t offset, int post, int force_int3,
+			     size_t avail, size_t offset, int post, int force_int3,
 			     const char *what, struct pk_probe_place *out);
 
 /*

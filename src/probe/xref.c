@@ -39,6 +39,8 @@ struct pk_xref {
 	uint32_t *t;		/* distinct rel32 destinations - bias, sorted */
 	size_t n;
 	uint32_t *s;		/* decoding start points, sorted */
+	uint32_t *d;		/* code addresses data holds - bias, sorted */
+	size_t nd;
 	size_t ns;
 	struct xsec *sec;	/* sorted by address */
 	size_t nsec;
@@ -241,6 +243,179 @@ static int sec_cmp(const void *a, const void *b)
 }
 
 /*
+ * The code addresses the object's data holds, for pk_xref_data_in(): the
+ * targets of its dynamic relocations (R_X86_64_RELATIVE: the addend; a
+ * packed RELR one: the word at its place; R_X86_64_64, GLOB_DAT,
+ * JUMP_SLOT: the symbol's value plus the addend),
+ * and in an executable that is not position independent (no relocation
+ * for its own pointers) every aligned 8-byte word of its other allocated
+ * sections. Only those in the code's span [@lo, @hi) are kept.
+ */
+#ifndef SHT_RELR
+#define SHT_RELR 19
+#endif
+
+/* The 8-byte word the file holds at address @a, or 0. */
+static uint64_t file_word(Elf *e, uint64_t a)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+		uint64_t w;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    !(sh.sh_flags & SHF_ALLOC) || a < sh.sh_addr ||
+		    a + 8 > sh.sh_addr + sh.sh_size)
+			continue;
+		data = elf_rawdata(scn, NULL);
+		if (!data || !data->d_buf || a - sh.sh_addr + 8 > data->d_size)
+			return 0;
+		memcpy(&w, (const uint8_t *)data->d_buf + (a - sh.sh_addr), 8);
+		return w;
+	}
+	return 0;
+}
+
+static int add_ptr(uint32_t **d, size_t *n, size_t *cap, uint64_t t,
+		   uint64_t lo, uint64_t hi)
+{
+	if (t < lo || t >= hi)
+		return 0;
+	if (PK_GROW(d, cap, *n + 1))
+		return -ENOMEM;
+	(*d)[(*n)++] = (uint32_t)t;
+	return 0;
+}
+
+/*
+ * SHT_RELR (-z pack-relative-relocs, glibc 2.36's libc): the places of
+ * relative relocations, whose addends are the words there in the file.
+ */
+static int relr_pointers(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh,
+			 uint32_t **d, size_t *n, size_t *cap, uint64_t lo,
+			 uint64_t hi)
+{
+	Elf_Data *data = elf_rawdata(scn, NULL);
+	uint64_t where = 0;
+
+	for (size_t i = 0; data && data->d_buf && (i + 1) * 8 <= data->d_size &&
+			   (i + 1) * 8 <= sh->sh_size; i++) {
+		uint64_t ent;
+
+		memcpy(&ent, (const uint8_t *)data->d_buf + 8 * i, 8);
+		if (!(ent & 1)) {
+			where = ent;
+			if (add_ptr(d, n, cap, file_word(e, where), lo, hi))
+				return -ENOMEM;
+			where += 8;
+			continue;
+		}
+		for (int b = 1; b < 64; b++)
+			if (((ent >> b) & 1) &&
+			    add_ptr(d, n, cap, file_word(e, where + 8 * (b - 1)),
+				    lo, hi))
+				return -ENOMEM;
+		where += 63 * 8;
+	}
+	return 0;
+}
+
+static int data_pointers(Elf *e, uint64_t lo, uint64_t hi, struct pk_xref *x)
+{
+	uint32_t *d = NULL;
+	size_t n = 0, cap = 0;
+	Elf_Scn *scn = NULL;
+	GElf_Ehdr eh;
+	int exec;
+
+	if (!gelf_getehdr(e, &eh))
+		return -ENOEXEC;
+	exec = eh.e_type == ET_EXEC;
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type == SHT_RELR) {
+			if (relr_pointers(e, scn, &sh, &d, &n, &cap, lo, hi)) {
+				free(d);
+				return -ENOMEM;
+			}
+			continue;
+		}
+		if (sh.sh_type == SHT_RELA && sh.sh_entsize) {
+			Elf_Scn *ss = elf_getscn(e, sh.sh_link);
+			Elf_Data *sd = ss ? elf_getdata(ss, NULL) : NULL;
+
+			data = elf_getdata(scn, NULL);
+			for (size_t i = 0; data && i < sh.sh_size / sh.sh_entsize; i++) {
+				GElf_Rela r;
+				GElf_Sym sym;
+				uint64_t t;
+
+				if (!gelf_getrela(data, (int)i, &r))
+					continue;
+				switch (GELF_R_TYPE(r.r_info)) {
+				case R_X86_64_RELATIVE:
+					t = (uint64_t)r.r_addend;
+					break;
+				case R_X86_64_64:
+				case R_X86_64_GLOB_DAT:
+				case R_X86_64_JUMP_SLOT:
+					if (!sd || !gelf_getsym(sd, (int)GELF_R_SYM(r.r_info),
+								&sym) ||
+					    sym.st_shndx == SHN_UNDEF)
+						continue;
+					t = sym.st_value + (uint64_t)r.r_addend;
+					break;
+				default:
+					continue;
+				}
+				if (t < lo || t >= hi)
+					continue;
+				if (PK_GROW(&d, &cap, n + 1)) {
+					free(d);
+					return -ENOMEM;
+				}
+				d[n++] = (uint32_t)t;
+			}
+			continue;
+		}
+		if (!exec || sh.sh_type != SHT_PROGBITS ||
+		    !(sh.sh_flags & SHF_ALLOC) || (sh.sh_flags & SHF_EXECINSTR))
+			continue;
+		data = elf_rawdata(scn, NULL);
+		for (size_t o = (8 - (sh.sh_addr & 7)) & 7;
+		     data && data->d_buf && o + 8 <= data->d_size; o += 8) {
+			uint64_t w;
+
+			memcpy(&w, (const uint8_t *)data->d_buf + o, 8);
+			if (w < lo || w >= hi)
+				continue;
+			if (PK_GROW(&d, &cap, n + 1)) {
+				free(d);
+				return -ENOMEM;
+			}
+			d[n++] = (uint32_t)w;
+		}
+	}
+	{
+		size_t peak = 0;
+
+		x->nd = sort_unique(d, n, &peak, 0);
+		if (n && !x->nd) {
+			free(d);
+			return -ENOMEM;
+		}
+	}
+	x->d = d;
+	return 0;
+}
+
+/*
  * Index the file open at @fd. @id/@id_len: the loaded object's build id,
  * which the file's must equal (@id_len 0: not checked).
  */
@@ -403,8 +578,12 @@ static int build_fd(int fd, const uint8_t *id, size_t id_len,
 	}
 	b.t = NULL;
 	x->st.targets = x->n;
+	err = data_pointers(e, b.lo, b.hi, x);
+	if (err)
+		goto out;
 	x->st.bytes = sizeof(*x) + x->n * sizeof(*x->t) +
-		      x->ns * sizeof(*x->s) + x->nsec * sizeof(*x->sec);
+		      x->ns * sizeof(*x->s) + x->nsec * sizeof(*x->sec) +
+		      x->nd * sizeof(*x->d);
 	x->st.peak_bytes = peak;
 out:
 	free(b.sec);
@@ -448,6 +627,7 @@ void pk_xref_free(struct pk_xref *x)
 		return;
 	free(x->t);
 	free(x->s);
+	free(x->d);
 	free(x->sec);
 	free(x);
 }
@@ -743,6 +923,84 @@ int pk_xref_lands_in(uintptr_t lo, size_t len, uintptr_t *at)
 				*at = o->bias + hit;
 			close(fd);
 		}
+	}
+	pthread_mutex_unlock(&xref_lock);
+	free(o);
+	return ret;
+}
+
+int pk_xref_start_in(uintptr_t lo, size_t len, uintptr_t *at)
+{
+	struct obj *o = calloc(1, sizeof(*o));
+	struct pk_xref *x;
+	int ret = 0;
+
+	if (!o)
+		return -ENOMEM;
+	o->addr = lo;
+	dl_iterate_phdr(find_obj, o);
+	if (!o->found) {
+		free(o);
+		return -ENOENT;
+	}
+	mapped_file(o);
+	pthread_mutex_lock(&xref_lock);
+	x = get_index(o);
+	if (!x) {
+		ret = -ENOMEM;
+	} else if (x->err) {
+		ret = x->err;
+		if (!x->dev && !x->ino)
+			pk_xref_free(x);	/* not cached */
+	} else if (lo >= o->bias && lo - o->bias < UINT32_MAX) {
+		uint32_t a = (uint32_t)(lo - o->bias);
+		size_t i = PK_LOWER_BOUND(x->ns, k, x->s[k] < a);
+
+		if (i < x->ns && x->s[i] < (uint64_t)a + len) {
+			*at = o->bias + x->s[i];
+			ret = 1;
+		}
+	} else {
+		ret = -E2BIG;
+	}
+	pthread_mutex_unlock(&xref_lock);
+	free(o);
+	return ret;
+}
+
+int pk_xref_data_in(uintptr_t lo, size_t len, uintptr_t *at)
+{
+	struct obj *o = calloc(1, sizeof(*o));
+	struct pk_xref *x;
+	int ret = 0;
+
+	if (!o)
+		return -ENOMEM;
+	o->addr = lo;
+	dl_iterate_phdr(find_obj, o);
+	if (!o->found) {
+		free(o);
+		return -ENOENT;
+	}
+	mapped_file(o);
+	pthread_mutex_lock(&xref_lock);
+	x = get_index(o);
+	if (!x) {
+		ret = -ENOMEM;
+	} else if (x->err) {
+		ret = x->err;
+		if (!x->dev && !x->ino)
+			pk_xref_free(x);	/* not cached */
+	} else if (lo >= o->bias && lo - o->bias < UINT32_MAX) {
+		uint32_t a = (uint32_t)(lo - o->bias);
+		size_t i = PK_LOWER_BOUND(x->nd, k, x->d[k] <= a);
+
+		if (i < x->nd && x->d[i] < (uint64_t)a + len) {
+			*at = o->bias + x->d[i];
+			ret = 1;
+		}
+	} else {
+		ret = -E2BIG;
 	}
 	pthread_mutex_unlock(&xref_lock);
 	free(o);

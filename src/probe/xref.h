@@ -26,8 +26,13 @@
  *     .eh_frame_hdr table, which also covers the functions a stripped
  *     library has no symbol for) and each section's start.
  *
- * What it cannot see: indirect jumps and calls (jump tables, function
- * pointers: their destinations are data), branches in code generated at
+ * And the code addresses the object's data holds (pk_xref_data_in()):
+ * its dynamic relocations' targets, and a non-PIE executable's aligned
+ * data words that name its code.
+ *
+ * What it cannot see: indirect jumps and calls through what no
+ * relocation names (jump tables of offsets: place.c reads those of the
+ * probed function), branches in code generated at
  * run time, a rel8 branch whose instruction a decoding loses after data
  * embedded in text (for the few instructions the decoder takes to fall
  * back into step), and 66-prefixed rel16 jmp/call (which no compiler
@@ -68,6 +73,24 @@ struct pk_xref;
  * 4 GiB), -ENOMEM.
  */
 PK_HIDDEN int pk_xref_lands_in(uintptr_t lo, size_t len, uintptr_t *at);
+
+/*
+ * pk_xref_start_in() - whether a function starts in [@lo, @lo + @len) of
+ * the loaded object that holds @lo, as its symbol tables (.symtab,
+ * .dynsym) and .eh_frame_hdr's FDEs say, or a section does: the padding
+ * after a function is no other's. @at receives the lowest such start.
+ * Return: as pk_xref_lands_in().
+ */
+PK_HIDDEN int pk_xref_start_in(uintptr_t lo, size_t len, uintptr_t *at);
+
+/*
+ * pk_xref_data_in() - whether the object's data holds a code address in
+ * (@lo, @lo + @len), where an indirect jmp or call anywhere could go: a
+ * dynamic relocation's target (a PIC object's pointers all have one), or,
+ * in a non-PIE executable, an aligned 8-byte word of its data. @at
+ * receives the lowest. Return: as pk_xref_lands_in().
+ */
+PK_HIDDEN int pk_xref_data_in(uintptr_t lo, size_t len, uintptr_t *at);
 
 /* What an index cost to build and costs to keep. */
 struct pk_xref_stats {

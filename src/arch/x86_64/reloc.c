@@ -7,11 +7,13 @@
  *   position independent           copied as is
  *   [rip+disp32] memory operand    disp32 re-targeted to the same address
  *   jmp rel8 / jmp rel32           jmp rel32 to the same target
- *   call rel32                     call rel32 to the same target (the return
- *                                  address is the copy's next instruction:
- *                                  callers that move a call must send the
- *                                  return back themselves, as
- *                                  pk_arch_relocate_one() does)
+ *   call rel32, call *reg/mem      only as the last instruction: what a
+ *                                  call does, pushing the original return
+ *                                  address itself (below), so the callee
+ *                                  returns into the original code, never
+ *                                  into the copy; a call before the last
+ *                                  is refused, -ENOTSUP (its return address
+ *                                  would be among the moved bytes)
  *   jcc rel8 / jcc rel32           jcc rel32 to the same target
  *   loop*, jrcxz, jecxz, prefixed  refused, -ENOTSUP (no rel32 form; rare)
  *   relative branches, other
@@ -20,8 +22,11 @@
  *
  * A target out of a rel32's reach from the copy is refused with -ERANGE.
  */
+#include <asm/prctl.h>
 #include <errno.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <Zydis/Zydis.h>
 
@@ -38,6 +43,9 @@ static void put32(uint8_t *p, int64_t v)
 
 	memcpy(p, &x, sizeof(x));
 }
+
+static int relocate_call(const void *src, size_t avail, uint64_t from,
+			 uint8_t *dst, size_t cap, uint64_t to);
 
 int pk_arch_relocate(const void *src, size_t len, uint64_t from, uint8_t *dst,
 		     size_t cap, uint64_t to, struct pk_reloc_map *map)
@@ -65,6 +73,24 @@ int pk_arch_relocate(const void *src, size_t len, uint64_t from, uint8_t *dst,
 		memcpy(out, s + off, in.length);
 		olen = in.length;
 
+		if (in.mnemonic == ZYDIS_MNEMONIC_CALL) {
+			int r;
+
+			if (off + in.length != len)
+				return -ENOTSUP;
+			r = relocate_call(s + off, in.length, ip, dst + doff,
+					  cap - doff, dip);
+			if (r < 0)
+				return r;
+			if (map) {
+				if (map->n == PK_RELOC_MAX)
+					return -E2BIG;
+				map->src[map->n] = (uint8_t)off;
+				map->dst[map->n] = (uint8_t)doff;
+				map->n++;
+			}
+			return (int)(doff + (size_t)r);
+		}
 		if ((in.attributes & ZYDIS_ATTRIB_HAS_MODRM) &&
 		    in.raw.modrm.mod == 0 && in.raw.modrm.rm == 5) {
 			/* [rip+disp32]; with addr32 it would be [eip+x]. */
@@ -136,10 +162,14 @@ int pk_arch_relocate(const void *src, size_t len, uint64_t from, uint8_t *dst,
  *   jmp target               e9 rel32, or the call's own ff /2 operand
  *                            as ff /4 (a memory operand [rip+x] re-targeted)
  *   .quad from + length      the return address
+ *
+ * An operand based on rsp is refused: the push moves it. The target is
+ * read after the push, not before as the call does: the same unless the
+ * operand is the word the push writes, below the stack pointer, which a
+ * function that calls cannot keep anything in.
  */
-int pk_arch_relocate_one(const void *src, size_t avail, uint64_t from,
-			 uint8_t *dst, size_t cap, uint64_t to,
-			 int *falls_through)
+static int relocate_call(const void *src, size_t avail, uint64_t from,
+			 uint8_t *dst, size_t cap, uint64_t to)
 {
 	ZydisDecodedInstruction in;
 	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
@@ -149,15 +179,13 @@ int pk_arch_relocate_one(const void *src, size_t avail, uint64_t from,
 	size_t n = 6, jl;
 	uint64_t ret;
 	int32_t k;
-	int r;
 
-	*falls_through = 1;
 	if (ZYAN_FAILED(ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64,
 					 ZYDIS_STACK_WIDTH_64)) ||
 	    ZYAN_FAILED(ZydisDecoderDecodeFull(&dec, src, avail, &in, ops)))
 		return -EINVAL;
 	if (in.mnemonic != ZYDIS_MNEMONIC_CALL)
-		return pk_arch_relocate(src, in.length, from, dst, cap, to, NULL);
+		return -EINVAL;
 	ret = from + in.length;
 	if (in.operand_width != 64 || in.raw.prefix_count > 1 ||
 	    (in.raw.prefix_count == 1 && s[0] != 0x3e &&	/* notrack */
@@ -174,6 +202,7 @@ int pk_arch_relocate_one(const void *src, size_t avail, uint64_t from,
 		   s[in.raw.modrm.offset - 1] == 0xff) {
 		/* ff /2: the same operand as ff /4, unless it reads rsp. */
 		const ZydisDecodedOperand *o = &ops[0];
+		size_t m = in.raw.modrm.offset;
 
 		if ((o->type == ZYDIS_OPERAND_TYPE_REGISTER &&
 		     o->reg.value == ZYDIS_REGISTER_RSP) ||
@@ -181,18 +210,23 @@ int pk_arch_relocate_one(const void *src, size_t avail, uint64_t from,
 		     (o->mem.base == ZYDIS_REGISTER_RSP ||
 		      o->mem.index == ZYDIS_REGISTER_RSP)))
 			return -ENOTSUP;
-		if (in.attributes & ZYDIS_ATTRIB_IS_RELATIVE &&
-		    !(in.raw.modrm.mod == 0 && in.raw.modrm.rm == 5))
+		if (in.address_width != 64)
 			return -ENOTSUP;
-		/* Copied as it is, a [rip+disp32] operand re-targeted... */
-		r = pk_arch_relocate(s, in.length, from, out + n,
-				     sizeof(out) - n, to + n, NULL);
-		if (r < 0)
-			return r;
-		jl = (size_t)r;
-		/* ...then /2 (call) becomes /4 (jmp). */
-		out[n + in.raw.modrm.offset] =
-			(uint8_t)((s[in.raw.modrm.offset] & ~0x38) | (4 << 3));
+		memcpy(out + n, s, in.length);
+		jl = in.length;
+		if (in.raw.modrm.mod == 0 && in.raw.modrm.rm == 5) {
+			/* [rip+disp32], re-targeted to the same word */
+			uint64_t t = ret + (uint64_t)in.raw.disp.value;
+
+			if (!rel32_fits((int64_t)(t - (to + n + jl))))
+				return -ERANGE;
+			put32(out + n + in.raw.disp.offset,
+			      (int64_t)(t - (to + n + jl)));
+		} else if (in.attributes & ZYDIS_ATTRIB_IS_RELATIVE) {
+			return -ENOTSUP;
+		}
+		/* /2 (call) becomes /4 (jmp). */
+		out[n + m] = (uint8_t)((s[m] & ~0x38) | (4 << 3));
 	} else {
 		return -ENOTSUP;
 	}
@@ -207,6 +241,42 @@ int pk_arch_relocate_one(const void *src, size_t avail, uint64_t from,
 	if (n > cap)
 		return -E2BIG;
 	memcpy(dst, out, n);
-	*falls_through = 0;
 	return (int)n;
+}
+
+int pk_arch_relocate_one(const void *src, size_t avail, uint64_t from,
+			 uint8_t *dst, size_t cap, uint64_t to,
+			 int *falls_through)
+{
+	ZydisDecodedInstruction in;
+	ZydisDecoderContext ctx;
+	ZydisDecoder dec;
+	int r;
+
+	*falls_through = 1;
+	if (ZYAN_FAILED(ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64,
+					 ZYDIS_STACK_WIDTH_64)) ||
+	    ZYAN_FAILED(ZydisDecoderDecodeInstruction(&dec, &ctx, src, avail,
+						      &in)))
+		return -EINVAL;
+	if (in.mnemonic != ZYDIS_MNEMONIC_CALL)
+		return pk_arch_relocate(src, in.length, from, dst, cap, to, NULL);
+	r = relocate_call(src, in.length, from, dst, cap, to);
+	if (r >= 0)
+		*falls_through = 0;
+	return r;
+}
+
+/* Linux 6.6+ names; absent from older uapi headers. */
+#ifndef ARCH_SHSTK_STATUS
+#define ARCH_SHSTK_STATUS 0x5005
+#endif
+
+int pk_arch_shstk_active(void)
+{
+	unsigned long long features = 0;
+
+	/* Older kernels: EINVAL, no shadow stack. */
+	return syscall(SYS_arch_prctl, ARCH_SHSTK_STATUS, &features) == 0 &&
+	       (features & 0x1ULL);	/* ARCH_SHSTK_SHSTK */
 }

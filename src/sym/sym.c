@@ -1,0 +1,1281 @@
+// SPDX-License-Identifier: MIT
+/* sym.c - functions of the loaded objects by spec (names, versions, globs, C++ names, files, offsets) and by address. */
+
+/*
+ * Specs: include/probekit/sym.h. Objects are what dl_iterate_phdr() lists
+ * (the executable, named by its file, and every loaded library, dlopen'ed
+ * ones included); a spec whose OBJECT is a path no loaded object has is
+ * read from that file (pk_sym_each() only).
+ *
+ * Which definition a plain name means, as the dynamic linker binds it:
+ *   1. its default version only (NAME@@V, or unversioned); a compat
+ *      version (NAME@V) only when it is all there is and one address;
+ *   2. global and weak definitions: the first object in load order
+ *      (interposition: the executable before its libraries);
+ *   3. otherwise local ones (static functions): exactly one address must
+ *      carry the name, else -EINVAL (ambiguous; FILE#NAME or an offset
+ *      tells them apart).
+ * The same address under several tables is one function, reported from
+ * .dynsym. An IFUNC is resolved by the dynamic linker itself: dlvsym() or
+ * dlsym() on the handle of the object that defines it (dlopen with
+ * RTLD_NOLOAD: nothing new is loaded), then named and sized by the
+ * object's index (below).
+ *
+ * The index (pk_sym_func_at(), offsets, IFUNC targets): one object's
+ * functions sorted by address, from every table and every FDE, cached for
+ * the object last asked about, so that arming thousands of probes in one
+ * library reads its file once. A symbol covering an address wins over an
+ * FDE; an FDE sizes what no symbol does (stripped executables, a stripped
+ * libc's IFUNC implementations with no debug file installed).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <link.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <probekit/sym.h>
+
+#include "internal.h"
+#include "probe/probe.h"
+#include "sym/sym.h"
+
+/* ------------------------------------------------------------- objects */
+
+struct object {
+	char path[PATH_MAX];
+	uintptr_t bias;
+	int exe;		/* the executable (dlpi_name "") */
+};
+
+struct objects {
+	struct object *o;
+	size_t n, cap;
+	int nomem;
+};
+
+static int exe_path(char *buf, size_t cap)
+{
+	ssize_t l = readlink("/proc/self/exe", buf, cap - 1);
+
+	if (l <= 0)
+		return -ENOENT;
+	buf[l] = 0;
+	return 0;
+}
+
+static int list_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct objects *os = arg;
+	struct object *o;
+
+	(void)size;
+	if (PK_GROW(&os->o, &os->cap, os->n + 1)) {
+		os->nomem = 1;
+		return 1;
+	}
+	o = &os->o[os->n];
+	o->bias = info->dlpi_addr;
+	o->exe = !info->dlpi_name || !*info->dlpi_name;
+	if (o->exe ? exe_path(o->path, sizeof(o->path)) :
+		     (size_t)snprintf(o->path, sizeof(o->path), "%s",
+				      info->dlpi_name) >= sizeof(o->path))
+		return 0;
+	os->n++;	/* the vDSO and deleted files: pk_elf_scan() skips them */
+	return 0;
+}
+
+/* The loaded objects, in load order: a snapshot (no loader lock held after). */
+static int objects_get(struct objects *os)
+{
+	memset(os, 0, sizeof(*os));
+	dl_iterate_phdr(list_object, os);
+	if (os->nomem) {
+		free(os->o);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* -------------------------------------------------------------- specs */
+
+struct spec {
+	char buf[1024];
+	const char *text;	/* the spec as given, for messages */
+	const char *obj;	/* NULL: any */
+	int obj_path;		/* obj holds '/': matched by dev/ino */
+	int obj_stat;		/* 0: dev/ino below are obj's */
+	dev_t dev;
+	ino_t ino;
+	int obj_glob;
+	const char *file;	/* FILE#NAME, or NULL */
+	const char *name;	/* NULL with an offset */
+	const char *version;	/* NAME@V / NAME@@V, or NULL */
+	int ver_default;	/* @@ */
+	int has_offset;
+	uint64_t offset;
+	int name_glob;
+	int cxx;		/* "::" or a parameter list: C++ as written */
+	int params;		/* a parameter list given */
+	char key[128];		/* an identifier every match's mangled name holds */
+	char norm[1024];	/* name without spaces, when params */
+	char prefix[256];	/* what every (unmangled) match starts with */
+};
+
+static int has_glob(const char *s)
+{
+	return !!strpbrk(s, "*?[");
+}
+
+/* The first ':' that is not part of a "::". */
+static const char *obj_colon(const char *s)
+{
+	for (const char *p = s; (p = strchr(p, ':')); p++) {
+		if (p[1] == ':') {
+			p++;
+			continue;
+		}
+		return p;
+	}
+	return NULL;
+}
+
+static void squeeze(char *dst, size_t cap, const char *src)
+{
+	size_t n = 0;
+
+	for (; *src && n + 1 < cap; src++)
+		if (*src != ' ')
+			dst[n++] = *src;
+	dst[n] = 0;
+}
+
+/* The longest identifier of @name with no glob character next to it. */
+static void spec_key(struct spec *sp)
+{
+	const char *s = sp->name, *best = NULL;
+	size_t bl = 0;
+
+	while (*s) {
+		const char *b = s;
+
+		while (*s && (*s == '_' || (*s >= 'a' && *s <= 'z') ||
+			      (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9')))
+			s++;
+		if ((size_t)(s - b) > bl && (b == sp->name || !strchr("*?[]", b[-1])) &&
+		    (!*s || !strchr("*?[]", *s))) {
+			best = b;
+			bl = (size_t)(s - b);
+		}
+		if (*s)
+			s++;
+	}
+	if (best && bl < sizeof(sp->key)) {
+		memcpy(sp->key, best, bl);
+		sp->key[bl] = 0;
+	}
+}
+
+static int spec_parse(const char *text, struct spec *sp)
+{
+	char *colon, *name, *at, *hash;
+
+	memset(sp, 0, sizeof(*sp));
+	sp->text = text;
+	if (!text || !*text || strlen(text) >= sizeof(sp->buf))
+		return -EINVAL;
+	strcpy(sp->buf, text);
+	name = sp->buf;
+	colon = (char *)obj_colon(sp->buf);
+	if (colon) {
+		if (colon == sp->buf || !colon[1])
+			return -EINVAL;
+		*colon = 0;
+		sp->obj = sp->buf;
+		name = colon + 1;
+		sp->obj_path = !!strchr(sp->obj, '/');
+		sp->obj_glob = !sp->obj_path && has_glob(sp->obj);
+		if (sp->obj_path) {
+			struct stat st;
+
+			sp->obj_stat = stat(sp->obj, &st);
+			sp->dev = st.st_dev;
+			sp->ino = st.st_ino;
+		}
+		if (name[0] == '0' && (name[1] == 'x' || name[1] == 'X')) {
+			char *end;
+
+			if (!strcmp(name + 2, "*")) {
+				sp->has_offset = 2;	/* every function */
+				return 0;
+			}
+			sp->offset = strtoull(name + 2, &end, 16);
+			if (end == name + 2 || *end)
+				return -EINVAL;
+			sp->has_offset = 1;
+			return 0;
+		}
+	}
+	hash = strchr(name, '#');
+	if (hash) {
+		if (hash == name || !hash[1])
+			return -EINVAL;
+		*hash = 0;
+		sp->file = name;
+		name = hash + 1;
+	}
+	at = strchr(name, '@');
+	if (at) {
+		*at = 0;
+		sp->ver_default = at[1] == '@';
+		sp->version = at + 1 + sp->ver_default;
+		if (!*sp->version)
+			return -EINVAL;
+	}
+	if (!*name)
+		return -EINVAL;
+	sp->name = name;
+	sp->name_glob = has_glob(name);
+	sp->params = !!strchr(name, '(');
+	sp->cxx = sp->params || strstr(name, "::") || strchr(name, '<') ||
+		  strchr(name, '~');
+	if (sp->params)
+		squeeze(sp->norm, sizeof(sp->norm), name);
+	snprintf(sp->prefix, sizeof(sp->prefix), "%.*s",
+		 (int)strcspn(name, "*?["), name);
+	spec_key(sp);
+	return 0;
+}
+
+static int spec_many(const struct spec *sp)
+{
+	return sp->obj_glob || sp->has_offset == 2 || sp->name_glob || (sp->file && has_glob(sp->file));
+}
+
+/* @base as named, or each prefix of it that ends before a dot. */
+static int base_matches(const char *base, const char *want, int glob)
+{
+	char b[NAME_MAX + 1];
+	size_t l = strlen(base);
+
+	if (l >= sizeof(b))
+		return 0;
+	memcpy(b, base, l + 1);
+	for (;;) {
+		if (glob ? !fnmatch(want, b, 0) : !strcmp(want, b))
+			return 1;
+		char *dot = strrchr(b, '.');
+
+		if (!dot || dot == b)
+			return 0;
+		*dot = 0;
+	}
+}
+
+static int object_matches(const struct spec *sp, const char *path)
+{
+	const char *base = strrchr(path, '/');
+	struct stat st;
+
+	if (!sp->obj)
+		return 1;
+	if (sp->obj_path)
+		return !sp->obj_stat && !stat(path, &st) && st.st_dev == sp->dev &&
+		       st.st_ino == sp->ino;
+	return base_matches(base ? base + 1 : path, sp->obj, sp->obj_glob);
+}
+
+/* ---------------------------------------------------------- demangling */
+
+typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
+
+/* The C++ runtime's demangler if this process has one loaded, else NULL. */
+static demangle_fn demangler(void)
+{
+	return (demangle_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+}
+
+/* Where the parameter list of demangled @d starts, or its end if none. */
+static size_t params_at(const char *d)
+{
+	size_t l = strlen(d);
+	static const char *const tails[] = { " const", " volatile", " &&", " &" };
+	int depth = 0, again = 1;
+
+	while (again) {
+		again = 0;
+		for (size_t i = 0; i < PK_ARRAY_SIZE(tails); i++) {
+			size_t tl = strlen(tails[i]);
+
+			if (l > tl && !strncmp(d + l - tl, tails[i], tl)) {
+				l -= tl;
+				again = 1;
+			}
+		}
+	}
+	if (!l || d[l - 1] != ')')
+		return strlen(d);
+	for (size_t i = l; i-- > 0;) {
+		if (d[i] == ')')
+			depth++;
+		else if (d[i] == '(' && !--depth)
+			return i ? i : strlen(d);
+	}
+	return strlen(d);
+}
+
+/*
+ * Where the name in demangled @d (cut before its parameters at @end)
+ * starts: after a template function's return type ("int ns::f<int>").
+ */
+static size_t name_at(const char *d, size_t end)
+{
+	size_t at = 0;
+	int depth = 0;
+
+	for (size_t i = 0; i < end; i++) {
+		if (d[i] == '<' || d[i] == '(')
+			depth++;
+		else if ((d[i] == '>' || d[i] == ')') && depth)
+			depth--;
+		else if (d[i] == ' ' && !depth)
+			at = i + 1;
+	}
+	if (at && strstr(d, "operator") && strstr(d, "operator") < d + at)
+		return 0;	/* "operator new", "operator delete[]" */
+	return at;
+}
+
+/* ------------------------------------------------------------- matches */
+
+struct cand {
+	uintptr_t addr;
+	size_t size;
+	int table, type, bind, hidden;
+	size_t obj;		/* index into the objects */
+	char *name;		/* as matched: demangled for C++ */
+	char *raw;		/* the symbol's own name */
+	char *version;
+	char *file;
+};
+
+struct scan {
+	const struct spec *sp;
+	demangle_fn dem;
+	size_t obj;
+	uintptr_t bias;
+	struct cand *c;
+	size_t n, cap;
+};
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+static void cands_free(struct scan *sc)
+{
+	for (size_t i = 0; i < sc->n; i++) {
+		free(sc->c[i].name);
+		free(sc->c[i].raw);
+		free(sc->c[i].version);
+		free(sc->c[i].file);
+	}
+	free(sc->c);
+	sc->c = NULL;
+	sc->n = sc->cap = 0;
+}
+
+/*
+ * Whether symbol @raw is the name @sp asks for; *@shown receives the name
+ * to report (malloc()ed demangled name, or NULL for @raw itself).
+ */
+static int name_matches(struct scan *sc, const char *raw, char **shown)
+{
+	const struct spec *sp = sc->sp;
+	char *d;
+	size_t cut, skip;
+	int st = 0, ok;
+
+	*shown = NULL;
+	if (!sp->cxx && (sp->name_glob ? !fnmatch(sp->name, raw, 0) :
+					 !strcmp(sp->name, raw)))
+		return 1;
+	if (!sc->dem || strncmp(raw, "_Z", 2) ||
+	    (sp->key[0] && !strstr(raw, sp->key)))
+		return 0;
+	d = sc->dem(raw, NULL, NULL, &st);
+	if (!d || st)
+		return 0;
+	if (sp->params) {
+		char n[1024];
+
+		squeeze(n, sizeof(n), d + name_at(d, params_at(d)));
+		ok = sp->name_glob ? !fnmatch(sp->norm, n, 0) : !strcmp(sp->norm, n);
+	} else {
+		char save;
+
+		cut = params_at(d);
+		save = d[cut];
+		d[cut] = 0;
+		skip = name_at(d, cut);
+		ok = sp->name_glob ? !fnmatch(sp->name, d + skip, 0) :
+				     !strcmp(sp->name, d + skip);
+		d[cut] = save;
+	}
+	if (ok)
+		*shown = d;
+	else
+		free(d);
+	return ok;
+}
+
+static int scan_one(const struct pk_elf_sym *s, void *arg)
+{
+	struct scan *sc = arg;
+	const struct spec *sp = sc->sp;
+	struct cand *c;
+	char *shown;
+
+	if (sp->version && (!s->version || strcmp(sp->version, s->version) ||
+			    (sp->ver_default && s->hidden)))
+		return 0;
+	if (sp->file) {
+		const char *f = s->file ? strrchr(s->file, '/') : NULL;
+
+		f = f ? f + 1 : s->file;
+		if (!f || (fnmatch(sp->file, f, 0) && fnmatch(sp->file, s->file, 0)))
+			return 0;
+	}
+	if (!name_matches(sc, s->name, &shown))
+		return 0;
+	if (PK_GROW(&sc->c, &sc->cap, sc->n + 1)) {
+		free(shown);
+		return -ENOMEM;
+	}
+	c = &sc->c[sc->n];
+	*c = (struct cand){
+		.addr = sc->bias + s->value, .size = s->size, .table = s->table,
+		.type = s->type, .bind = s->bind, .hidden = s->hidden,
+		.obj = sc->obj, .name = shown ? shown : strdup(s->name),
+		.raw = strdup(s->name), .version = dup_or_null(s->version),
+		.file = dup_or_null(s->file),
+	};
+	sc->n++;
+	if (!c->name || !c->raw || (s->version && !c->version) ||
+	    (s->file && !c->file))
+		return -ENOMEM;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- index */
+
+struct func_ent {
+	uintptr_t start;
+	size_t size;
+	int table;
+	uint32_t name;		/* offset into names, or UINT32_MAX */
+};
+
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* fork(): nothing is half-cached in a child. */
+static void sym_fork_prepare(void)
+{
+	pthread_mutex_lock(&cache_lock);
+}
+
+static void sym_fork_release(void)
+{
+	pthread_mutex_unlock(&cache_lock);
+}
+
+PK_ATFORK(sym, PK_RANK_SYM, sym_fork_prepare, sym_fork_release,
+	  sym_fork_release);
+
+/*
+ * Keyed by path, load bias, size, modification time and the debug
+ * directory (a library
+ * unloaded and another loaded at the same place under the same path is
+ * read again if either changed: good enough for a cache whose misses
+ * cost one file read).
+ */
+static struct {			/* guarded by cache_lock */
+	char path[PATH_MAX];
+	uintptr_t bias;
+	off_t file_size;
+	struct timespec mtime;
+	char debug_dir[PATH_MAX];	/* pk_elf_debug_dir() then */
+	struct func_ent *f;
+	size_t n, cap;
+	char *names;
+	size_t names_len, names_cap;
+	uintptr_t jump_table;
+	size_t jump_table_size;
+} cache;
+
+static int ent_cmp(const void *a, const void *b)
+{
+	const struct func_ent *x = a, *y = b;
+
+	if (x->start != y->start)
+		return (x->start > y->start) - (x->start < y->start);
+	return x->table - y->table;	/* .dynsym first, FDEs last */
+}
+
+static int index_add(const struct pk_elf_sym *s, void *arg)
+{
+	uintptr_t bias = *(uintptr_t *)arg;
+	uint32_t name = UINT32_MAX;
+
+	if (!s->size || s->type != STT_FUNC)
+		return 0;
+	if (s->name) {
+		size_t l = strlen(s->name) + 1;
+
+		if (cache.names_len + l > UINT32_MAX ||
+		    PK_GROW(&cache.names, &cache.names_cap, cache.names_len + l))
+			return -ENOMEM;
+		memcpy(cache.names + cache.names_len, s->name, l);
+		name = (uint32_t)cache.names_len;
+		cache.names_len += l;
+	}
+	if (PK_GROW(&cache.f, &cache.cap, cache.n + 1))
+		return -ENOMEM;
+	cache.f[cache.n++] = (struct func_ent){ bias + s->value, s->size,
+						s->table, name };
+	return 0;
+}
+
+static void index_drop(void)
+{
+	free(cache.f);
+	free(cache.names);
+	memset(&cache, 0, sizeof(cache));
+}
+
+/* The index of @path loaded at @bias into the cache. Caller holds cache_lock. */
+static int index_fill(const char *path, uintptr_t bias)
+{
+	struct pk_elf_info *info;
+	struct stat st;
+	int err;
+
+	if (stat(path, &st))
+		return -ENOENT;
+	if (cache.f && !strcmp(cache.path, path) && cache.bias == bias &&
+	    cache.file_size == st.st_size &&
+	    cache.mtime.tv_sec == st.st_mtim.tv_sec &&
+	    cache.mtime.tv_nsec == st.st_mtim.tv_nsec &&
+	    !strcmp(cache.debug_dir, pk_elf_debug_dir()))
+		return 0;
+	index_drop();
+	info = malloc(sizeof(*info));
+	if (!info)
+		return -ENOMEM;
+	err = pk_elf_scan(path, PK_ELF_SYMS | PK_ELF_DEBUG | PK_ELF_FDES, NULL,
+			  index_add, &bias, info);
+	if (err) {
+		free(info);
+		index_drop();
+		return err;
+	}
+	if (info->jump_table) {
+		cache.jump_table = bias + info->jump_table;
+		cache.jump_table_size = info->jump_table_size;
+	}
+	free(info);
+	if (cache.n > 1)
+		qsort(cache.f, cache.n, sizeof(*cache.f), ent_cmp);
+	if (!cache.f && PK_GROW(&cache.f, &cache.cap, 1)) {
+		index_drop();
+		return -ENOMEM;
+	}
+	snprintf(cache.path, sizeof(cache.path), "%s", path);
+	cache.bias = bias;
+	cache.file_size = st.st_size;
+	cache.mtime = st.st_mtim;
+	snprintf(cache.debug_dir, sizeof(cache.debug_dir), "%s",
+		 pk_elf_debug_dir());
+	return 0;
+}
+
+/*
+ * The function covering @addr in the cached index: a symbol's extent,
+ * else an FDE's. Caller holds cache_lock. Return: 0, or -ENOENT.
+ */
+static int index_find(uintptr_t addr, struct pk_func *out)
+{
+	size_t i = PK_LOWER_BOUND(cache.n, k, cache.f[k].start <= addr);
+	const struct func_ent *fde = NULL, *hit = NULL;
+
+	/* The last function starting at or before @addr, then back over
+	   aliases and nested symbols until one covers it. */
+	while (i-- > 0) {
+		const struct func_ent *f = &cache.f[i];
+
+		if (addr < f->start + f->size) {
+			if (f->table != PK_SYM_EH_FRAME) {
+				hit = f;
+				break;
+			}
+			if (!fde)
+				fde = f;
+		}
+		if (addr - f->start > (1u << 24))
+			break;	/* nothing that large: stop looking */
+	}
+	if (!hit)
+		hit = fde;
+	if (!hit)
+		return -ENOENT;
+	out->start = hit->start;
+	out->size = hit->size;
+	out->table = hit->table;
+	out->name[0] = 0;
+	/* Every entry of the same start: .dynsym preferred, the largest
+	   symbol size, a name where any has one. */
+	i = PK_LOWER_BOUND(cache.n, k, cache.f[k].start < hit->start);
+	for (; i < cache.n && cache.f[i].start == hit->start; i++) {
+		const struct func_ent *f = &cache.f[i];
+
+		if (f->table == PK_SYM_EH_FRAME && hit->table != PK_SYM_EH_FRAME)
+			continue;
+		if (f->table < out->table)
+			out->table = f->table;
+		if (f->size > out->size)
+			out->size = f->size;
+		if (!out->name[0] && f->name != UINT32_MAX)
+			snprintf(out->name, sizeof(out->name), "%s",
+				 cache.names + f->name);
+	}
+	return 0;
+}
+
+struct addr_lookup {
+	uintptr_t addr;
+	int found_obj;
+	uintptr_t bias;
+	char path[PATH_MAX];
+};
+
+static int find_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct addr_lookup *al = arg;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t s = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type != PT_LOAD || al->addr < s ||
+		    al->addr >= s + ph->p_memsz)
+			continue;
+		al->found_obj = 1;
+		al->bias = info->dlpi_addr;
+		if (info->dlpi_name && *info->dlpi_name)
+			snprintf(al->path, sizeof(al->path), "%s",
+				 info->dlpi_name);
+		else if (exe_path(al->path, sizeof(al->path)))
+			al->path[0] = 0;
+		return 1;
+	}
+	return 0;
+}
+
+/* pk_func_at() on the object @path at @bias, known already. */
+static int func_in(const char *path, uintptr_t bias, uintptr_t addr,
+		   struct pk_func *out)
+{
+	int err;
+
+	pthread_mutex_lock(&cache_lock);
+	err = index_fill(path, bias);
+	if (!err) {
+		err = index_find(addr, out);
+		out->jump_table = cache.jump_table;
+		out->jump_table_size = cache.jump_table_size;
+	}
+	pthread_mutex_unlock(&cache_lock);
+	snprintf(out->object, sizeof(out->object), "%s", path);
+	return err;
+}
+
+int pk_sym_func_at(uintptr_t addr, struct pk_func *out)
+{
+	struct addr_lookup al = { .addr = addr };
+
+	memset(out, 0, sizeof(*out));
+	dl_iterate_phdr(find_object, &al);
+	if (!al.found_obj || !al.path[0])
+		return -ENOENT;
+	return func_in(al.path, al.bias, addr, out);
+}
+
+/* ------------------------------------------------------------- results */
+
+static void copy_str(char *dst, size_t cap, const char *src)
+{
+	size_t l = src ? strlen(src) : 0;
+
+	if (l >= cap)
+		l = cap - 1;
+	memcpy(dst, src ? src : "", l);
+	dst[l] = 0;
+}
+
+/* Keep the tail of a long path: the base name is what matters. */
+static void copy_path(char *dst, size_t cap, const char *src)
+{
+	size_t l = strlen(src);
+
+	if (l >= cap)
+		src += l - (cap - 1);
+	copy_str(dst, cap, src);
+}
+
+/*
+ * The implementation IFUNC @c resolves to in this process, from the
+ * dynamic linker (the object's own handle: its definition, not an
+ * interposer's), into @out. Return: 0, or -EINVAL.
+ */
+static int ifunc_resolve(const struct cand *c, const struct object *o,
+			 struct pk_sym *out)
+{
+	void *h = o->exe ? dlopen(NULL, RTLD_LAZY) :
+			   dlopen(o->path, RTLD_LAZY | RTLD_NOLOAD);
+	struct pk_func *fn;
+	void *t = NULL;
+
+	if (h) {
+		t = c->version ? dlvsym(h, c->raw, c->version) : dlsym(h, c->raw);
+		dlclose(h);
+	}
+	if (!t || c->bind == STB_LOCAL) {
+		pk_err("sym: \"%s\" is an IFUNC the dynamic linker does not "
+		       "resolve here (%s)", c->name, c->bind == STB_LOCAL ?
+		       "a local symbol" : "no handle or no such symbol");
+		return -EINVAL;
+	}
+	fn = malloc(sizeof(*fn));
+	if (!fn)
+		return -ENOMEM;
+	out->addr = (uintptr_t)t;
+	out->size = 0;
+	out->table = 0;
+	if (!func_in(o->path, o->bias, (uintptr_t)t, fn) && fn->start == (uintptr_t)t) {
+		out->size = fn->size;
+		out->table = fn->table;
+		if (fn->name[0] && fn->table != PK_SYM_EH_FRAME)
+			copy_str(out->impl, sizeof(out->impl), fn->name);
+	}
+	free(fn);
+	if (!out->impl[0])
+		snprintf(out->impl, sizeof(out->impl),
+			 "%s (ifunc target at %#" PRIxPTR ")", c->name,
+			 (uintptr_t)t - o->bias);
+	pk_info("sym: %s is an IFUNC: its implementation here is %s at %#"
+		PRIxPTR " (size %zu)", c->name, out->impl, out->addr, out->size);
+	return 0;
+}
+
+/* @c of object @o as a pk_sym; 0, or -EINVAL/-ENOMEM (IFUNC). */
+static int fill(const struct cand *c, const struct object *o, int on_disk,
+		struct pk_sym *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->addr = c->addr;
+	out->size = c->size;
+	out->table = c->table;
+	out->base = on_disk ? 0 : o->bias;
+	out->flags = (c->bind != STB_LOCAL ? PK_SYM_F_GLOBAL : 0) |
+		     (c->hidden ? PK_SYM_F_COMPAT : 0) |
+		     (on_disk ? PK_SYM_F_FILE : 0);
+	copy_path(out->object, sizeof(out->object), o->path);
+	copy_str(out->name, sizeof(out->name), c->name);
+	copy_str(out->version, sizeof(out->version), c->version);
+	copy_str(out->file, sizeof(out->file), c->file);
+	if (c->type != STT_GNU_IFUNC && !out->size) {
+		/* A symbol with no size (hand-written assembly): its FDE's. */
+		struct pk_func *fn = malloc(sizeof(*fn));
+
+		if (!fn)
+			return -ENOMEM;
+		if (!func_in(o->path, out->base, out->addr, fn) &&
+		    fn->start == out->addr) {
+			out->size = fn->size;
+			out->table = fn->table;
+		}
+		free(fn);
+	}
+	if (c->type != STT_GNU_IFUNC)
+		return 0;
+	out->flags |= PK_SYM_F_IFUNC;
+	if (on_disk) {
+		out->flags |= PK_SYM_F_UNRESOLVED;
+		return 0;
+	}
+	return ifunc_resolve(c, o, out);
+}
+
+/*
+ * Merge candidates of the same address in the same object: the first
+ * kept (.dynsym before .symtab), the largest size. Keeps order.
+ */
+static void cands_dedup(struct scan *sc)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < sc->n; i++) {
+		struct cand *c = &sc->c[i];
+		size_t j;
+
+		for (j = 0; j < w; j++)
+			if (sc->c[j].addr == c->addr && sc->c[j].obj == c->obj)
+				break;
+		if (j < w) {
+			if (c->size > sc->c[j].size)
+				sc->c[j].size = c->size;
+			if (c->bind != STB_LOCAL)
+				sc->c[j].bind = c->bind;
+			if (!sc->c[j].file && c->file && !strcmp(c->raw, sc->c[j].raw)) {
+				sc->c[j].file = c->file;
+				c->file = NULL;
+			}
+			free(c->name);
+			free(c->raw);
+			free(c->version);
+			free(c->file);
+			continue;
+		}
+		sc->c[w++] = *c;
+	}
+	sc->n = w;
+}
+
+/* Drop compat versions (NAME@V) where a default one exists, or always. */
+static void cands_default(struct scan *sc, int always)
+{
+	size_t w = 0, dflt = 0;
+
+	for (size_t i = 0; i < sc->n; i++)
+		dflt += !sc->c[i].hidden;
+	if (!dflt && !always)
+		return;
+	for (size_t i = 0; i < sc->n; i++) {
+		if (!sc->c[i].hidden) {
+			sc->c[w++] = sc->c[i];
+			continue;
+		}
+		free(sc->c[i].name);
+		free(sc->c[i].raw);
+		free(sc->c[i].version);
+		free(sc->c[i].file);
+	}
+	sc->n = w;
+}
+
+/* ----------------------------------------------------------- resolving */
+
+struct resolve {
+	struct spec sp;
+	struct objects os;
+	struct scan sc;
+	int on_disk;		/* obj is a file no loaded object is */
+	int objects_seen;
+	struct pk_func fn;
+};
+
+/* By offset: the function starting @offset bytes into object @oi. */
+static int by_offset(struct resolve *r, size_t oi, uint64_t offset,
+		     struct pk_sym *out)
+{
+	const struct object *o = &r->os.o[oi];
+	uintptr_t a = (r->on_disk ? 0 : o->bias) + (uintptr_t)offset;
+	int err = func_in(o->path, r->on_disk ? 0 : o->bias, a, &r->fn);
+
+	if (err) {
+		pk_err("sym: \"%s\": no function covers offset %#" PRIx64
+		       " of %s (no symbol, no FDE)", r->sp.text, offset,
+		       o->path);
+		return -ENOENT;
+	}
+	if (r->fn.start != a) {
+		pk_err("sym: \"%s\": offset %#" PRIx64 " is %zu bytes into the "
+		       "function at %#" PRIxPTR " (%s): name its start",
+		       r->sp.text, offset, (size_t)(a - r->fn.start),
+		       r->fn.start - (r->on_disk ? 0 : o->bias),
+		       r->fn.name[0] ? r->fn.name : "no name");
+		return -EINVAL;
+	}
+	memset(out, 0, sizeof(*out));
+	out->addr = a;
+	out->size = r->fn.size;
+	out->table = r->fn.table;
+	out->base = r->on_disk ? 0 : o->bias;
+	out->flags = r->on_disk ? PK_SYM_F_FILE : 0;
+	copy_path(out->object, sizeof(out->object), o->path);
+	if (r->fn.name[0] && r->fn.table != PK_SYM_EH_FRAME)
+		copy_str(out->name, sizeof(out->name), r->fn.name);
+	else
+		snprintf(out->name, sizeof(out->name), "%.400s+%#" PRIx64,
+			 strrchr(o->path, '/') ? strrchr(o->path, '/') + 1 : o->path,
+			 offset);
+	return 0;
+}
+
+/*
+ * The start of every function of object @oi (its index: symbols and
+ * FDEs), as offsets from its load base, into a malloc()ed *@out.
+ */
+static int index_starts(struct resolve *r, size_t oi, uint64_t **out,
+			size_t *n)
+{
+	const struct object *o = &r->os.o[oi];
+	uintptr_t bias = r->on_disk ? 0 : o->bias;
+	int err;
+
+	*out = NULL;
+	*n = 0;
+	pthread_mutex_lock(&cache_lock);
+	err = index_fill(o->path, bias);
+	if (!err && cache.n) {
+		*out = malloc(cache.n * sizeof(**out));
+		if (!*out)
+			err = -ENOMEM;
+	}
+	for (size_t i = 0; !err && i < cache.n; i++) {
+		const struct func_ent *f = &cache.f[i];
+
+		if (*n && (*out)[*n - 1] == f->start - bias)
+			continue;
+		/* An FDE inside a symbol's extent (a cold part) is not a function. */
+		if (i && f->table == PK_SYM_EH_FRAME &&
+		    f->start < cache.f[i - 1].start + cache.f[i - 1].size &&
+		    cache.f[i - 1].table != PK_SYM_EH_FRAME)
+			continue;
+		(*out)[(*n)++] = f->start - bias;
+	}
+	pthread_mutex_unlock(&cache_lock);
+	return err;
+}
+
+static int resolve_start(struct resolve *r, const char *spec)
+{
+	int err = spec_parse(spec, &r->sp);
+
+	if (err) {
+		pk_err("sym: \"%s\": not [OBJECT:]NAME[@VERSION], "
+		       "[OBJECT:]FILE#NAME or OBJECT:0xOFFSET", spec ? spec : "");
+		return err;
+	}
+	err = objects_get(&r->os);
+	if (err)
+		return err;
+	r->sc.sp = &r->sp;
+	r->sc.dem = demangler();
+	if (r->sp.cxx && !r->sc.dem)
+		pk_info("sym: \"%s\": no C++ runtime is loaded (no "
+			"__cxa_demangle): only mangled names match", spec);
+	for (size_t i = 0; i < r->os.n; i++)
+		r->objects_seen += object_matches(&r->sp, r->os.o[i].path);
+	if (!r->objects_seen && r->sp.obj_path && !r->sp.obj_stat) {
+		/* A file no loaded object is: read it as it lies on disk. */
+		struct object *o;
+
+		if (PK_GROW(&r->os.o, &r->os.cap, 1))
+			return -ENOMEM;
+		o = &r->os.o[0];
+		memset(o, 0, sizeof(*o));
+		snprintf(o->path, sizeof(o->path), "%s", r->sp.obj);
+		r->os.n = 1;
+		r->on_disk = 1;
+		r->objects_seen = 1;
+	}
+	if (r->sp.obj && !r->objects_seen) {
+		pk_err("sym: \"%s\": no loaded object is %s%s", spec,
+		       r->sp.obj_path ? "the file " : "called ", r->sp.obj);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/*
+ * Every candidate of every matching object into r->sc, from the tables
+ * @flags names (PK_ELF_SYMS, PK_ELF_DEBUG).
+ */
+static int resolve_scan_tables(struct resolve *r, unsigned int flags)
+{
+	for (size_t i = 0; i < r->os.n; i++) {
+		struct pk_elf_info *info;
+		const struct object *o = &r->os.o[i];
+		int err;
+
+		if (!r->on_disk && !object_matches(&r->sp, o->path))
+			continue;
+		info = malloc(sizeof(*info));
+		if (!info)
+			return -ENOMEM;
+		r->sc.obj = i;
+		r->sc.bias = r->on_disk ? 0 : o->bias;
+		err = pk_elf_scan(o->path, flags | (r->sc.dem ? PK_ELF_MANGLED : 0),
+				  r->sp.cxx ? "_Z" : r->sp.prefix, scan_one,
+				  &r->sc, info);
+		free(info);
+		if (err == -ENOMEM)
+			return err;
+	}
+	cands_dedup(&r->sc);
+	return 0;
+}
+
+/*
+ * Debug files (large) are read only where the object's own tables may
+ * not be enough: for globs and source files, and for a name they lack.
+ */
+static int resolve_scan(struct resolve *r)
+{
+	int err = resolve_scan_tables(r, PK_ELF_SYMS);
+
+	if (!err && (!r->sc.n || spec_many(&r->sp) || r->sp.file))
+		err = resolve_scan_tables(r, PK_ELF_DEBUG);
+	return err;
+}
+
+static void resolve_end(struct resolve *r)
+{
+	cands_free(&r->sc);
+	free(r->os.o);
+}
+
+static int no_match(const struct resolve *r)
+{
+	const struct spec *sp = &r->sp;
+
+	pk_err("sym: \"%s\": no function %s%s%s%s%s%s in %s%s", sp->text,
+	       sp->name_glob ? "matches " : "of that name",
+	       sp->name_glob ? sp->name : "",
+	       sp->version ? " and version " : "", sp->version ? sp->version : "",
+	       sp->file ? " in source file " : "", sp->file ? sp->file : "",
+	       sp->obj ? sp->obj : "any loaded object",
+	       sp->cxx && !r->sc.dem ? " (no C++ demangler loaded: only "
+				       "mangled names match)" : "");
+	return -ENOENT;
+}
+
+/* The one function a name without a glob means, into @out. */
+static int resolve_one(struct resolve *r, struct pk_sym *out)
+{
+	struct scan *sc = &r->sc;
+	int pick = -1;
+
+	if (!r->sp.version) {
+		cands_default(sc, 0);
+		if (sc->n == 1 && sc->c[0].hidden)
+			pk_info("sym: \"%s\": only a compat version exists: "
+				"%s@%s", r->sp.text, sc->c[0].raw,
+				sc->c[0].version);
+		else if (sc->n > 1 && sc->c[0].hidden) {
+			pk_err("sym: \"%s\" has no default version, %zu compat "
+			       "ones (%s@%s, %s@%s...): name one", r->sp.text,
+			       sc->n, sc->c[0].raw, sc->c[0].version,
+			       sc->c[1].raw, sc->c[1].version);
+			return -EINVAL;
+		}
+	}
+	if (!sc->n)
+		return no_match(r);
+	for (size_t i = 1; i < sc->n; i++) {
+		const struct cand *a = &sc->c[0], *b = &sc->c[i];
+
+		if (strcmp(a->raw, b->raw)) {
+			pk_err("sym: \"%s\" is overloaded: %s and %s (%zu in "
+			       "all); give the parameter list", r->sp.text,
+			       a->name, b->name, sc->n);
+			return -EINVAL;
+		}
+	}
+	for (size_t i = 0; i < sc->n && pick < 0; i++)
+		if (sc->c[i].bind != STB_LOCAL)
+			pick = (int)i;	/* load order: what the linker binds */
+	if (pick < 0 && sc->n == 1)
+		pick = 0;
+	if (pick < 0) {
+		const struct cand *a = &sc->c[0], *b = &sc->c[1];
+
+		pk_err("sym: \"%s\" is ambiguous: %zu local functions carry "
+		       "that name (first two in %s%s%s and %s%s%s); qualify it "
+		       "as object:name or object:file.c#name, or name it by "
+		       "object:0xOFFSET (%#" PRIxPTR ", %#" PRIxPTR ")",
+		       r->sp.text, sc->n, r->os.o[a->obj].path,
+		       a->file ? " " : "", a->file ? a->file : "",
+		       r->os.o[b->obj].path, b->file ? " " : "",
+		       b->file ? b->file : "", a->addr - r->os.o[a->obj].bias,
+		       b->addr - r->os.o[b->obj].bias);
+		return -EINVAL;
+	}
+	return fill(&sc->c[pick], &r->os.o[sc->c[pick].obj], r->on_disk, out);
+}
+
+int pk_sym_lookup(const char *spec, struct pk_sym *out)
+{
+	struct resolve *r;
+	int err;
+
+	if (!spec || !*spec || !out)
+		return -EINVAL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	err = resolve_start(r, spec);
+	if (!err && r->on_disk) {
+		pk_err("sym: \"%s\": %s is not loaded in this process", spec,
+		       r->sp.obj);
+		err = -ENOENT;
+	}
+	if (!err && r->sp.has_offset) {
+		size_t oi = r->os.n;
+
+		for (size_t i = 0; i < r->os.n; i++)
+			if (object_matches(&r->sp, r->os.o[i].path)) {
+				if (oi < r->os.n) {
+					pk_err("sym: \"%s\": %s names several "
+					       "loaded objects", spec, r->sp.obj);
+					err = -EINVAL;
+					break;
+				}
+				oi = i;
+			}
+		if (!err && r->sp.has_offset == 2) {
+			pk_err("sym: \"%s\": every function: one is needed here "
+			       "(pk_sym_each() takes them all)", spec);
+			err = -EINVAL;
+		} else if (!err) {
+			err = by_offset(r, oi, r->sp.offset, out);
+		}
+	} else if (!err) {
+		err = resolve_scan(r);
+		if (!err && spec_many(&r->sp)) {
+			if (!r->sp.version)
+				cands_default(&r->sc, 1);
+			if (!r->sc.n)
+				err = no_match(r);
+			else if (r->sc.n > 1) {
+				pk_err("sym: \"%s\" matches %zu functions (%s, "
+				       "%s...): one is needed here "
+				       "(pk_sym_each() takes them all)", spec,
+				       r->sc.n, r->sc.c[0].name, r->sc.c[1].name);
+				err = -EINVAL;
+			}
+		}
+		if (!err)
+			err = resolve_one(r, out);
+	}
+	if (!err)
+		pk_dbg("sym: %s = %#" PRIxPTR " size %zu (table %d) %s%s%s of %s",
+		       spec, out->addr, out->size, out->table, out->name,
+		       out->version[0] ? "@" : "", out->version, out->object);
+	resolve_end(r);
+	free(r);
+	return err;
+}
+
+int pk_sym_each(const char *spec, int (*fn)(const struct pk_sym *sym, void *ctx),
+		void *ctx)
+{
+	struct resolve *r;
+	struct pk_sym *s;
+	uintptr_t *seen = NULL;
+	size_t nseen = 0, cap = 0;
+	int err, n = 0;
+
+	if (!spec || !*spec || !fn)
+		return -EINVAL;
+	r = calloc(1, sizeof(*r));
+	s = malloc(sizeof(*s));
+	if (!r || !s) {
+		free(r);
+		free(s);
+		return -ENOMEM;
+	}
+	err = resolve_start(r, spec);
+	if (err)
+		goto out;
+	if (r->sp.has_offset) {
+		for (size_t i = 0; i < r->os.n; i++) {
+			uint64_t one = r->sp.offset, *offs = &one;
+			size_t noffs = 1;
+
+			if (!r->on_disk && !object_matches(&r->sp, r->os.o[i].path))
+				continue;
+			if (r->sp.has_offset == 2) {
+				err = index_starts(r, i, &offs, &noffs);
+				if (err == -ENOMEM)
+					goto out;
+				err = 0;	/* an unreadable object: none */
+			}
+			for (size_t k = 0; k < noffs; k++) {
+				if (by_offset(r, i, offs[k], s))
+					continue;	/* logged */
+				err = fn(s, ctx);
+				if (err)
+					break;
+				n++;
+			}
+			if (offs != &one)
+				free(offs);
+			if (err)
+				goto out;
+		}
+		err = n ? n : -ENOENT;
+		goto out;
+	}
+	err = resolve_scan(r);
+	if (err)
+		goto out;
+	if (!spec_many(&r->sp)) {
+		err = resolve_one(r, s);
+		if (!err)
+			err = fn(s, ctx);
+		err = err ? err : 1;
+		goto out;
+	}
+	if (!r->sp.version)
+		cands_default(&r->sc, 1);
+	for (size_t i = 0; i < r->sc.n; i++) {
+		const struct cand *c = &r->sc.c[i];
+		size_t j;
+
+		err = fill(c, &r->os.o[c->obj], r->on_disk, s);
+		if (err == -ENOMEM)
+			goto out;
+		if (err)
+			continue;	/* an IFUNC that does not resolve: logged */
+		for (j = 0; j < nseen && seen[j] != s->addr; j++)
+			;
+		if (j < nseen)
+			continue;	/* aliases, IFUNCs sharing a target */
+		if (PK_GROW(&seen, &cap, nseen + 1)) {
+			err = -ENOMEM;
+			goto out;
+		}
+		seen[nseen++] = s->addr;
+		err = fn(s, ctx);
+		if (err)
+			goto out;
+		n++;
+	}
+	err = n ? n : no_match(r);
+out:
+	free(seen);
+	resolve_end(r);
+	free(r);
+	free(s);
+	return err;
+}

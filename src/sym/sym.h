@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/* sym.h - what the symbol layer's files share: one ELF file's functions (symbol tables, debug file, .eh_frame), read with libelf. */
+#ifndef PK_SYM_SYM_H
+#define PK_SYM_SYM_H
+
+/*
+ * The symbol layer's files, each using only those before it:
+ *
+ *   eh.c     .eh_frame reader: every FDE's [start, start + range)
+ *   elf.c    one file's functions: .dynsym with versions, .symtab with
+ *            STT_FILE, the debug file's .symtab, FDEs (pk_elf_scan)
+ *   sym.c    specs, matching, versions and IFUNCs of the loaded objects:
+ *            pk_sym_lookup(), pk_sym_each(), pk_sym_func_at()
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <gelf.h>
+
+#include "internal.h"
+
+/*
+ * pk_eh_each_fde() - call @fn for every FDE in the .eh_frame section
+ * @data (@len bytes, loaded at file address @vaddr) with its initial
+ * location and range as file addresses; CIEs give the pointer encodings.
+ * A malformed entry ends the walk (what was read before it stays).
+ * @fn returns 0 to go on, a -errno to stop.
+ * Return: the FDEs passed to @fn, or @fn's negative return.
+ */
+PK_HIDDEN int pk_eh_each_fde(const uint8_t *data, size_t len, uint64_t vaddr,
+			     int (*fn)(uint64_t start, uint64_t range, void *ctx),
+			     void *ctx);
+
+/* One function of a file, as pk_elf_scan() hands it out. */
+struct pk_elf_sym {
+	const char *name;	/* without a version suffix; NULL for an FDE */
+	const char *version;	/* its version, or NULL */
+	int hidden;		/* a non-default version (NAME@V, not NAME@@V) */
+	uint64_t value;		/* file address (add the load bias) */
+	uint64_t size;
+	int type;		/* STT_FUNC or STT_GNU_IFUNC */
+	int bind;		/* STB_* */
+	int table;		/* enum pk_sym_table */
+	const char *file;	/* the STT_FILE a local follows, or NULL */
+};
+
+enum {
+	PK_ELF_SYMS = 1,	/* .dynsym and .symtab */
+	PK_ELF_DEBUG = 2,	/* the debug file's .symtab if no .symtab */
+	PK_ELF_FDES = 4,	/* .eh_frame FDEs (name NULL) */
+	PK_ELF_MANGLED = 8,	/* with a prefix: C++ names (_Z...) pass too */
+};
+
+/* What pk_elf_scan() learnt about the file. */
+struct pk_elf_info {
+	int has_symtab;
+	int e_type;			/* ET_EXEC, ET_DYN */
+	uint64_t jump_table;		/* __pk_jump_table's file address */
+	uint64_t jump_table_size;
+	char debug[4096];		/* the debug file read, or "" */
+};
+
+/*
+ * pk_elf_scan() - call @fn for every defined function of the ELF file at
+ * @path (what @flags asks for). The debug file is looked for under
+ * PROBEKIT_DEBUG_DIR (default /usr/lib/debug; empty: none) by build-id,
+ * then by .gnu_debuglink. @prefix: only symbols whose name starts with it
+ * (and C++ ones with PK_ELF_MANGLED) are handed out; NULL: all.
+ * @fn returns 0 to go on, a -errno to stop.
+ * Return: 0, or -ENOENT (no such file, not ELF), -ENOMEM, or @fn's
+ * negative return.
+ */
+PK_HIDDEN int pk_elf_scan(const char *path, unsigned int flags,
+			  const char *prefix,
+			  int (*fn)(const struct pk_elf_sym *s, void *ctx),
+			  void *ctx, struct pk_elf_info *info);
+
+/* pk_elf_debug_dir() - where debug files are looked for ("": nowhere). */
+PK_HIDDEN const char *pk_elf_debug_dir(void);
+
+#endif /* PK_SYM_SYM_H */

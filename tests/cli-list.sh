@@ -1,0 +1,104 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# cli-list.sh - probekit list: a stripped program's functions by .eh_frame,
+# libc's default versions and IFUNCs for a COMMAND (its loader's list, not
+# run), static functions by source file, C++ names, --json (python3's json
+# module), failure paths. Offsets and sizes are checked against nm/readelf.
+# usage: cli-list.sh PROBEKIT SYMSTRIP SYMSTRIP_STRIPPED LIBSYMTARGET LIBSYMCXX
+set -u
+pk=$1 prog=$2 stripped=$3 libst=$4 libcxx=$5
+fails=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+check() {
+	if eval "$2"; then
+		echo "ok: $1"
+	else
+		echo "FAIL: $1"
+		sed 's/^/  | /' "$tmp/out" "$tmp/err" | head -20
+		fails=$((fails + 1))
+	fi
+}
+run() {
+	"$pk" list "$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+}
+# py EXPR: EXPR true of the JSON in $tmp/out (j), else it fails.
+py() {
+	python3 -c "import json, sys; j = json.load(open(sys.argv[1])); sys.exit(0 if ($1) else 1)" "$tmp/out"
+}
+command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
+command -v nm >/dev/null || { echo "SKIP: no nm (binutils)"; exit 77; }
+readelf -S "$stripped" | grep -q '\.symtab' && { echo "FAIL: $stripped has a .symtab"; exit 1; }
+
+# The stripped program: ss_work's extent from its FDE == nm's size of it
+# in the unstripped twin.
+set -- $(nm -S "$prog" | awk '$4 == "ss_work" { print $1, $2 }')
+off=$(printf '%#x' 0x$1) size=$((0x$2))
+run "$stripped"
+check "stripped program listed: status 0" '[ $rc -eq 0 ]'
+check "ss_work at $off, $size bytes, from .eh_frame" \
+	'grep -Eq "^symstrip.stripped +symstrip.stripped\+$off +$off +$size \.eh_frame " "$tmp/out"'
+run --json "$stripped:$off"
+check "by offset, --json: one function, nm's size" \
+	"[ \$rc -eq 0 ] && py 'len(j[\"functions\"]) == 1 and j[\"functions\"][0][\"offset\"] == $off and j[\"functions\"][0][\"size\"] == $size and j[\"functions\"][0][\"extent\"] == \".eh_frame\"'"
+run "$stripped:$(printf '%#x' $((off + 1)))"
+check "an offset inside a function: status 1, said why" \
+	'[ $rc -eq 1 ] && grep -q "1 bytes into the function at $off" "$tmp/err"'
+run -- "$stripped"
+check "-- STRIPPED: the program's functions, not run" \
+	'[ $rc -eq 0 ] && grep -q "symstrip.stripped+$off " "$tmp/out"'
+
+# libc for a COMMAND: default versions (readelf's @@ entry), IFUNCs.
+libc=$(ldd /bin/ls | awk '$1 == "libc.so.6" { print $3 }')
+glob_off=$(readelf --dyn-syms -W "$libc" | awk '$8 == "glob@@GLIBC_2.27" { print $2 }')
+run --json memcpy glob sched_getaffinity strlen -- ls
+check "memcpy glob sched_getaffinity strlen -- ls: status 0, valid JSON" \
+	"[ \$rc -eq 0 ] && py 'len(j[\"functions\"]) == 4 and j[\"unmatched\"] == []'"
+check "glob is glob@@GLIBC_2.27 at readelf's 0x$glob_off" \
+	"py '[f for f in j[\"functions\"] if f[\"name\"] == \"glob\" and f[\"version\"] == \"GLIBC_2.27\" and f[\"default_version\"] and f[\"offset\"] == 0x$glob_off]'"
+check "memcpy: the default version (GLIBC_2.14), an IFUNC, its implementation named" \
+	"py '[f for f in j[\"functions\"] if f[\"name\"] == \"memcpy\" and f[\"version\"] == \"GLIBC_2.14\" and f[\"ifunc\"] and f[\"impl\"] and f[\"size\"] > 0]'"
+check "kinds: jump or int3 (libc is loaded by probekit too)" \
+	"py 'all(f[\"kind\"] in (\"jump\", \"int3\") for f in j[\"functions\"])'"
+check "the command's objects from its loader" \
+	"py 'j[\"objects\"][0].endswith(\"/ls\") and any(o.endswith(\"libc.so.6\") for o in j[\"objects\"])'"
+run --json 'libc.so.6:str*' -- ls
+check "libc.so.6:str* -- ls: many, all str*" \
+	"[ \$rc -eq 0 ] && py 'len(j[\"functions\"]) > 20 and all(f[\"name\"].startswith(\"str\") for f in j[\"functions\"])'"
+run memcpy@GLIBC_2.2.5 -- ls
+check "memcpy@GLIBC_2.2.5: the compat one" \
+	'[ $rc -eq 0 ] && grep -q "memcpy@GLIBC_2.2.5 " "$tmp/out"'
+
+# Static functions of one name, told apart by source file.
+run "$libst"
+check "a library file: its functions, both st_dup by source file" \
+	'[ $rc -eq 0 ] && grep -q " libsymtarget.c#st_dup " "$tmp/out" && grep -q " symtarget_b.c#st_dup " "$tmp/out"'
+run --json "$libst:symtarget_b.c#st_dup"
+check "FILE#NAME picks one" \
+	"[ \$rc -eq 0 ] && py 'len(j[\"functions\"]) == 1 and j[\"functions\"][0][\"file\"] == \"symtarget_b.c\"'"
+run "$libst:st_dup"
+check "the name alone: ambiguous, status 1, said why" \
+	'[ $rc -eq 1 ] && grep -q "ambiguous" "$tmp/err"'
+
+# C++ names as written (the command loads libstdc++ for its demangler).
+if [ -r /usr/lib/x86_64-linux-gnu/libstdc++.so.6 ]; then
+	run --json "$libcxx:ns::Cls::*"
+	check "ns::Cls::* : three methods, demangled" \
+		"[ \$rc -eq 0 ] && py 'sorted(f[\"name\"] for f in j[\"functions\"]) == [\"ns::Cls::method(double)\", \"ns::Cls::method(int)\", \"ns::Cls::only(int)\"]'"
+fi
+
+# Failure paths.
+run --json nosuchfunction_xyz -- ls
+check "a spec matching nothing: status 1, in the JSON with why" \
+	"[ \$rc -eq 1 ] && py 'j[\"unmatched\"][0][\"spec\"] == \"nosuchfunction_xyz\" and \"no function\" in j[\"unmatched\"][0][\"why\"]'"
+run malloc -- /nonexistent/prog
+check "COMMAND not found: 125" '[ $rc -eq 125 ]'
+run
+check "no argument: usage, 125" '[ $rc -eq 125 ] && grep -q "usage:" "$tmp/err"'
+run --bogus x
+check "unknown option: 125" '[ $rc -eq 125 ]'
+
+[ $fails -eq 0 ] && echo "cli-list.sh: all passed" || echo "cli-list.sh: $fails failed"
+[ $fails -eq 0 ]
