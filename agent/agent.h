@@ -110,6 +110,14 @@ size_t pka_dynsym_count(const ElfW(Dyn) *dyn, uintptr_t bias);
 void pka_xcache_open(const char *dir);
 void pka_xcache_close(void);
 
+/*
+ * pka_xcache_spec_get() - the function @spec named in another process of
+ * the run with this same link map, or NULL; pka_xcache_spec_put() - say
+ * that @spec names the function at @addr here.
+ */
+void *pka_xcache_spec_get(const char *spec);
+void pka_xcache_spec_put(const char *spec, void *addr);
+
 
 /*
  * The audit module (audit.c, libprobekit-audit.so, in LD_AUDIT) calls the

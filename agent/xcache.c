@@ -55,7 +55,7 @@
 #define XC_MAGIC 0x70786332u	/* "pxc2" */
 #define XC_ID_MAX 40
 
-enum { XC_XREF = 1, XC_FUNC = 2, XC_PLACE = 4 };
+enum { XC_XREF = 1, XC_FUNC = 2, XC_SPEC = 3, XC_PLACE = 4 };
 
 struct xc_ent {
 	uint32_t magic;
@@ -395,6 +395,105 @@ int __wrap_pk_sym_func_at(uintptr_t addr, struct pk_func *out)
 	snprintf(e.name, sizeof(e.name), "%s", out->name);
 	xc_put(&e);
 	return 0;
+}
+
+/*
+ * Specs: what a spec names depends on every object of the link map (the
+ * lookup order) and nothing else, so its answer (the function's object,
+ * by its place in the link map, and its offset there) is keyed by the
+ * spec and the build ids of all objects in order. Any object without
+ * one: not cached. A hit saves the symbol lookup (~100 us a spec, most of
+ * it a name search through every object's symbol table); the probe is
+ * then created at the address, and checked as any other.
+ */
+struct lm_sig {
+	uint64_t h;
+	int ok;
+	int n;
+	/* pka_xcache_spec_get(): object @want's bias */
+	int want;
+	uintptr_t bias;
+	/* pka_xcache_spec_put(): which object holds @addr */
+	uintptr_t addr;
+	int found;
+};
+
+static int lm_each(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct lm_sig *g = arg;
+	struct xc_find f = { 0 };
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum && !f.id; i++)
+		if (info->dlpi_phdr[i].p_type == PT_NOTE)
+			note_id(info, &info->dlpi_phdr[i], &f);
+	if (!f.id)
+		g->ok = 0;
+	else
+		g->h = fnv(g->h, f.id, f.id_len);
+	if (g->n == g->want)
+		g->bias = info->dlpi_addr;
+	if (g->addr && !g->found) {
+		f.addr = g->addr;
+		if (find_obj(info, sizeof(*info), &f)) {
+			g->found = 1;
+			g->want = g->n;
+			g->bias = info->dlpi_addr;
+		}
+	}
+	g->n++;
+	return 0;
+}
+
+static int spec_key(struct xc_ent *e, const char *spec, struct lm_sig *g)
+{
+	uint64_t k[4];
+	size_t len = strlen(spec);
+
+	if (xc_fd < 0)
+		return 0;
+	g->h = 1469598103934665603ull;
+	g->ok = 1;
+	dl_iterate_phdr(lm_each, g);
+	if (!g->ok || (g->addr && !g->found))
+		return 0;
+	k[0] = g->h;
+	k[1] = fnv(1469598103934665603ull, spec, len);
+	k[2] = fnv(0x9e3779b97f4a7c15ull, spec, len);
+	k[3] = len;
+	memset(e, 0, sizeof(*e));
+	e->magic = XC_MAGIC;
+	e->kind = XC_SPEC;
+	e->id_len = sizeof(k);
+	memcpy(e->id, k, sizeof(k));
+	return 1;
+}
+
+void *pka_xcache_spec_get(const char *spec)
+{
+	struct lm_sig g = { .want = -1 };
+	const struct xc_ent *c;
+	struct xc_ent e;
+
+	if (!spec_key(&e, spec, &g) || !(c = xc_find(&e)))
+		return NULL;
+	g = (struct lm_sig){ .want = (int)c->v[0] };
+	dl_iterate_phdr(lm_each, &g);
+	if (g.want >= g.n)
+		return NULL;
+	return (void *)(g.bias + (uintptr_t)c->v[1]);
+}
+
+void pka_xcache_spec_put(const char *spec, void *addr)
+{
+	struct lm_sig g = { .want = -1, .addr = (uintptr_t)addr };
+	struct xc_ent e;
+
+	if (!addr || !spec_key(&e, spec, &g) || xc_find(&e))
+		return;
+	e.v[0] = (uint64_t)g.want;
+	e.v[1] = (uintptr_t)addr - g.bias;
+	xc_put(&e);
 }
 
 /*

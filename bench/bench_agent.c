@@ -17,7 +17,6 @@
  * within each run), medians over the runs.
  */
 #include <dirent.h>
-#include <libgen.h>
 #include <link.h>
 #include <errno.h>
 #include <spawn.h>
@@ -133,9 +132,16 @@ struct bcase {
 
 static char dir[] = "/tmp/pk-bench-agent-XXXXXX";
 
-static void empty_dir(void)
+/* Case @idx's run directory: its own, as each run of the command has. */
+static void case_dir(char *out, size_t len, int idx)
 {
-	DIR *d = opendir(dir);
+	snprintf(out, len, "%s/%d", dir, idx);
+}
+
+/* Remove the records in @path (the cache and specs, dot-named, stay). */
+static void empty_dir(const char *path)
+{
+	DIR *d = opendir(path);
 	struct dirent *e;
 
 	if (!d)
@@ -171,15 +177,20 @@ static char **case_env(const struct bcase *c, int idx)
 		char *d, *sp, path[128];
 		FILE *f;
 
+		char cd[64];
+
+		case_dir(cd, sizeof(cd), idx);
+		if (mkdir(cd, 0700))
+			exit(1);
 		/* Dot-named: empty_dir() keeps it, as the command's .specs. */
-		snprintf(path, sizeof(path), "%s/.specs-%d", dir, idx);
+		snprintf(path, sizeof(path), "%s/.specs", cd);
 		f = fopen(path, "w");
 		if (!f)
 			exit(1);
 		for (int i = 0; i < c->nspecs; i++)
 			fprintf(f, "%s%c", names[(size_t)i % n_names],
 				i + 1 < c->nspecs ? PKA_SEP : 0);
-		if (fclose(f) || asprintf(&d, PKA_ENV_DIR "=%s", dir) < 0 ||
+		if (fclose(f) || asprintf(&d, PKA_ENV_DIR "=%s", cd) < 0 ||
 		    asprintf(&sp, PKA_ENV_SPECS "=%s", path) < 0)
 			exit(1);
 		env[k++] = d;
@@ -196,7 +207,7 @@ static double tv_ms(struct timeval t)
 }
 
 /* @n execs of true under @env: wall ms per exec; *cpu: CPU ms per exec. */
-static double run(char **env, int n, double *cpu)
+static double run(char **env, int n, double *cpu, int idx)
 {
 	char *argv[] = { "/usr/bin/true", NULL };
 	struct rusage r0, r1;
@@ -222,7 +233,12 @@ static double run(char **env, int n, double *cpu)
 	getrusage(RUSAGE_CHILDREN, &r1);
 	*cpu = (tv_ms(r1.ru_utime) - tv_ms(r0.ru_utime) +
 		tv_ms(r1.ru_stime) - tv_ms(r0.ru_stime)) / n;
-	empty_dir();
+	{
+		char cd[64];
+
+		case_dir(cd, sizeof(cd), idx);
+		empty_dir(cd);
+	}
 	return t0;
 }
 
@@ -259,7 +275,7 @@ int main(int argc, char **argv)
 	for (size_t c = 0; c < nc; c++) {
 		double cpu;
 
-		run(envs[c], 3, &cpu);
+		run(envs[c], 3, &cpu, (int)c);
 	}
 	/* Cases interleaved within each run: a load change hits them all. */
 	for (int r = 0; r < bench_opts.runs; r++) {
@@ -268,7 +284,7 @@ int main(int argc, char **argv)
 		for (size_t c = 0; c < nc; c++) {
 			/* A thousand specs: fewer execs, each ~10x longer. */
 			int cn = cases[c].nspecs >= 1000 ? n / 5 : n;
-			double cpu, wall = run(envs[c], cn, &cpu);
+			double cpu, wall = run(envs[c], cn, &cpu, (int)c);
 
 			if (!c)
 				base = wall;
@@ -288,12 +304,15 @@ int main(int argc, char **argv)
 				     "ratio_vs_unprobed", "x", &cases[c].ratio);
 	}
 	for (size_t c = 0; c < nc; c++) {
-		char path[128];
+		char cd[64], path[128];
 
-		snprintf(path, sizeof(path), "%s/.specs-%d", dir, (int)c);
+		case_dir(cd, sizeof(cd), (int)c);
+		snprintf(path, sizeof(path), "%s/.specs", cd);
 		unlink(path);
+		snprintf(path, sizeof(path), "%s/.xref", cd);
+		unlink(path);
+		rmdir(cd);
 	}
-	unlink(strcat(dir, "/.xref"));
-	rmdir(dirname(dir));
+	rmdir(dir);
 	return 0;
 }
