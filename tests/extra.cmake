@@ -455,3 +455,45 @@ if(TARGET test_place_cases)
   endif()
 endif()
 # ---- end probe/place ----
+# ---- agent: stays out of the measurement, libraries loaded later (issue 10) ----
+# Helper programs of agent.sh, not linked with libprobekit (the link map
+# check), nor instrumented (a sanitizer runtime is a link map entry and a
+# malloc of its own): agent_phdr prints its objects and calls f() of the
+# libraries it is given; agent_mcount is an LD_PRELOAD counter of malloc,
+# free, calloc and realloc; agent_threads allocates in 4 threads.
+add_executable(agent_phdr agent_phdr.c)
+target_link_libraries(agent_phdr PRIVATE ${CMAKE_DL_LIBS})
+add_executable(agent_threads agent_threads.c)
+target_link_libraries(agent_threads PRIVATE pthread)
+add_library(agent_mcount SHARED agent_mcount.c)
+# liblatetarget.so: dlopen()ed by agent_phdr and python3 (libraries loaded
+# later); not tests/targets/lib*.c, which link libprobekit.
+add_library(latetarget SHARED targets/late_target.c)
+set_target_properties(latetarget PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+target_compile_options(latetarget PRIVATE -O2)
+foreach(t agent_phdr agent_threads agent_mcount latetarget)
+  target_compile_options(${t} PRIVATE -fno-sanitize=all)
+  target_link_options(${t} PRIVATE -fno-sanitize=all)
+endforeach()
+add_test(NAME agent
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/agent.sh $<TARGET_FILE:probekit_cli>
+          $<TARGET_FILE:agent_phdr> $<TARGET_FILE:agent_mcount>
+          $<TARGET_FILE:agent_threads> $<TARGET_FILE:latetarget>
+          ${PK_CLI_SANITIZED})
+set_tests_properties(agent PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+# agent_rcu: the agent's urcu-bp replacement alone (agent/rcu.c), with
+# the urcu-bp headers, and no liburcu-bp to mix it with.
+add_executable(agent_rcu agent_rcu.c ${PROJECT_SOURCE_DIR}/agent/rcu.c)
+target_include_directories(agent_rcu PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
+  ${PROJECT_SOURCE_DIR}/agent ${PROJECT_SOURCE_DIR}/include)
+target_compile_definitions(agent_rcu PRIVATE _GNU_SOURCE)
+target_link_libraries(agent_rcu PRIVATE pthread)
+if(PK_SANITIZE)
+  set_source_files_properties(agent_rcu.c ${PROJECT_SOURCE_DIR}/agent/rcu.c
+    TARGET_DIRECTORY agent_rcu PROPERTIES COMPILE_OPTIONS -fno-sanitize=alignment)
+endif()
+add_test(NAME agent_rcu COMMAND agent_rcu)
+set_tests_properties(agent_rcu PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+# ---- end agent ----
