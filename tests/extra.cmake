@@ -53,6 +53,18 @@ add_test(NAME sig_cli
 set_tests_properties(sig_cli PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end sig ----
+# ---- sig9: signal gaps of issue 9 item 1 (early ownership, handler masks,
+# more entry points, spurious EINTR, all-blocking helper threads) ----
+foreach(name test_sig_early)
+  if(TARGET ${name})
+    set_target_properties(${name} PROPERTIES ENABLE_EXPORTS ON)
+  endif()
+endforeach()
+if(TARGET test_sig_early)
+  set_tests_properties(test_sig_early PROPERTIES ENVIRONMENT
+    "${PK_TEST_ENV};PROBEKIT_WATCH=page")
+endif()
+# ---- end sig9 ----
 
 # ---- text: the slower cross-core sync methods; maps read whole ----
 foreach(name test_text_basic stress_text)

@@ -25,9 +25,11 @@
  *
  * Before probekit owns a signal, everything passes through unchanged
  * except that vmask keeps following what the program asked for, so that
- * read-back is right from the moment probekit takes the signal. SIGTRAP,
- * which every commit needs, is owned from the moment the library loads
- * (resolve_all()); the fault signals from the fault layer's first need.
+ * read-back is right from the moment probekit takes the signal. All of
+ * them are owned from the moment the library loads: SIGTRAP and the sweep
+ * signal here (resolve_all()), SIGSEGV, SIGBUS and SIGILL by fault.c's
+ * constructor right after, so no thread can have blocked one really
+ * through libc before probekit took it.
  *
  * The real functions are libc's (or a sanitizer's that comes after us):
  * dlsym(RTLD_NEXT) first, libc's own definition when that finds nothing,
