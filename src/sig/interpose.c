@@ -44,6 +44,8 @@
 #include <link.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -203,20 +205,19 @@ typedef int (*sigtimedwait_fn)(const sigset_t *, siginfo_t *,
 			       const struct timespec *);
 typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *,
 				 void *(*)(void *), void *);
-typedef sighandler_t (*signal_fn)(int, sighandler_t);
-typedef int (*siginterrupt_fn)(int, int);
+typedef void (*longjmp_fn)(struct __jmp_buf_tag *, int);
 
 enum {
 	R_SIGACTION, R_SIGPROCMASK, R_PTHREAD_SIGMASK, R_SIGSUSPEND, R_PPOLL,
 	R_PSELECT, R_EPOLL_PWAIT, R_EPOLL_PWAIT2, R_SIGTIMEDWAIT,
-	R_PTHREAD_CREATE, R_SIGNAL, R_BSD_SIGNAL, R_SYSV_SIGNAL,
-	R_SIGINTERRUPT, R_N
+	R_PTHREAD_CREATE, R_LONGJMP, R_SIGLONGJMP, R__LONGJMP,
+	R_LONGJMP_CHK, R_SIGSETJMP, R_N
 };
 static const char *const real_names[R_N] = {
 	"sigaction", "sigprocmask", "pthread_sigmask", "sigsuspend", "ppoll",
 	"pselect", "epoll_pwait", "epoll_pwait2", "sigtimedwait",
-	"pthread_create", "signal", "bsd_signal", "sysv_signal",
-	"siginterrupt",
+	"pthread_create", "longjmp", "siglongjmp", "_longjmp",
+	"__longjmp_chk", "__sigsetjmp",
 };
 static void *real[R_N];		/* atomic; set once */
 PK_SIGNAL_DATA(real);
@@ -582,38 +583,212 @@ static unsigned long strip[NSIG];	/* atomic */
  */
 static unsigned long stripped;		/* atomic */
 
+/*
+ * The program's handlers of the signals probekit does not own, wrapped
+ * (as Android's libsigchain does): the kernel has wrap_handler(), which
+ * runs the program's handler with the program's view of probekit's signals
+ * as the kernel would make it (its sa_mask blocked, virtually, for the
+ * call: prog_enter()) and puts the mask back when it returns (prog_leave():
+ * the kernel restores the real one at sigreturn, but vmask is ours). Two
+ * copies and an index, as sig.c's prev[]: the handler reads one whole
+ * while sigaction() writes the other, writers serialised by pact_lock
+ * (taken with every signal blocked: sigaction is async-signal-safe).
+ * Probekit's own signals (FAULT_SIGS and the sweep signal) are not
+ * wrapped: sig.c's call_prev() does the same for them.
+ */
+struct pact {
+	void *fn;		/* the program's sa_handler / sa_sigaction */
+	int flags;		/* its sa_flags (SA_SIGINFO: how to call it) */
+	unsigned long mask;	/* the ownable signals of its sa_mask */
+};
+
+static struct pact pacts[NSIG][2];
+static unsigned int pact_idx[NSIG];	/* atomic */
+static int pact_lock;			/* atomic; a spin lock */
+PK_SIGNAL_DATA(pacts);
+PK_SIGNAL_DATA(pact_idx);
+
+/* The ownable signals each handler's sa_mask asked for (call_prev()). */
+static unsigned long asked[NSIG];	/* atomic */
+PK_SIGNAL_DATA(asked);
+
+static PK_NOPROBE_INLINE unsigned long prog_enter(unsigned long add,
+						  ucontext_t *uc)
+{
+	unsigned long was = vmask, own = owned();
+
+	/* What the kernel would have saved: the program's view of the mask. */
+	if (uc)
+		set_word(&uc->uc_sigmask,
+			 (word(&uc->uc_sigmask) & ~own) | (was & own));
+	vmask = was | (add & OWNABLE);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	return was;
+}
+
+static PK_NOPROBE_INLINE void prog_leave(unsigned long was, ucontext_t *uc)
+{
+	unsigned long now = was, own = owned();
+
+	/* A handler may edit uc_sigmask: the mask its sigreturn sets. */
+	if (uc) {
+		now = (was & ~own) | (word(&uc->uc_sigmask) & own);
+		set_word(&uc->uc_sigmask, word(&uc->uc_sigmask) & ~own);
+	}
+	vmask = now;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (pend & ~now)
+		flush_pending(now);
+}
+
+PK_NOPROBE unsigned long pk_sig_prog_enter(int sig, int flags,
+					   const sigset_t *sa_mask, void *ctx)
+{
+	unsigned long add = word(sa_mask);
+
+	if (sig > 0 && sig < NSIG)
+		add |= __atomic_load_n(&asked[sig], __ATOMIC_RELAXED);
+	if (!(flags & SA_NODEFER) && sig > 0 && sig <= 64)
+		add |= BIT(sig);
+	return prog_enter(add, ctx);
+}
+
+PK_NOPROBE void pk_sig_prog_leave(unsigned long was, void *ctx)
+{
+	prog_leave(was, ctx);
+}
+
+PK_NOPROBE static void wrap_handler(int sig, siginfo_t *si, void *ctx)
+{
+	unsigned int idx;
+	unsigned long was;
+	void *fn;
+	int flags;
+
+	if (sig <= 0 || sig >= NSIG)
+		return;
+	idx = __atomic_load_n(&pact_idx[sig], __ATOMIC_ACQUIRE);
+	/* Members, not a struct copy (a memcpy call at -O0). */
+	fn = pacts[sig][idx & 1].fn;
+	flags = pacts[sig][idx & 1].flags;
+	was = prog_enter(pacts[sig][idx & 1].mask, ctx);
+	if (fn && fn != (void *)SIG_IGN && fn != (void *)SIG_DFL) {
+		if (flags & SA_SIGINFO)
+			((void (*)(int, siginfo_t *, void *))fn)(sig, si, ctx);
+		else
+			((void (*)(int))fn)(sig);
+	}
+	prog_leave(was, ctx);
+}
+
+static void pact_take(sigset_t *old)
+{
+	sigset_t all;
+
+	sigfillset(&all);
+	pk_sig_real_sigmask(SIG_BLOCK, &all, old);
+	while (__atomic_exchange_n(&pact_lock, 1, __ATOMIC_ACQUIRE))
+		sched_yield();
+}
+
+static void pact_drop(sigset_t *old)
+{
+	__atomic_store_n(&pact_lock, 0, __ATOMIC_RELEASE);
+	pk_sig_real_sigmask(SIG_SETMASK, old, NULL);
+}
+
+static int is_handler(const struct sigaction *sa)
+{
+	return (sa->sa_flags & SA_SIGINFO) ? sa->sa_sigaction != NULL :
+	       sa->sa_handler != SIG_DFL && sa->sa_handler != SIG_IGN;
+}
+
+/* @old as the program set it, if the kernel has the wrapper there. */
+static void pact_read_back(struct sigaction *old, const struct pact *p)
+{
+	if (!(old->sa_flags & SA_SIGINFO) || old->sa_sigaction != wrap_handler)
+		return;
+	old->sa_flags = p->flags | (old->sa_flags & 0x04000000);	/* SA_RESTORER */
+	if (p->flags & SA_SIGINFO)
+		old->sa_sigaction = (void (*)(int, siginfo_t *, void *))p->fn;
+	else
+		old->sa_handler = (sighandler_t)p->fn;
+}
+
+/* sigaction() for a signal probekit does not own: its handler wrapped. */
+static int wrapped_action(int sig, const struct sigaction *act,
+			  struct sigaction *old, unsigned long ask)
+{
+	struct sigaction a;
+	struct pact cur;
+	unsigned int idx;
+	sigset_t omask;
+	int err;
+
+	pact_take(&omask);
+	idx = pact_idx[sig];
+	cur = pacts[sig][idx & 1];
+	if (act && is_handler(act)) {
+		struct pact *n = &pacts[sig][(idx + 1) & 1];
+
+		n->fn = (act->sa_flags & SA_SIGINFO) ? (void *)act->sa_sigaction
+						     : (void *)act->sa_handler;
+		n->flags = act->sa_flags;
+		n->mask = ask;
+		__atomic_store_n(&pact_idx[sig], idx + 1, __ATOMIC_RELEASE);
+		a = *act;
+		a.sa_sigaction = wrap_handler;
+		a.sa_flags |= SA_SIGINFO;
+		act = &a;
+	}
+	err = pk_sig_real_sigaction(sig, act, old) ? -errno : 0;
+	if (err && act == &a)
+		__atomic_store_n(&pact_idx[sig], idx, __ATOMIC_RELEASE);
+	pact_drop(&omask);
+	if (!err && old)
+		pact_read_back(old, &cur);
+	return err;
+}
+
 PK_EXPORT int sigaction(int sig, const struct sigaction *act,
 			struct sigaction *old)
 {
-	unsigned long was = 0, own = owned();
+	unsigned long was = 0, own = owned(), ask = 0;
+	int ok_sig = sig > 0 && sig < NSIG;
 	struct sigaction a;
 	int err;
 
-	if (sig > 0 && sig < NSIG)
+	if (ok_sig)
 		was = __atomic_load_n(&strip[sig], __ATOMIC_RELAXED);
 	if (act) {
 		unsigned long w = word(&act->sa_mask);
 
+		ask = w & OWNABLE;
 		a = *act;
 		set_word(&a.sa_mask, w & ~own);
 		if (w & OWNABLE & ~own)
 			__atomic_and_fetch(&stripped, ~(w & OWNABLE & ~own),
 					   __ATOMIC_RELAXED);
-		if (sig > 0 && sig < NSIG)
+		if (ok_sig)
 			__atomic_store_n(&strip[sig], w & own,
 					 __ATOMIC_RELAXED);
 		act = &a;
 	}
-	if (sig > 0 && sig < NSIG && (FAULT_SIGS & BIT(sig)))
+	if (ok_sig && (FAULT_SIGS & BIT(sig)))
 		err = pk_signal_action(sig, act, old);
+	else if (ok_sig && sig <= 64 && !(OWNABLE & BIT(sig)) &&
+		 sig != SIGKILL && sig != SIGSTOP)
+		err = wrapped_action(sig, act, old, ask);
 	else
 		err = pk_sig_real_sigaction(sig, act, old) ? -errno : 0;
 	if (err) {
-		if (act && sig > 0 && sig < NSIG)
+		if (act && ok_sig)
 			__atomic_store_n(&strip[sig], was, __ATOMIC_RELAXED);
 		errno = -err;
 		return -1;
 	}
+	if (act && ok_sig)
+		__atomic_store_n(&asked[sig], ask, __ATOMIC_RELAXED);
 	if (old)
 		set_word(&old->sa_mask, word(&old->sa_mask) | was);
 	return 0;
@@ -670,24 +845,16 @@ static sighandler_t set_handler(int sig, sighandler_t h, int flags,
 }
 
 /*
- * The signal() family: libc's own for every signal probekit cannot own (it
- * keeps siginterrupt()'s state, which only libc can read); for the ownable
- * ones, through sigaction() above, with what siginterrupt() asked for them
- * kept here (intr_bits), and libc's checks.
+ * The signal() family, through sigaction() above for every signal (so
+ * that the handler is wrapped), with libc's checks and what
+ * siginterrupt() asked kept here (intr_bits): libc's signal() would
+ * install its handler through its internal sigaction, past the wrapper,
+ * and libc's siginterrupt() state is not readable from outside.
  */
 static unsigned long intr_bits;		/* atomic */
 
-static int ownable_sig(int sig)
+static sighandler_t signal_via(int sig, sighandler_t h, int sysv)
 {
-	return sig > 0 && sig <= 64 && (OWNABLE & BIT(sig));
-}
-
-static sighandler_t signal_via(int i, int sig, sighandler_t h, int sysv)
-{
-	signal_fn f;
-
-	if (!ownable_sig(sig) && (f = (signal_fn)REAL(i)))
-		return f(sig, h);
 	if (h == SIG_ERR || sig < 1 || sig >= NSIG) {
 		errno = EINVAL;
 		return SIG_ERR;
@@ -703,17 +870,17 @@ static sighandler_t signal_via(int i, int sig, sighandler_t h, int sysv)
 
 PK_EXPORT sighandler_t signal(int sig, sighandler_t h)
 {
-	return signal_via(R_SIGNAL, sig, h, 0);
+	return signal_via(sig, h, 0);
 }
 
 PK_EXPORT sighandler_t bsd_signal(int sig, sighandler_t h)
 {
-	return signal_via(R_BSD_SIGNAL, sig, h, 0);
+	return signal_via(sig, h, 0);
 }
 
 PK_EXPORT sighandler_t sysv_signal(int sig, sighandler_t h)
 {
-	return signal_via(R_SYSV_SIGNAL, sig, h, 1);
+	return signal_via(sig, h, 1);
 }
 
 PK_EXPORT sighandler_t __sysv_signal(int sig, sighandler_t h)
@@ -721,15 +888,11 @@ PK_EXPORT sighandler_t __sysv_signal(int sig, sighandler_t h)
 	return sysv_signal(sig, h);
 }
 
-/* libc's would change an owned signal's real handler behind sigaction(). */
 PK_EXPORT int siginterrupt(int sig, int flag)
 {
-	siginterrupt_fn f;
 	struct sigaction sa;
 
-	if (!ownable_sig(sig) && (f = (siginterrupt_fn)REAL(R_SIGINTERRUPT)))
-		return f(sig, flag);
-	if (sig < 1 || sig >= NSIG) {
+	if (sig < 1 || sig >= NSIG || sig > 64) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -831,6 +994,145 @@ PK_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr,
 	if (err)
 		free(s);
 	return err;
+}
+
+/* ---------------------------------------------------- jumps out of handlers */
+
+/*
+ * siglongjmp() out of a handler: glibc restores the real mask saved by
+ * sigsetjmp() with its internal sigprocmask, which no interposer sees, and
+ * the handler's prog_leave() never runs. So the jumps are interposed
+ * (longjmp, _longjmp, siglongjmp, __longjmp_chk: in glibc each restores
+ * the mask when sigsetjmp saved one) and set vmask first:
+ *
+ *   - for an ownable signal probekit does not own, from the jmp_buf's
+ *     saved mask, which is the real one (vmask follows it);
+ *   - for an owned one the saved mask never has it (never really
+ *     blocked), so __sigsetjmp itself is interposed by a stub that notes
+ *     (env, vmask) per thread and tail-jumps to libc's, leaving the
+ *     caller's frame as setjmp must see it. A jmp_buf with no note (the
+ *     notes are 16 per thread, newest kept; or one copied elsewhere) gets
+ *     the owned signals unblocked: never a signal of the program's held
+ *     forever, at worst one delivered that it had blocked before.
+ *
+ * A longjmp from a jmp_buf without a saved mask changes no mask, as the
+ * kernel's would not: what the handler ran with stays blocked.
+ */
+#define JNOTES 16
+
+struct jnote {
+	const void *env;
+	unsigned long vmask;
+};
+
+static __thread struct jnote jnotes[JNOTES]
+	__attribute__((tls_model("initial-exec")));
+static __thread unsigned int jnext
+	__attribute__((tls_model("initial-exec")));
+
+/* From the stubs below, with the caller's arguments: libc's __sigsetjmp. */
+PK_HIDDEN void *pk_sig_setjmp_note(const void *env, int save);
+void *pk_sig_setjmp_note(const void *env, int save)
+{
+	if (save) {
+		unsigned int i, n = jnext;
+
+		for (i = 0; i < JNOTES && jnotes[i].env != env; i++)
+			;
+		if (i == JNOTES) {
+			i = n % JNOTES;
+			jnext = n + 1;
+		}
+		jnotes[i].env = env;
+		jnotes[i].vmask = vmask;
+	}
+	return REAL(R_SIGSETJMP);
+}
+
+/*
+ * __sigsetjmp(env, savemask) and setjmp(env) (BSD's, which saves the
+ * mask): note, then jump to libc's with the arguments and the return
+ * address untouched. The three pushes keep the call 16-byte aligned.
+ */
+__asm__(".text\n"
+	".globl __sigsetjmp\n"
+	".type __sigsetjmp, @function\n"
+	"__sigsetjmp:\n"
+	".Lpk_sigsetjmp:\n"
+	"	.cfi_startproc\n"
+	"	endbr64\n"
+	"	push %rdi\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	push %rsi\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	sub $8, %rsp\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	call pk_sig_setjmp_note\n"
+	"	add $8, %rsp\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	pop %rsi\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	pop %rdi\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	jmp *%rax\n"
+	"	.cfi_endproc\n"
+	".size __sigsetjmp, .-__sigsetjmp\n"
+	".globl setjmp\n"
+	".type setjmp, @function\n"
+	"setjmp:\n"
+	"	endbr64\n"
+	"	mov $1, %esi\n"
+	"	jmp .Lpk_sigsetjmp\n"
+	".size setjmp, .-setjmp\n");
+
+/* The stubs' names, exported (scripts/check-abi.sh reads these lines). */
+#undef setjmp
+PK_EXPORT int __sigsetjmp(struct __jmp_buf_tag env[1], int savemask);
+PK_EXPORT int setjmp(struct __jmp_buf_tag env[1]);
+
+static void jump_mask(struct __jmp_buf_tag *env)
+{
+	unsigned long own = owned(), now, noted = 0;
+
+	if (!env->__mask_was_saved)
+		return;
+	for (unsigned int i = 0; i < JNOTES; i++)
+		if (jnotes[i].env == env)
+			noted = jnotes[i].vmask;
+	now = (word(&env->__saved_mask) & OWNABLE & ~own) | (noted & own);
+	vmask = now;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	/* Delivered here, as glibc's sigprocmask in the jump would. */
+	if (pend & ~now)
+		flush_pending(now);
+}
+
+PK_EXPORT _Noreturn void longjmp(struct __jmp_buf_tag env[1], int val)
+{
+	jump_mask(env);
+	((longjmp_fn)REAL(R_LONGJMP))(env, val);
+	__builtin_unreachable();
+}
+
+PK_EXPORT _Noreturn void _longjmp(struct __jmp_buf_tag env[1], int val)
+{
+	jump_mask(env);
+	((longjmp_fn)REAL(R__LONGJMP))(env, val);
+	__builtin_unreachable();
+}
+
+PK_EXPORT _Noreturn void siglongjmp(struct __jmp_buf_tag env[1], int val)
+{
+	jump_mask(env);
+	((longjmp_fn)REAL(R_SIGLONGJMP))(env, val);
+	__builtin_unreachable();
+}
+
+PK_EXPORT _Noreturn void __longjmp_chk(struct __jmp_buf_tag env[1], int val)
+{
+	jump_mask(env);
+	((longjmp_fn)REAL(R_LONGJMP_CHK))(env, val);
+	__builtin_unreachable();
 }
 
 /* ---------------------------------------------------- threads that block */

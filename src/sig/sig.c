@@ -69,16 +69,18 @@
  *
  * Signal masks: probekit's handler is installed with SA_NODEFER (see
  * install()), so the previous handler, called from it, runs with its own
- * signal unblocked even if it was installed without SA_NODEFER; only its
- * sa_mask, less the signals probekit owns, is blocked around it. Blocking
- * an owned signal there as the kernel would is not done, even for
- * asynchronous ones (si_code <= 0): for SIGTRAP it would make an int3
+ * signal really unblocked even if it was installed without SA_NODEFER;
+ * only its sa_mask, less the signals probekit owns, is really blocked
+ * around it. The owned signals of its sa_mask and its own signal (without
+ * SA_NODEFER) are blocked virtually instead (pk_sig_prog_enter(): the
+ * program's raise() of one waits until the handler returns, a fault of one
+ * takes the default action, as the kernel's would), and the virtual mask
+ * is put back when the handler returns (pk_sig_prog_leave()) or leaves
+ * with siglongjmp() (interpose.c interposes the jumps and __sigsetjmp).
+ * Really blocking them is not done: for SIGTRAP it would make an int3
  * probe or a watched-page step met inside that handler fatal, which
- * SA_NODEFER is there to prevent; the virtual mask is not changed around
- * it either, because a handler that leaves with siglongjmp() restores the
- * real mask inside libc, where no interposer sees it. A handler that must
- * not nest guards itself (documented in pk_fault_register.3, which
- * pk_signal_action.3 points to).
+ * SA_NODEFER is there to prevent. The program's handlers of the other
+ * signals are wrapped the same way (interpose.c, wrap_handler()).
  */
 
 #include <errno.h>
@@ -209,6 +211,7 @@ PK_NOPROBE static int call_prev(int i, int sig, siginfo_t *si, void *ctx)
 {
 	unsigned int idx = __atomic_load_n(&prev_idx[i], __ATOMIC_ACQUIRE);
 	struct sigaction p = prev[i][idx & 1];
+	unsigned long vwas;
 	sigset_t saved;
 
 	/*
@@ -240,7 +243,14 @@ PK_NOPROBE static int call_prev(int i, int sig, siginfo_t *si, void *ctx)
 		__atomic_store_n(&w->sa_flags, 0, __ATOMIC_RELAXED);
 		w->sa_handler = SIG_DFL;
 	}
-	/* Never the owned signals: an int3 in there would be fatal. */
+	/*
+	 * The owned signals of its sa_mask and @sig itself (without
+	 * SA_NODEFER) blocked virtually for the call, as the kernel would
+	 * block them really, and put back when it returns (or siglongjmp()s
+	 * out: interpose.c's jumps).
+	 */
+	vwas = pk_sig_prog_enter(sig, p.sa_flags, &p.sa_mask, ctx);
+	/* Never the owned signals really: an int3 in there would be fatal. */
 	((unsigned long *)&p.sa_mask)[0] &=
 		~__atomic_load_n(&pk_sig_owned_bits, __ATOMIC_RELAXED);
 	pk_sig_real_sigmask(SIG_BLOCK, &p.sa_mask, &saved);
@@ -249,6 +259,7 @@ PK_NOPROBE static int call_prev(int i, int sig, siginfo_t *si, void *ctx)
 	else
 		p.sa_handler(sig);
 	pk_sig_real_sigmask(SIG_SETMASK, &saved, NULL);
+	pk_sig_prog_leave(vwas, ctx);
 	return 1;
 }
 

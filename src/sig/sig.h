@@ -90,6 +90,17 @@ PK_HIDDEN extern unsigned long pk_sig_owned_bits;
 /* Whether the program has @sig blocked in this thread (its virtual mask). */
 PK_HIDDEN int pk_sig_vblocked(int sig);
 
+/*
+ * Around a program's handler of @sig (its @flags and @sa_mask; @ctx the
+ * ucontext_t or NULL): the virtual mask as the kernel would set it, the
+ * program's view in @ctx's uc_sigmask; _leave() puts back what _enter()
+ * returned (or what the handler wrote in uc_sigmask) and sends the
+ * deferred signals that lets through.
+ */
+PK_HIDDEN unsigned long pk_sig_prog_enter(int sig, int flags,
+					  const sigset_t *sa_mask, void *ctx);
+PK_HIDDEN void pk_sig_prog_leave(unsigned long was, void *ctx);
+
 /* Keep asynchronous @sig pending for this thread until the program unblocks it. */
 PK_HIDDEN void pk_sig_defer(int sig, const siginfo_t *si);
 
