@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
+#include <threads.h>
 #include <time.h>
 
 #include "probekit.h"
@@ -137,6 +138,39 @@ FORWARD(int, siginterrupt, -1, (int sig, int flag), (sig, flag))
 FORWARD(int, pthread_create, ENOSYS,
 	(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
 	 void *arg), (t, attr, fn, arg))
+FORWARD(int, pthread_attr_setsigmask_np, ENOSYS,
+	(pthread_attr_t *attr, const sigset_t *mask), (attr, mask))
+FORWARD(int, pthread_attr_getsigmask_np, ENOSYS,
+	(const pthread_attr_t *attr, sigset_t *mask), (attr, mask))
+FORWARD(int, thrd_create, thrd_error,
+	(thrd_t *t, thrd_start_t fn, void *arg), (t, fn, arg))
+FORWARD(int, __ppoll_chk, -1,
+	(struct pollfd *fds, nfds_t n, const struct timespec *t,
+	 const sigset_t *mask, size_t len), (fds, n, t, mask, len))
+FORWARD(int, sigblock, -1, (int mask), (mask))
+FORWARD(int, sigsetmask, -1, (int mask), (mask))
+FORWARD(int, __sigpause, -1, (int sig_or_mask, int is_sig),
+	(sig_or_mask, is_sig))
+FORWARD(int, __xpg_sigpause, -1, (int sig), (sig))
+
+/* The symbol sigpause is BSD's; <signal.h>'s sigpause() is XPG's. */
+static int (*fwd_bsd_sigpause)(int);
+static const struct fwd fwd_ent_bsd_sigpause
+	__attribute__((used, section("pka_fwd"), aligned(8))) = {
+		"sigpause", (void **)&fwd_bsd_sigpause };
+PKA_EXPORT int pka_bsd_sigpause(int mask) __asm__("sigpause");
+int pka_bsd_sigpause(int mask)
+{
+	int (*p)(int) = __atomic_load_n(&fwd_bsd_sigpause, __ATOMIC_ACQUIRE);
+
+	if (!p)
+		*(void **)&p = lib_fn("sigpause");
+	if (!p) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return p(mask);
+}
 
 /*
  * The jumps out of handlers and __sigsetjmp (src/sig/interpose.c, "jumps

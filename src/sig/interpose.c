@@ -54,6 +54,7 @@
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/syscall.h>
+#include <threads.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -206,18 +207,24 @@ typedef int (*sigtimedwait_fn)(const sigset_t *, siginfo_t *,
 typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *,
 				 void *(*)(void *), void *);
 typedef void (*longjmp_fn)(struct __jmp_buf_tag *, int);
+typedef int (*attr_sigmask_fn)(pthread_attr_t *, sigset_t *);
+typedef int (*thrd_create_fn)(thrd_t *, thrd_start_t, void *);
+typedef int (*ppoll_chk_fn)(struct pollfd *, nfds_t, const struct timespec *,
+			    const sigset_t *, size_t);
 
 enum {
 	R_SIGACTION, R_SIGPROCMASK, R_PTHREAD_SIGMASK, R_SIGSUSPEND, R_PPOLL,
 	R_PSELECT, R_EPOLL_PWAIT, R_EPOLL_PWAIT2, R_SIGTIMEDWAIT,
 	R_PTHREAD_CREATE, R_LONGJMP, R_SIGLONGJMP, R__LONGJMP,
-	R_LONGJMP_CHK, R_SIGSETJMP, R_N
+	R_LONGJMP_CHK, R_SIGSETJMP, R_ATTR_SETSIGMASK, R_ATTR_GETSIGMASK,
+	R_THRD_CREATE, R_PPOLL_CHK, R_N
 };
 static const char *const real_names[R_N] = {
 	"sigaction", "sigprocmask", "pthread_sigmask", "sigsuspend", "ppoll",
 	"pselect", "epoll_pwait", "epoll_pwait2", "sigtimedwait",
 	"pthread_create", "longjmp", "siglongjmp", "_longjmp",
-	"__longjmp_chk", "__sigsetjmp",
+	"__longjmp_chk", "__sigsetjmp", "pthread_attr_setsigmask_np",
+	"pthread_attr_getsigmask_np", "thrd_create", "__ppoll_chk",
 };
 static void *real[R_N];		/* atomic; set once */
 PK_SIGNAL_DATA(real);
@@ -449,6 +456,18 @@ PK_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *t,
 	r = ((ppoll_fn)REAL(R_PPOLL))(fds, n, t, &w.adj);
 	wait_leave(&w);
 	return r;
+}
+
+/* _FORTIFY_SOURCE's ppoll: glibc's calls its ppoll internally, past ours. */
+PK_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t n,
+			  const struct timespec *t, const sigset_t *mask,
+			  size_t fdslen)
+{
+	ppoll_chk_fn f = (ppoll_chk_fn)REAL(R_PPOLL_CHK);
+
+	if (fdslen / sizeof(*fds) < n && f)
+		return f(fds, n, t, mask, fdslen);	/* __chk_fail() */
+	return ppoll(fds, n, t, mask);
 }
 
 PK_EXPORT int pselect(int n, fd_set *r, fd_set *wr, fd_set *e,
@@ -928,6 +947,65 @@ PK_EXPORT int sigrelse(int sig)
 	return mask_one(SIG_UNBLOCK, sig);
 }
 
+/*
+ * The BSD mask calls: glibc's call its sigprocmask internally, past ours,
+ * so an owned signal would be really blocked. Their masks are the first
+ * 32 signals.
+ */
+static int bsd_mask(int how, int mask)
+{
+	sigset_t s, old;
+
+	sigemptyset(&s);
+	set_word(&s, (unsigned int)mask);
+	if (sigprocmask(how, &s, &old))
+		return -1;
+	return (int)(unsigned int)word(&old);
+}
+
+PK_EXPORT int sigblock(int mask)
+{
+	return bsd_mask(SIG_BLOCK, mask);
+}
+
+PK_EXPORT int sigsetmask(int mask)
+{
+	return bsd_mask(SIG_SETMASK, mask);
+}
+
+/* sigpause(): BSD's takes a mask, XPG's (__xpg_sigpause) a signal. */
+PK_EXPORT int __sigpause(int sig_or_mask, int is_sig)
+{
+	sigset_t s;
+
+	if (is_sig) {
+		if (sigprocmask(SIG_BLOCK, NULL, &s) ||
+		    sigdelset(&s, sig_or_mask))
+			return -1;
+	} else {
+		sigemptyset(&s);
+		set_word(&s, (unsigned int)sig_or_mask);
+	}
+	return sigsuspend(&s);
+}
+
+PK_EXPORT int __xpg_sigpause(int sig)
+{
+	return __sigpause(sig, 1);
+}
+
+/*
+ * <signal.h> names XPG's sigpause() (asm label __xpg_sigpause); the symbol
+ * sigpause is BSD's. (The line after next only tells scripts/check-abi.sh
+ * that sigpause is exported on purpose; it redeclares XPG's.)
+ */
+PK_EXPORT int pk_bsd_sigpause(int mask) __asm__("sigpause");
+PK_EXPORT int sigpause(int sig);
+int pk_bsd_sigpause(int mask)
+{
+	return __sigpause(mask, 0);
+}
+
 PK_EXPORT int sigignore(int sig)
 {
 	return set_handler(sig, SIG_IGN, 0, 0) == SIG_ERR ? -1 : 0;
@@ -972,26 +1050,136 @@ static void *thread_start(void *p)
 	return s.fn(s.arg);
 }
 
-/* The child's virtual mask is its creator's, as its real one is. */
+/*
+ * pthread_attr_setsigmask_np() (glibc 2.32+): the mask a new thread starts
+ * with, set by glibc before the thread runs any code of the program's. The
+ * owned signals are taken out of it, as out of every mask; what the
+ * program asked for them is kept in the sigset_t's words 1 and 2, which
+ * glibc copies whole into the attribute but never gives the kernel (its
+ * 64 signals are word 0): word 1 the asked bits, word 2 the same xor
+ * ATTR_MAGIC, so that a mask set behind our back is not misread.
+ * pthread_attr_getsigmask_np() reads it back as set, pthread_create()
+ * gives the thread that virtual mask.
+ */
+#define ATTR_MAGIC 0x706b5f7369676d61UL	/* "pk_sigma" */
+
+PK_EXPORT int pthread_attr_setsigmask_np(pthread_attr_t *attr,
+					 const sigset_t *mask)
+{
+	attr_sigmask_fn f = (attr_sigmask_fn)REAL(R_ATTR_SETSIGMASK);
+	unsigned long ask;
+	sigset_t adj;
+
+	if (!f)
+		return ENOSYS;
+	if (!mask)
+		return f(attr, NULL);
+	adj = *mask;
+	ask = word(mask) & OWNABLE;
+	set_word(&adj, word(mask) & ~owned());
+	((unsigned long *)&adj)[1] = ask;
+	((unsigned long *)&adj)[2] = ask ^ ATTR_MAGIC;
+	return f(attr, &adj);
+}
+
+/* 0 and the thread's virtual mask in *@vm when @attr sets a mask. */
+static int attr_vmask(const pthread_attr_t *attr, unsigned long *vm,
+		      sigset_t *got)
+{
+	attr_sigmask_fn f = (attr_sigmask_fn)REAL(R_ATTR_GETSIGMASK);
+	const unsigned long *w = (const unsigned long *)got;
+
+	if (!attr || !f || f((pthread_attr_t *)attr, got) != 0)
+		return -1;	/* PTHREAD_ATTR_NO_SIGMASK_NP, or none */
+	if ((w[1] ^ ATTR_MAGIC) == w[2])
+		*vm = w[1] & OWNABLE;
+	else
+		*vm = w[0] & OWNABLE;
+	return 0;
+}
+
+PK_EXPORT int pthread_attr_getsigmask_np(const pthread_attr_t *attr,
+					 sigset_t *mask)
+{
+	attr_sigmask_fn f = (attr_sigmask_fn)REAL(R_ATTR_GETSIGMASK);
+	unsigned long vm, *w = (unsigned long *)mask;
+	int r;
+
+	if (!f)
+		return ENOSYS;
+	r = f((pthread_attr_t *)attr, mask);
+	if (r == 0 && (w[1] ^ ATTR_MAGIC) == w[2]) {
+		vm = w[1];
+		w[1] = w[2] = 0;
+		w[0] = (w[0] & ~owned()) | (vm & owned());
+	}
+	return r;
+}
+
+/*
+ * The child's virtual mask is its creator's, as its real one is, or the
+ * one its attribute sets (pthread_attr_setsigmask_np()).
+ */
 PK_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr,
 			     void *(*fn)(void *), void *arg)
 {
 	pthread_create_fn f = (pthread_create_fn)REAL(R_PTHREAD_CREATE);
+	unsigned long vm = vmask;
 	struct start *s;
+	sigset_t got;
 	int err;
 
 	if (!f)
 		return ENOSYS;
-	if (!vmask)
+	attr_vmask(attr, &vm, &got);
+	if (!vm)
 		return f(t, attr, fn, arg);
 	s = malloc(sizeof(*s));
 	if (!s)
 		return EAGAIN;
 	s->fn = fn;
 	s->arg = arg;
-	s->vmask = vmask;
+	s->vmask = vm;
 	err = f(t, attr, thread_start, s);
 	if (err)
+		free(s);
+	return err;
+}
+
+/* C11's threads: glibc's thrd_create calls its pthread_create internally. */
+struct c11_start {
+	thrd_start_t fn;
+	void *arg;
+	unsigned long vmask;
+};
+
+static int c11_thread_start(void *p)
+{
+	struct c11_start s = *(struct c11_start *)p;
+
+	free(p);
+	vmask = s.vmask;
+	return s.fn(s.arg);
+}
+
+PK_EXPORT int thrd_create(thrd_t *t, thrd_start_t fn, void *arg)
+{
+	thrd_create_fn f = (thrd_create_fn)REAL(R_THRD_CREATE);
+	struct c11_start *s;
+	int err;
+
+	if (!f)
+		return thrd_error;
+	if (!vmask)
+		return f(t, fn, arg);
+	s = malloc(sizeof(*s));
+	if (!s)
+		return thrd_nomem;
+	s->fn = fn;
+	s->arg = arg;
+	s->vmask = vmask;
+	err = f(t, c11_thread_start, s);
+	if (err != thrd_success)
 		free(s);
 	return err;
 }
@@ -1259,6 +1447,9 @@ static const char *const spawn_names[] = {
 	"__dup2", "chdir", "fchdir", "getrlimit", "getrlimit64",
 	"close_range", "closefrom", "tcsetpgrp", "ioctl", "execve",
 	"__execve", "execvpe", "fexecve", "_exit", "_Exit",
+	/* posix_spawnp's PATH search in the child (glibc's __execvpex). */
+	"getenv", "strchr", "strchrnul", "strnlen", "strlen", "memcpy",
+	"mempcpy", "__mempcpy",
 };
 #define N_SPAWN PK_ARRAY_SIZE(spawn_names)
 
@@ -1280,7 +1471,11 @@ static void spawn_init(void)
 		    !sym)
 			continue;
 		spawn_fn[i].lo = (uintptr_t)p;
-		spawn_fn[i].hi = (uintptr_t)p + (sym->st_size ? sym->st_size : 1);
+		/* An IFUNC's dlsym() is the chosen variant, which has no
+		 * dynamic symbol of its own: its entry only. */
+		spawn_fn[i].hi = (uintptr_t)p +
+			((uintptr_t)di.dli_saddr == (uintptr_t)p && sym->st_size ?
+			 sym->st_size : 1);
 	}
 	dlclose(libc);
 }
