@@ -42,6 +42,7 @@
 #include "internal.h"
 #include "probe/probe.h"
 #include "probe/sweep.h"
+#include "sig/sig.h"
 
 #define SWEEP_TIMEOUT_NS 10000000000LL
 
@@ -178,6 +179,8 @@ PK_NOPROBE static void sweep_handler(int sig, siginfo_t *si, void *ctx)
 			 __ATOMIC_RELEASE);
 out:
 	__atomic_sub_fetch(&sweep_readers, 1, __ATOMIC_SEQ_CST);
+	/* Not the program's: a wait this interrupted is restarted. */
+	pk_sig_own_runs++;
 	*ep = saved;
 }
 

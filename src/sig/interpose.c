@@ -104,6 +104,19 @@ static __thread struct deferred dinfo[4]
 	__attribute__((tls_model("initial-exec")));
 PK_SIGNAL_TLS(vmask);
 PK_SIGNAL_TLS(pend);
+
+/*
+ * How many of the program's handlers (prog_runs) and of probekit's that
+ * stand for none of the program's (pk_sig_own_runs: the sweep handler, a
+ * deferral) ran in this thread: a wait that only the latter interrupted
+ * is restarted (the waits' restart, below).
+ */
+static __thread unsigned long prog_runs
+	__attribute__((tls_model("initial-exec")));
+__thread unsigned long pk_sig_own_runs
+	__attribute__((tls_model("initial-exec")));
+PK_SIGNAL_TLS(prog_runs);
+PK_SIGNAL_TLS(pk_sig_own_runs);
 PK_SIGNAL_TLS(dinfo);
 
 static PK_NOPROBE_INLINE int dslot(int sig)
@@ -141,6 +154,7 @@ PK_NOPROBE void pk_sig_defer(int sig, const siginfo_t *si)
 	d->value = si->si_value;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	__atomic_fetch_or(&pend, BIT(sig), __ATOMIC_RELAXED);
+	pk_sig_own_runs++;
 }
 
 /*
@@ -427,16 +441,92 @@ static void wait_leave(struct wait_mask *w)
 	errno = saved;
 }
 
+/*
+ * The waits below return EINTR when any handler ran, the kernel never
+ * restarting them whatever SA_RESTART says; probekit's sweep signal (and
+ * a program's signal probekit deferred, which the kernel would have left
+ * pending) would make that a spurious EINTR the program never asked for.
+ * So each is restarted when only probekit's handlers ran during it:
+ * prog_runs counts the program's handlers (prog_enter(), which every one
+ * of them goes through: wrap_handler(), sig.c's call_prev()),
+ * pk_sig_own_runs probekit's (the sweep handler, pk_sig_defer()). A
+ * restart waits only what is left of the timeout (CLOCK_MONOTONIC, as
+ * the kernel measures it). Not seen: a handler of the program's that
+ * bypassed sigaction() (installed by a raw system call) and ran in the
+ * same wait as a sweep: that wait is restarted too.
+ */
+struct restart {
+	unsigned long prog, own;
+	int timed;
+	struct timespec deadline;
+};
+
+static void rs_start(struct restart *rs, const struct timespec *t)
+{
+	rs->prog = __atomic_load_n(&prog_runs, __ATOMIC_RELAXED);
+	rs->own = __atomic_load_n(&pk_sig_own_runs, __ATOMIC_RELAXED);
+	rs->timed = t != NULL;
+	if (t) {
+		clock_gettime(CLOCK_MONOTONIC, &rs->deadline);
+		rs->deadline.tv_sec += t->tv_sec;
+		rs->deadline.tv_nsec += t->tv_nsec;
+		while (rs->deadline.tv_nsec >= 1000000000) {
+			rs->deadline.tv_nsec -= 1000000000;
+			rs->deadline.tv_sec++;
+		}
+	}
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+/* @r -1 with EINTR that only probekit's handlers caused: wait again. */
+static int rs_again(int r, struct restart *rs)
+{
+	unsigned long own;
+
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (r >= 0 || errno != EINTR ||
+	    __atomic_load_n(&prog_runs, __ATOMIC_RELAXED) != rs->prog)
+		return 0;
+	own = __atomic_load_n(&pk_sig_own_runs, __ATOMIC_RELAXED);
+	if (own == rs->own)
+		return 0;
+	rs->own = own;
+	return 1;
+}
+
+/* What is left of the timeout in *@left (zero once past). */
+static const struct timespec *rs_left(const struct restart *rs,
+				      struct timespec *left)
+{
+	struct timespec now;
+	long long ns;
+
+	if (!rs->timed)
+		return NULL;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	ns = (long long)(rs->deadline.tv_sec - now.tv_sec) * 1000000000 +
+	     (rs->deadline.tv_nsec - now.tv_nsec);
+	if (ns < 0)
+		ns = 0;
+	left->tv_sec = ns / 1000000000;
+	left->tv_nsec = ns % 1000000000;
+	return left;
+}
+
 PK_EXPORT int sigsuspend(const sigset_t *mask)
 {
 	struct wait_mask w;
+	struct restart rs;
 	int r;
 
 	if (wait_enter(mask, &w)) {
 		errno = EINTR;
 		return -1;
 	}
-	r = ((sigsuspend_fn)REAL(R_SIGSUSPEND))(&w.adj);
+	rs_start(&rs, NULL);
+	do
+		r = ((sigsuspend_fn)REAL(R_SIGSUSPEND))(&w.adj);
+	while (rs_again(r, &rs));
 	wait_leave(&w);
 	return r;
 }
@@ -444,17 +534,22 @@ PK_EXPORT int sigsuspend(const sigset_t *mask)
 PK_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *t,
 		    const sigset_t *mask)
 {
+	struct timespec left;
 	struct wait_mask w;
-	int r;
+	struct restart rs;
+	int r, masked = mask != NULL;
 
-	if (!mask)
-		return ((ppoll_fn)REAL(R_PPOLL))(fds, n, t, mask);
-	if (wait_enter(mask, &w)) {
+	if (masked && wait_enter(mask, &w)) {
 		errno = EINTR;
 		return -1;
 	}
-	r = ((ppoll_fn)REAL(R_PPOLL))(fds, n, t, &w.adj);
-	wait_leave(&w);
+	rs_start(&rs, t);
+	do
+		r = ((ppoll_fn)REAL(R_PPOLL))(fds, n, t,
+					      masked ? &w.adj : NULL);
+	while (rs_again(r, &rs) && ((t = rs_left(&rs, &left)), 1));
+	if (masked)
+		wait_leave(&w);
 	return r;
 }
 
@@ -470,38 +565,77 @@ PK_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t n,
 	return ppoll(fds, n, t, mask);
 }
 
+/*
+ * pselect: the fd sets are the call's result, so a restart waits on a
+ * copy of what the program passed.
+ */
 PK_EXPORT int pselect(int n, fd_set *r, fd_set *wr, fd_set *e,
 		      const struct timespec *t, const sigset_t *mask)
 {
+	fd_set in[3];
+	struct timespec left;
 	struct wait_mask w;
-	int ret;
+	struct restart rs;
+	int ret, masked = mask != NULL;
 
-	if (!mask)
-		return ((pselect_fn)REAL(R_PSELECT))(n, r, wr, e, t, mask);
-	if (wait_enter(mask, &w)) {
+	if (masked && wait_enter(mask, &w)) {
 		errno = EINTR;
 		return -1;
 	}
-	ret = ((pselect_fn)REAL(R_PSELECT))(n, r, wr, e, t, &w.adj);
-	wait_leave(&w);
+	if (r)
+		in[0] = *r;
+	if (wr)
+		in[1] = *wr;
+	if (e)
+		in[2] = *e;
+	rs_start(&rs, t);
+	for (;;) {
+		ret = ((pselect_fn)REAL(R_PSELECT))(n, r, wr, e, t,
+						    masked ? &w.adj : NULL);
+		if (!rs_again(ret, &rs))
+			break;
+		t = rs_left(&rs, &left);
+		if (r)
+			*r = in[0];
+		if (wr)
+			*wr = in[1];
+		if (e)
+			*e = in[2];
+	}
+	if (masked)
+		wait_leave(&w);
 	return ret;
 }
 
 PK_EXPORT int epoll_pwait(int fd, struct epoll_event *ev, int max, int tmo,
 			  const sigset_t *mask)
 {
+	struct timespec t = { tmo / 1000, (tmo % 1000) * 1000000L };
+	struct timespec left = { 0, 0 };
 	struct wait_mask w;
-	int r;
+	struct restart rs;
+	int r, masked = mask != NULL;
 
-	if (!mask)
-		return ((epoll_pwait_fn)REAL(R_EPOLL_PWAIT))(fd, ev, max, tmo,
-							     mask);
-	if (wait_enter(mask, &w)) {
+	if (masked && wait_enter(mask, &w)) {
 		errno = EINTR;
 		return -1;
 	}
-	r = ((epoll_pwait_fn)REAL(R_EPOLL_PWAIT))(fd, ev, max, tmo, &w.adj);
-	wait_leave(&w);
+	rs_start(&rs, tmo >= 0 ? &t : NULL);
+	for (;;) {
+		r = ((epoll_pwait_fn)REAL(R_EPOLL_PWAIT))(fd, ev, max, tmo,
+							  masked ? &w.adj :
+								   NULL);
+		if (!rs_again(r, &rs))
+			break;
+		if (tmo > 0) {
+			/* Rounded up: never a shorter wait than asked. */
+			rs_left(&rs, &left);
+			tmo = (int)(left.tv_sec * 1000 +
+				    (left.tv_nsec + 999999) / 1000000);
+		}
+	}
+	if (masked)
+		wait_leave(&w);
 	return r;
 }
 
@@ -509,21 +643,25 @@ PK_EXPORT int epoll_pwait2(int fd, struct epoll_event *ev, int max,
 			   const struct timespec *t, const sigset_t *mask)
 {
 	epoll_pwait2_fn f = (epoll_pwait2_fn)REAL(R_EPOLL_PWAIT2);
+	struct timespec left;
 	struct wait_mask w;
-	int r;
+	struct restart rs;
+	int r, masked = mask != NULL;
 
 	if (!f) {
 		errno = ENOSYS;
 		return -1;
 	}
-	if (!mask)
-		return f(fd, ev, max, t, mask);
-	if (wait_enter(mask, &w)) {
+	if (masked && wait_enter(mask, &w)) {
 		errno = EINTR;
 		return -1;
 	}
-	r = f(fd, ev, max, t, &w.adj);
-	wait_leave(&w);
+	rs_start(&rs, t);
+	do
+		r = f(fd, ev, max, t, masked ? &w.adj : NULL);
+	while (rs_again(r, &rs) && ((t = rs_left(&rs, &left)), 1));
+	if (masked)
+		wait_leave(&w);
 	return r;
 }
 
@@ -559,6 +697,8 @@ PK_EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info,
 			   const struct timespec *t)
 {
 	int r, sig = take_deferred(set, info);
+	struct timespec left;
+	struct restart rs;
 	sigset_t adj;
 
 	if (sig)
@@ -567,10 +707,15 @@ PK_EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info,
 	 * own signals (a sweep, a trap); the program's own come deferred. */
 	adj = *set;
 	set_word(&adj, word(&adj) & ~owned());
-	r = ((sigtimedwait_fn)REAL(R_SIGTIMEDWAIT))(&adj, info, t);
-	if (r < 0 && errno == EINTR && (sig = take_deferred(set, info)))
-		return sig;
-	return r;
+	rs_start(&rs, t);
+	for (;;) {
+		r = ((sigtimedwait_fn)REAL(R_SIGTIMEDWAIT))(&adj, info, t);
+		if (r < 0 && errno == EINTR && (sig = take_deferred(set, info)))
+			return sig;
+		if (!rs_again(r, &rs))
+			return r;
+		t = rs_left(&rs, &left);
+	}
 }
 
 PK_EXPORT int sigwaitinfo(const sigset_t *set, siginfo_t *info)
@@ -641,6 +786,7 @@ static PK_NOPROBE_INLINE unsigned long prog_enter(unsigned long add,
 		set_word(&uc->uc_sigmask,
 			 (word(&uc->uc_sigmask) & ~own) | (was & own));
 	vmask = was | (add & OWNABLE);
+	prog_runs++;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	return was;
 }

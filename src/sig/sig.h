@@ -101,6 +101,13 @@ PK_HIDDEN unsigned long pk_sig_prog_enter(int sig, int flags,
 					  const sigset_t *sa_mask, void *ctx);
 PK_HIDDEN void pk_sig_prog_leave(unsigned long was, void *ctx);
 
+/*
+ * Bumped by probekit's handlers that stand for no handler of the
+ * program's (the sweep's): a wait they alone interrupted is restarted.
+ */
+PK_HIDDEN extern __thread unsigned long pk_sig_own_runs
+	__attribute__((tls_model("initial-exec")));
+
 /* Keep asynchronous @sig pending for this thread until the program unblocks it. */
 PK_HIDDEN void pk_sig_defer(int sig, const siginfo_t *si);
 
