@@ -1471,26 +1471,89 @@ PK_EXPORT _Noreturn void __longjmp_chk(struct __jmp_buf_tag env[1], int val)
 
 /* ---------------------------------------------------- threads that block */
 
-/* SigBlk of /proc/self/task/@tid/status: 1 if it has @bit, 0, -errno. */
-static int task_blocks(const char *tid, unsigned long bit)
+/* From /proc/self/task/@tid/status: the line @key's value, or NULL. */
+static const char *status_field(const char *buf, const char *key)
 {
-	char path[64], buf[2048], *p;
+	const char *p = strstr(buf, key);
+
+	return p ? p + strlen(key) : NULL;
+}
+
+int pk_sig_task_look(pid_t tid, struct pk_sig_task *t)
+{
+	char path[64], buf[2048];
+	const char *v;
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/self/task/%.16s/status", tid);
+	memset(t, 0, sizeof(*t));
+	t->nr = -2;
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;	/* gone: fine */
+		return errno == ENOENT ? -ESRCH : -errno;
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
-		return 0;
+		return -ESRCH;
 	buf[n] = 0;
-	p = strstr(buf, "\nSigBlk:");
-	if (!p)
-		return 0;
-	return (strtoull(p + 8, NULL, 16) & bit) != 0;
+	if ((v = status_field(buf, "\nSigBlk:")))
+		t->sigblk = strtoull(v, NULL, 16);
+	if ((v = status_field(buf, "\nState:")))
+		t->state = v[strspn(v, " \t")];
+	if ((v = status_field(buf, "\nvoluntary_ctxt_switches:")))
+		t->ctxt = strtoull(v, NULL, 10);
+	if ((v = status_field(buf, "\nnonvoluntary_ctxt_switches:")))
+		t->ctxt += strtoull(v, NULL, 10);
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;	/* no syscall file: nr stays -2, "unknown" */
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n > 0) {
+		unsigned long long a[8];
+		long nr;
+
+		buf[n] = 0;
+		/* "nr a1 .. a6 sp pc", "-1 sp pc" or "running". */
+		if (sscanf(buf, "%ld %llx %llx %llx %llx %llx %llx %llx %llx", &nr,
+			   &a[0], &a[1], &a[2], &a[3], &a[4], &a[5], &a[6],
+			   &a[7]) == 9 && nr >= 0) {
+			t->nr = nr;
+			t->sp = (uintptr_t)a[6];
+			t->pc = (uintptr_t)a[7];
+		} else if (sscanf(buf, "%ld", &nr) == 1) {
+			t->nr = -1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * A thread asleep in a system call that has not run since @prev was read
+ * (same call, same place, no context switch): in that state a thread with
+ * every signal blocked stays until an event it waits for, which may be
+ * never (glibc's helpers). The calls glibc makes inside its own short
+ * all-blocked windows (creating a thread or a posix_spawn child, which
+ * waits in clone until the child has exec'd) are not counted.
+ */
+static int task_parked(const struct pk_sig_task *prev,
+		       const struct pk_sig_task *now)
+{
+	return now->nr >= 0 && (now->state == 'S' || now->state == 'D') &&
+	       now->nr != SYS_clone && now->nr != SYS_clone3 &&
+	       now->nr != SYS_vfork && now->nr != SYS_exit &&
+	       now->nr != SYS_exit_group && now->nr == prev->nr &&
+	       now->pc == prev->pc && now->sp == prev->sp &&
+	       now->ctxt == prev->ctxt;
+}
+
+int pk_sig_task_still(pid_t tid, const struct pk_sig_task *prev)
+{
+	struct pk_sig_task now;
+
+	return pk_sig_task_look(tid, &now) == 0 && task_parked(prev, &now);
 }
 
 /*
@@ -1526,13 +1589,35 @@ static int64_t mono_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* What a blocker is, for the refusal's message. */
+static const char *blocker_kind(const struct pk_sig_task *t)
+{
+	/* glibc's helpers block every signal (SigBlk fffffffe7ffbfeff). */
+	if ((t->sigblk | BIT(SIGKILL) | BIT(SIGSTOP) | BIT(32) | BIT(33)) ==
+	    ~0UL) {
+		if (t->nr == SYS_rt_sigtimedwait)
+			return "blocks every signal, waiting in rt_sigtimedwait "
+			       "(glibc's timer_create SIGEV_THREAD helper)";
+		if (t->nr == SYS_recvfrom || t->nr == SYS_recvmsg)
+			return "blocks every signal, waiting on a socket "
+			       "(glibc's mq_notify SIGEV_THREAD helper)";
+		if (t->nr == SYS_futex)
+			return "blocks every signal, waiting on a futex (an AIO "
+			       "worker or another helper thread)";
+		return "blocks every signal";
+	}
+	return "set behind libc's back (a raw rt_sigprocmask, a thread that "
+	       "libc created with its own mask)";
+}
+
 int pk_sig_check_blocked(int sig, const char *what, unsigned int flags)
 {
 	unsigned long bit = BIT(sig);
-	char tids[CHECK_MAX][16];
+	struct pk_sig_task seen[CHECK_MAX];
+	pid_t tids[CHECK_MAX];
 	int wait = flags & PK_SIG_CHECK_WAIT;
 	struct dirent *de;
-	int n = 0, left;
+	int n = 0, left, parked = -1;
 	DIR *d;
 
 	if (handed_off) {
@@ -1547,21 +1632,41 @@ int pk_sig_check_blocked(int sig, const char *what, unsigned int flags)
 	if (!d)
 		return 0;	/* no /proc: nothing to go by */
 	while ((de = readdir(d)) && n < CHECK_MAX) {
-		if (de->d_name[0] == '.')
+		pid_t tid = (pid_t)atoi(de->d_name);
+
+		if (de->d_name[0] == '.' || tid <= 0)
 			continue;
-		if (task_blocks(de->d_name, bit) == 1)
-			snprintf(tids[n++], sizeof(tids[0]), "%.15s", de->d_name);
+		if (pk_sig_task_look(tid, &seen[n]) == 0 &&
+		    (seen[n].sigblk & bit))
+			tids[n++] = tid;
 	}
 	closedir(d);
 	if (n && !wait)
 		return -EAGAIN;
-	/* Only those seen blocked are read again: a transient one unblocks. */
+	/*
+	 * Only those seen blocked are read again: a transient one unblocks.
+	 * One that is parked (asleep in the same call at the same place, not
+	 * run since: task_parked()) while blocking is not in one of glibc's
+	 * short windows; it is refused at once rather than after ~2 s.
+	 */
 	for (unsigned int pause = 1000; n && pause <= 1024000; pause *= 2) {
 		usleep(pause);
 		left = 0;
-		for (int i = 0; i < n; i++)
-			if (task_blocks(tids[i], bit) == 1)
-				memcpy(tids[left++], tids[i], sizeof(tids[0]));
+		for (int i = 0; i < n && parked < 0; i++) {
+			struct pk_sig_task now;
+
+			if (pk_sig_task_look(tids[i], &now) || !(now.sigblk & bit))
+				continue;
+			if (pause >= 4000 && task_parked(&seen[i], &now))
+				parked = left;
+			tids[left] = tids[i];
+			seen[left++] = now;
+		}
+		if (parked >= 0) {
+			tids[0] = tids[parked];
+			seen[0] = seen[parked];
+			break;
+		}
 		n = left;
 	}
 	if (!n) {
@@ -1569,11 +1674,13 @@ int pk_sig_check_blocked(int sig, const char *what, unsigned int flags)
 			handed_off = mono_ns();
 		return 0;
 	}
-	pk_err("%s: thread %s blocks SIG%s (SigBlk in /proc/self/task/%s/status, "
-	       "set behind libc's back, e.g. by a raw rt_sigprocmask, or one of "
-	       "glibc's helper threads that block every signal): an int3 "
-	       "there would kill the process; refused",
-	       what, tids[0], sigabbrev_np(sig), tids[0]);
+	pk_err("%s: thread %d blocks SIG%s (SigBlk %016lx in "
+	       "/proc/self/task/%d/status: %s; %s): an int3 there would kill "
+	       "the process; refused (probekit(7), SIGNALS)",
+	       what, (int)tids[0], sigabbrev_np(sig), seen[0].sigblk,
+	       (int)tids[0], blocker_kind(&seen[0]),
+	       parked >= 0 ? "parked in a system call, refused at once" :
+			     "still blocking after ~2 s");
 	return -EDEADLK;
 }
 

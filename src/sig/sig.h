@@ -37,6 +37,7 @@
 
 #include <signal.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <sys/ucontext.h>
 
 #include "internal.h"
@@ -130,6 +131,27 @@ PK_HIDDEN void pk_sig_strip_masks(int sig);
  */
 #define PK_SIG_CHECK_WAIT	1u
 PK_HIDDEN int pk_sig_check_blocked(int sig, const char *what, unsigned int flags);
+
+/*
+ * What /proc/self/task/TID says of a thread: its real mask, state letter,
+ * context switches, and, asleep in a system call, which and where (its
+ * user sp and pc); @nr -1 when not in a call, -2 unknown (running, or no
+ * syscall file). pk_sig_task_look(): 0, -ESRCH (gone), -errno.
+ */
+struct pk_sig_task {
+	unsigned long sigblk;
+	char state;
+	unsigned long long ctxt;
+	long nr;
+	uintptr_t sp, pc;
+};
+PK_HIDDEN int pk_sig_task_look(pid_t tid, struct pk_sig_task *t);
+
+/*
+ * Whether @tid is still asleep in the system call @prev saw, at the same
+ * place, and has not run since (same context switch count).
+ */
+PK_HIDDEN int pk_sig_task_still(pid_t tid, const struct pk_sig_task *prev);
 
 /* The glibc posix_spawn child function [@addr, +@len) overlaps, or NULL. */
 PK_HIDDEN const char *pk_sig_spawn_child_fn(uintptr_t addr, size_t len);
