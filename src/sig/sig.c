@@ -24,18 +24,26 @@
  *     sighold, sigrelse, sigignore: for a signal probekit owns, the program's
  *     handler is recorded in prev[] (through pk_signal_action(), which
  *     stays the explicit API for code that does not go through libc's
- *     names) and chained, and reading it back returns it;
- *   - sigprocmask, pthread_sigmask, sigsuspend, ppoll, pselect,
- *     epoll_pwait(2): the owned signals are never really blocked; what
- *     the program asked for is a per-thread virtual mask, read back as
- *     set; a handler's sa_mask never blocks them either;
+ *     names) and chained, and reading it back returns it; for any other,
+ *     it is wrapped (interpose.c's wrap_handler()) so that it runs with
+ *     the program's virtual mask as the kernel would set it;
+ *   - sigprocmask, pthread_sigmask, sigblock, sigsetmask, sigsuspend,
+ *     sigpause, ppoll (and __ppoll_chk), pselect, epoll_pwait(2): the
+ *     owned signals are never really blocked; what the program asked for
+ *     is a per-thread virtual mask, read back as set; a handler's sa_mask
+ *     never blocks them either (it blocks them virtually while the
+ *     handler runs), and the waits restart when only probekit's own
+ *     signals interrupted them;
+ *   - longjmp, _longjmp, siglongjmp, __longjmp_chk and __sigsetjmp: a
+ *     jump out of a handler restores the virtual mask sigsetjmp saw;
  *   - the program's own signals still reach it as the kernel would: an
  *     asynchronous one (si_code <= 0: its raise(SIGTRAP), a kill) that
  *     arrives while it is virtually blocked waits per thread and is sent
  *     again when the program unblocks it (or taken by its sigwait); a
  *     fault the kernel raises while it is virtually blocked takes the
  *     default action (call_prev() returns 0), as it would;
- *   - pthread_create: the child's virtual mask is its creator's.
+ *   - pthread_create, thrd_create, pthread_attr_setsigmask_np: the
+ *     child's virtual mask is its creator's, or its attribute's.
  *
  * Why the reasons against it no longer hold: the sanitizers also
  * interpose sigaction, but they call the next definition (dlsym
@@ -55,11 +63,11 @@
  *
  * What is not covered: signalfd (owned signals are never blocked, so a
  * signalfd never reads them; the program's handler gets them instead),
- * the owned signals in the mask a handler runs with (its sa_mask and its
- * own signal are blocked for the non-owned signals only, see below),
- * a thread that blocked an owned signal before probekit took it through
- * libc and has not called a mask function since (refused as above), and
- * exec (the new image starts with the owned signals unblocked).
+ * handlers installed past sigaction() (raw rt_sigaction, or before
+ * libprobekit loaded: not wrapped), and exec (the new image starts with
+ * the owned signals unblocked). Every owned signal is owned from load
+ * (interpose.c's and fault.c's constructors), so no thread can have
+ * blocked one through libc before probekit took it.
  *
  * The previous action is kept in two copies and an index, so the signal
  * path reads a whole struct while pk_signal_action() writes the other copy;
