@@ -65,6 +65,19 @@ if(TARGET test_sig_early)
   set_tests_properties(test_sig_early PROPERTIES ENVIRONMENT
     "${PK_TEST_ENV};PROBEKIT_WATCH=page")
 endif()
+# The same, for a program with no probekit of its own, under the command's
+# agent (its forwarders, agent/interpose.c). Fortified, so that siglongjmp
+# is __longjmp_chk. Not in sanitizer builds (see sig-cli.sh).
+add_executable(sig_agent_target sig_agent_target.c)
+target_compile_options(sig_agent_target PRIVATE -O2 -U_FORTIFY_SOURCE
+  -D_FORTIFY_SOURCE=2)
+if(NOT PK_SANITIZE)
+  add_test(NAME sig_agent
+    COMMAND $<TARGET_FILE:probekit_cli> count -p libc.so.6:getppid --
+            $<TARGET_FILE:sig_agent_target>)
+  set_tests_properties(sig_agent PROPERTIES LABELS quick TIMEOUT 60
+    ENVIRONMENT "${PK_TEST_ENV}")
+endif()
 # ---- end sig9 ----
 
 # ---- text: the slower cross-core sync methods; maps read whole ----
