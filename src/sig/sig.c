@@ -219,7 +219,7 @@ PK_NOPROBE static int call_prev(int i, int sig, siginfo_t *si, void *ctx)
 {
 	unsigned int idx = __atomic_load_n(&prev_idx[i], __ATOMIC_ACQUIRE);
 	struct sigaction p = prev[i][idx & 1];
-	unsigned long vwas;
+	unsigned long vwas, extra;
 	sigset_t saved;
 
 	/*
@@ -258,15 +258,23 @@ PK_NOPROBE static int call_prev(int i, int sig, siginfo_t *si, void *ctx)
 	 * out: interpose.c's jumps).
 	 */
 	vwas = pk_sig_prog_enter(sig, p.sa_flags, &p.sa_mask, ctx);
-	/* Never the owned signals really: an int3 in there would be fatal. */
-	((unsigned long *)&p.sa_mask)[0] &=
+	/*
+	 * Never the owned signals really: an int3 in there would be fatal.
+	 * An sa_mask with nothing else (the common case) costs no system
+	 * call: the kernel's 64 signals are word 0, and the sigreturn that
+	 * follows puts back the mask of before anyway.
+	 */
+	extra = ((unsigned long *)&p.sa_mask)[0] &
 		~__atomic_load_n(&pk_sig_owned_bits, __ATOMIC_RELAXED);
-	pk_sig_real_sigmask(SIG_BLOCK, &p.sa_mask, &saved);
+	((unsigned long *)&p.sa_mask)[0] = extra;
+	if (extra)
+		pk_sig_real_sigmask(SIG_BLOCK, &p.sa_mask, &saved);
 	if (p.sa_flags & SA_SIGINFO)
 		p.sa_sigaction(sig, si, ctx);
 	else
 		p.sa_handler(sig);
-	pk_sig_real_sigmask(SIG_SETMASK, &saved, NULL);
+	if (extra)
+		pk_sig_real_sigmask(SIG_SETMASK, &saved, NULL);
 	pk_sig_prog_leave(vwas, ctx);
 	return 1;
 }
