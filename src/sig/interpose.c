@@ -846,11 +846,19 @@ PK_NOPROBE static void wrap_handler(int sig, siginfo_t *si, void *ctx)
 	prog_leave(was, ctx);
 }
 
+/*
+ * Every asynchronous signal blocked (a handler calling sigaction() while
+ * its thread holds pact_lock would spin forever), but never the
+ * synchronous ones probekit owns: libc's sigaction, called with the lock
+ * held, may carry an int3 probe, which a really blocked SIGTRAP makes
+ * fatal (as sig.c's sig_lock_take()).
+ */
 static void pact_take(sigset_t *old)
 {
 	sigset_t all;
 
 	sigfillset(&all);
+	set_word(&all, word(&all) & ~(FAULT_SIGS & owned()));
 	pk_sig_real_sigmask(SIG_BLOCK, &all, old);
 	while (__atomic_exchange_n(&pact_lock, 1, __ATOMIC_ACQUIRE))
 		sched_yield();
