@@ -60,10 +60,17 @@ static void handler(int sig, void (*fn)(int), int all)
 
 int main(void)
 {
+	struct sigaction got;
 	sigset_t t;
 
 	handler(SIGTRAP, on_trap, 0);
 	handler(SIGUSR1, on_usr1, 1);
+	/* Wrapped for the kernel, read back as set. */
+	sigaction(SIGUSR1, NULL, &got);
+	ASSERT_TRUE(got.sa_handler == on_usr1, "the handler reads back as set");
+	ASSERT_FALSE(got.sa_flags & SA_SIGINFO, "without SA_SIGINFO, as set");
+	ASSERT_TRUE(sigismember(&got.sa_mask, SIGTRAP) == 1 &&
+		    sigismember(&got.sa_mask, SIGINT) == 1, "its sa_mask as set");
 
 	/* Return from the handler. */
 	raise(SIGUSR1);

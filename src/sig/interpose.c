@@ -881,7 +881,9 @@ static void pact_read_back(struct sigaction *old, const struct pact *p)
 {
 	if (!(old->sa_flags & SA_SIGINFO) || old->sa_sigaction != wrap_handler)
 		return;
-	old->sa_flags = p->flags | (old->sa_flags & 0x04000000);	/* SA_RESTORER */
+	/* The kernel's flags (it may have dropped some: SA_UNSUPPORTED's
+	 * protocol), but SA_SIGINFO as the program set it. */
+	old->sa_flags = (old->sa_flags & ~SA_SIGINFO) | (p->flags & SA_SIGINFO);
 	if (p->flags & SA_SIGINFO)
 		old->sa_sigaction = (void (*)(int, siginfo_t *, void *))p->fn;
 	else
