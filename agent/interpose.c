@@ -13,10 +13,12 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stddef.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
+#include <threads.h>
 #include <time.h>
 
 #include "probekit.h"
@@ -136,3 +138,116 @@ FORWARD(int, siginterrupt, -1, (int sig, int flag), (sig, flag))
 FORWARD(int, pthread_create, ENOSYS,
 	(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
 	 void *arg), (t, attr, fn, arg))
+FORWARD(int, pthread_attr_setsigmask_np, ENOSYS,
+	(pthread_attr_t *attr, const sigset_t *mask), (attr, mask))
+FORWARD(int, pthread_attr_getsigmask_np, ENOSYS,
+	(const pthread_attr_t *attr, sigset_t *mask), (attr, mask))
+FORWARD(int, thrd_create, thrd_error,
+	(thrd_t *t, thrd_start_t fn, void *arg), (t, fn, arg))
+FORWARD(int, __ppoll_chk, -1,
+	(struct pollfd *fds, nfds_t n, const struct timespec *t,
+	 const sigset_t *mask, size_t len), (fds, n, t, mask, len))
+FORWARD(int, sigblock, -1, (int mask), (mask))
+FORWARD(int, sigsetmask, -1, (int mask), (mask))
+FORWARD(int, __sigpause, -1, (int sig_or_mask, int is_sig),
+	(sig_or_mask, is_sig))
+FORWARD(int, __xpg_sigpause, -1, (int sig), (sig))
+
+/* The symbol sigpause is BSD's; <signal.h>'s sigpause() is XPG's. */
+static int (*fwd_bsd_sigpause)(int);
+static const struct fwd fwd_ent_bsd_sigpause
+	__attribute__((used, section("pka_fwd"), aligned(8))) = {
+		"sigpause", (void **)&fwd_bsd_sigpause };
+PKA_EXPORT int pka_bsd_sigpause(int mask) __asm__("sigpause");
+int pka_bsd_sigpause(int mask)
+{
+	int (*p)(int) = __atomic_load_n(&fwd_bsd_sigpause, __ATOMIC_ACQUIRE);
+
+	if (!p)
+		*(void **)&p = lib_fn("sigpause");
+	if (!p) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return p(mask);
+}
+
+/*
+ * The jumps out of handlers and __sigsetjmp (src/sig/interpose.c, "jumps
+ * out of handlers"): the jumps forward like the rest; __sigsetjmp and
+ * setjmp must leave the caller's frame as setjmp sees it, so they are
+ * stubs that tail-jump to the library's.
+ */
+#define FORWARD_JUMP(name)                                                     \
+	static void (*fwd_##name)(struct __jmp_buf_tag *, int);                \
+	static const struct fwd fwd_ent_##name                                 \
+		__attribute__((used, section("pka_fwd"), aligned(8))) = {      \
+			#name, (void **)&fwd_##name };                         \
+	PKA_EXPORT _Noreturn void name(struct __jmp_buf_tag env[1], int val)   \
+	{                                                                      \
+		void (*p)(struct __jmp_buf_tag *, int) =                       \
+			__atomic_load_n(&fwd_##name, __ATOMIC_ACQUIRE);        \
+                                                                               \
+		if (!p)                                                        \
+			*(void **)&p = lib_fn(#name);                          \
+		if (!p)                                                        \
+			*(void **)&p = dlsym(RTLD_NEXT, #name);                \
+		p(env, val);                                                   \
+		__builtin_unreachable();                                       \
+	}
+
+FORWARD_JUMP(longjmp)
+FORWARD_JUMP(_longjmp)
+FORWARD_JUMP(siglongjmp)
+FORWARD_JUMP(__longjmp_chk)
+
+__attribute__((visibility("hidden"))) void *pka_fwd_sigsetjmp;
+static const struct fwd fwd_ent_sigsetjmp
+	__attribute__((used, section("pka_fwd"), aligned(8))) = {
+		"__sigsetjmp", &pka_fwd_sigsetjmp };
+
+/* The stubs' slow path (before resolve_fwd()): the library's, or libc's. */
+__attribute__((visibility("hidden"))) void *pka_sigsetjmp_slow(void);
+void *pka_sigsetjmp_slow(void)
+{
+	void *p = lib_fn("__sigsetjmp");
+
+	if (!p)
+		p = dlsym(RTLD_NEXT, "__sigsetjmp");
+	return p;
+}
+
+__asm__(".text\n"
+	".globl __sigsetjmp\n"
+	".type __sigsetjmp, @function\n"
+	"__sigsetjmp:\n"
+	".Lpka_sigsetjmp:\n"
+	"	.cfi_startproc\n"
+	"	endbr64\n"
+	"	mov pka_fwd_sigsetjmp(%rip), %rax\n"
+	"	test %rax, %rax\n"
+	"	jz 1f\n"
+	"	jmp *%rax\n"
+	"1:	push %rdi\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	push %rsi\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	sub $8, %rsp\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	call pka_sigsetjmp_slow\n"
+	"	add $8, %rsp\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	pop %rsi\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	pop %rdi\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	jmp *%rax\n"
+	"	.cfi_endproc\n"
+	".size __sigsetjmp, .-__sigsetjmp\n"
+	".globl setjmp\n"
+	".type setjmp, @function\n"
+	"setjmp:\n"
+	"	endbr64\n"
+	"	mov $1, %esi\n"
+	"	jmp .Lpka_sigsetjmp\n"
+	".size setjmp, .-setjmp\n");

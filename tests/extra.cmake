@@ -53,6 +53,32 @@ add_test(NAME sig_cli
 set_tests_properties(sig_cli PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end sig ----
+# ---- sig9: signal gaps of issue 9 item 1 (early ownership, handler masks,
+# more entry points, spurious EINTR, all-blocking helper threads) ----
+foreach(name test_sig_early test_sig_hmask test_sig_entries test_sig_eintr
+             test_sig_helper)
+  if(TARGET ${name})
+    set_target_properties(${name} PROPERTIES ENABLE_EXPORTS ON)
+  endif()
+endforeach()
+if(TARGET test_sig_early)
+  set_tests_properties(test_sig_early PROPERTIES ENVIRONMENT
+    "${PK_TEST_ENV};PROBEKIT_WATCH=page")
+endif()
+# The same, for a program with no probekit of its own, under the command's
+# agent (its forwarders, agent/interpose.c). Fortified, so that siglongjmp
+# is __longjmp_chk. Not in sanitizer builds (see sig-cli.sh).
+add_executable(sig_agent_target sig_agent_target.c)
+target_compile_options(sig_agent_target PRIVATE -O2 -U_FORTIFY_SOURCE
+  -D_FORTIFY_SOURCE=2)
+if(NOT PK_SANITIZE)
+  add_test(NAME sig_agent
+    COMMAND $<TARGET_FILE:probekit_cli> count -p libc.so.6:getppid --
+            $<TARGET_FILE:sig_agent_target>)
+  set_tests_properties(sig_agent PROPERTIES LABELS quick TIMEOUT 60
+    ENVIRONMENT "${PK_TEST_ENV}")
+endif()
+# ---- end sig9 ----
 
 # ---- text: the slower cross-core sync methods; maps read whole ----
 foreach(name test_text_basic stress_text)
