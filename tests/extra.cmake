@@ -66,7 +66,7 @@ if(TARGET test_sig_early)
     "${PK_TEST_ENV};PROBEKIT_WATCH=page")
 endif()
 # The same, for a program with no probekit of its own, under the command's
-# agent (its forwarders, agent/interpose.c). Fortified, so that siglongjmp
+# agent (the sig layer's interposers linked into it). Fortified, so that siglongjmp
 # is __longjmp_chk. Not in sanitizer builds (see sig-cli.sh).
 add_executable(sig_agent_target sig_agent_target.c)
 target_compile_options(sig_agent_target PRIVATE -O2 -U_FORTIFY_SOURCE
