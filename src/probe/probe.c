@@ -26,17 +26,18 @@
  * there is copied as "push the return address; jmp callee"
  * (pk_arch_relocate_one()), so nothing ever returns into a slot.
  *
- * The stubs (two per chunk) save every register a handler may see into a
+ * The stubs (three per chunk) save every register a handler may see into a
  * struct pk_regs, call pk_probe_dispatch() (the fast stub) or
- * pk_probe_dispatch_full() (the full stub), restore them (so handlers may
- * change registers) and return into the slot: call and ret pair up, so the
- * return stack buffer predicts them. The dispatcher finds the tramp from the
- * return address, and from its offset in the slot whether pre- or
- * post-handlers are due. The fast stub does not restore the flags (popf
- * costs more than the rest of the stub): at a function's entry no flag is
- * live (SysV ABI; DF is clear there and after the handler). The full one
- * does: probes inside a function and post-handlers, where any flag may be
- * live.
+ * pk_probe_dispatch_full() (the post and full stubs), restore them (so
+ * handlers may change registers) and return into the slot: call and ret
+ * pair up, so the return stack buffer predicts them. The dispatcher finds
+ * the tramp from the return address, and from its offset in the slot
+ * whether pre- or post-handlers are due. The fast stub does not restore the
+ * flags: at a function's entry no flag is live (SysV ABI; DF is clear
+ * there and after the handler). The others do: the post stub after a
+ * function's first instruction (the entry's vector save, where that
+ * instruction leaves the x87/MMX state alone), the full one inside a
+ * function (all the vector, x87 and MXCSR state).
  *
  * Which thread may be where: the thread sweep, whose move and wait are
  * described in sweep.h. Here, arming and disarming jump probes (an int3
