@@ -186,6 +186,14 @@ void pk_arch_tramp_test_modes(const struct pk_arch_vsave *fast,
 	pk_arch_vsave = *fast;
 	vec.full = *full;
 }
+
+/* The same: stubs built from now on restore the flags by popf (@sahf 0). */
+void pk_arch_tramp_test_sahf(int sahf);
+void pk_arch_tramp_test_sahf(int sahf)
+{
+	vec_init();
+	vec.sahf = sahf;
+}
 #endif
 
 /* The ModRM, SIB and displacement of [rsp + @disp] with register @reg. */
