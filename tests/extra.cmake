@@ -523,3 +523,16 @@ add_test(NAME agent_rcu COMMAND agent_rcu)
 set_tests_properties(agent_rcu PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end agent ----
+# ---- tramp12: entry and return hit cost ----
+# test_tramp_modes builds chunk heads in every vector save mode and with
+# sahf or popf (hooks compiled only into it, PK_TEST_TRAMP) and calls the
+# post and full stubs directly: tramp.c and what it calls, compiled in.
+if(TARGET test_tramp_modes)
+  target_sources(test_tramp_modes PRIVATE ${PROJECT_SOURCE_DIR}/src/arch/x86_64/tramp.c
+                                          ${PROJECT_SOURCE_DIR}/src/arch/x86_64/reloc.c
+                                          ${PROJECT_SOURCE_DIR}/src/arch/x86_64/encode.c
+                                          ${PROJECT_SOURCE_DIR}/src/arch/x86_64/decode.c)
+  target_compile_definitions(test_tramp_modes PRIVATE PK_TEST_TRAMP)
+  target_link_libraries(test_tramp_modes PRIVATE Zydis::Zydis)
+endif()
+# ---- end tramp12 ----
