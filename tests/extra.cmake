@@ -455,3 +455,12 @@ if(TARGET test_place_cases)
   endif()
 endif()
 # ---- end probe/place ----
+
+# ---- prof11: the profiler's parts, prof/ (issue 11) ----
+# The prof tests call prof/'s static library (hidden symbols, no libprobekit API).
+foreach(name test_prof_hist test_prof_tsc test_prof_openmetrics test_prof_trace)
+  if(TARGET ${name})
+    target_link_libraries(${name} PRIVATE probekit_prof m)
+  endif()
+endforeach()
+# ---- end prof11 ----
