@@ -50,7 +50,7 @@ int pk_esc_put(FILE *f, const char *s, enum pk_esc_mode mode)
 			p += n;
 			continue;
 		}
-		switch (*p) {
+		switch (mode == PK_ESC_NONE ? 0 : *p) {
 		case '"':
 			err |= fputs("\\\"", f) < 0;
 			break;

@@ -8,13 +8,14 @@
 enum pk_esc_mode {
 	PK_ESC_JSON,	/* \" \\ \n \t ..., other controls as \u00XX */
 	PK_ESC_OM,	/* OpenMetrics/Prometheus label values: \" \\ \n only */
+	PK_ESC_NONE,	/* nothing escaped, only invalid UTF-8 replaced (protobuf strings) */
 };
 
 /**
  * pk_esc_put() - write @s to @f escaped for @mode, as valid UTF-8.
  * @f: the stream.
  * @s: a NUL-terminated string of any bytes (symbol names, paths).
- * @mode: PK_ESC_JSON or PK_ESC_OM.
+ * @mode: PK_ESC_JSON, PK_ESC_OM or PK_ESC_NONE.
  *
  * Each byte that does not begin a well-formed UTF-8 sequence (overlong
  * forms, surrogates and values above U+10FFFF included) is written as
