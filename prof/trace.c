@@ -25,35 +25,45 @@ static int put_us(FILE *f, uint64_t ns)
 	return fprintf(f, "%llu.%03u", (unsigned long long)(ns / 1000), (unsigned int)(ns % 1000)) < 0;
 }
 
-static int put_meta_json(FILE *f, uint32_t pid, uint32_t tid, const char *what, const char *name)
+/* Events are separated by ",\n": before every one but the first. */
+static const char *sep_of(int *first)
 {
-	int err = fprintf(f, "{\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"name\":\"%s\",\"args\":{\"name\":\"",
-			  pid, tid, what) < 0;
+	const char *s = *first ? "" : ",\n";
+
+	*first = 0;
+	return s;
+}
+
+static int put_meta_json(FILE *f, int *first, uint32_t pid, uint32_t tid, const char *what,
+			 const char *name)
+{
+	int err = fprintf(f, "%s{\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"name\":\"%s\",\"args\":{\"name\":\"",
+			  sep_of(first), pid, tid, what) < 0;
 
 	err |= pk_esc_put(f, name, PK_ESC_JSON) != 0;
-	err |= fputs("\"}},\n", f) < 0;
+	err |= fputs("\"}}", f) < 0;
 	return err;
 }
 
 int pk_trace_write_json(FILE *f, const struct pk_trace_event *ev, size_t n,
 			const struct pk_trace_meta *m)
 {
-	int err = check_events(ev, n, m);
+	int err = check_events(ev, n, m), first = 1;
 
 	if (err)
 		return err;
 	err |= fputs("{\"traceEvents\":[\n", f) < 0;
 	for (size_t i = 0; i < m->nprocs; i++)
 		if (m->procs[i].name)
-			err |= put_meta_json(f, m->procs[i].pid, m->procs[i].pid, "process_name", m->procs[i].name);
+			err |= put_meta_json(f, &first, m->procs[i].pid, m->procs[i].pid, "process_name", m->procs[i].name);
 	for (size_t i = 0; i < m->nthreads; i++)
 		if (m->threads[i].name)
-			err |= put_meta_json(f, m->threads[i].pid, m->threads[i].tid, "thread_name", m->threads[i].name);
+			err |= put_meta_json(f, &first, m->threads[i].pid, m->threads[i].tid, "thread_name", m->threads[i].name);
 	for (size_t i = 0; i < n && !err; i++) {
 		const struct pk_trace_event *e = &ev[i];
 		const char *sep = "";
 
-		err |= fputs("{\"ph\":\"X\",\"name\":\"", f) < 0;
+		err |= fprintf(f, "%s{\"ph\":\"X\",\"name\":\"", sep_of(&first)) < 0;
 		err |= pk_esc_put(f, m->funcs[e->func], PK_ESC_JSON) != 0;
 		err |= fprintf(f, "\",\"pid\":%u,\"tid\":%u,\"ts\":", e->pid, e->tid) < 0;
 		err |= put_us(f, e->ts_ns);
@@ -64,11 +74,9 @@ int pk_trace_write_json(FILE *f, const struct pk_trace_event *ev, size_t n,
 			err |= fprintf(f, "%s\"arg%u\":\"0x%llx\"", sep, a, (unsigned long long)e->args[a]) < 0;
 		if (e->has_ret)
 			err |= fprintf(f, "%s\"ret\":\"0x%llx\"", sep, (unsigned long long)e->ret) < 0;
-		err |= fputs("}},\n", f) < 0;
+		err |= fputs("}}", f) < 0;
 	}
-	/* A last metadata event closes the list: JSON has no trailing comma. */
-	err |= fputs("{\"ph\":\"M\",\"pid\":0,\"tid\":0,\"name\":\"trace_writer\",\"args\":{\"name\":\"probekit\"}}\n"
-		     "],\"displayTimeUnit\":\"ns\"}\n", f) < 0;
+	err |= fputs("\n],\"displayTimeUnit\":\"ns\"}\n", f) < 0;
 	return err ? -EIO : 0;
 }
 
