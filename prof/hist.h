@@ -78,8 +78,10 @@ static inline unsigned int pk_hist_index(uint64_t v)
  * @h: the histogram; written by this thread only.
  * @v: the value (ns, by convention).
  *
- * About ten instructions: clz, shift, add, the bucket increment, and count,
- * sum, min and max updated (min and max as conditional moves).
+ * No division, no atomics: about 25 instructions at -O2 (bsr, two shifts,
+ * the bucket increment, count and sum as one vector add, and two compares
+ * whose stores of min and max are rarely taken); 2.7 ns a record here
+ * (bench_prof hist_record).
  *
  * Context: any thread, async-signal-safe; one writer per histogram.
  */
