@@ -1,11 +1,17 @@
 // SPDX-License-Identifier: MIT
 /* test_prof_hist.c - log-linear histograms: percentiles within the stated bound, exact merges, edge values, the printout. */
 #include <math.h>
+#include <pthread.h>
+#include <sys/mman.h>
 
 #include "harness.h"
 #include "hist.h"
 
 #define PK_ARRAY_SIZE_T(a) (sizeof(a) / sizeof((a)[0]))
+
+/* A slot's layout is shared by the agent and the command: pinned. */
+_Static_assert(PK_HIST_BUCKETS == 1920, "2^5 sub-buckets over 64-bit values");
+_Static_assert(sizeof(struct pk_hist) == 15392, "struct pk_hist: 4 counters + 1920 buckets");
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
@@ -169,6 +175,79 @@ static void check_merge(void)
 	}
 }
 
+/*
+ * The intended layout: one histogram per thread in a zero-filled shared
+ * mapping, written by threads of this process and of forked children
+ * without locks, merged by the parent: equal to recording everything once.
+ */
+enum { SLOTS = 4, PER_SLOT = 200000 };
+
+static uint64_t slot_value(int slot, int i)
+{
+	uint64_t x = (uint64_t)(slot + 1) * 0x9e3779b97f4a7c15ull ^ (uint64_t)i * 0xbf58476d1ce4e5b9ull;
+
+	x ^= x >> 31;
+	return x >> (x % 50);
+}
+
+static void fill_slot(struct pk_hist *h, int slot)
+{
+	for (int i = 0; i < PER_SLOT; i++)
+		pk_hist_record(h, slot_value(slot, i));
+}
+
+struct slot_arg {
+	struct pk_hist *h;
+	int slot;
+};
+
+static void *slot_thread(void *p)
+{
+	struct slot_arg *a = p;
+
+	fill_slot(a->h, a->slot);
+	return NULL;
+}
+
+static void check_shared(void)
+{
+	struct pk_hist *slots = mmap(NULL, SLOTS * sizeof(*slots), PROT_READ | PROT_WRITE,
+				     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	static struct pk_hist sum, all;
+	struct slot_arg args[2];
+	pthread_t th[2];
+	pid_t kids[2];
+	int st, ok = 1;
+
+	if (!ASSERT_TRUE(slots != MAP_FAILED, "shared mapping"))
+		return;
+	for (int k = 0; k < 2; k++) {
+		kids[k] = fork();
+		if (kids[k] == 0) {
+			fill_slot(&slots[2 + k], 2 + k);
+			_exit(0);
+		}
+	}
+	for (int t = 0; t < 2; t++) {
+		args[t] = (struct slot_arg){ &slots[t], t };
+		pthread_create(&th[t], NULL, slot_thread, &args[t]);
+	}
+	for (int t = 0; t < 2; t++)
+		pthread_join(th[t], NULL);
+	for (int k = 0; k < 2; k++)
+		ok &= waitpid(kids[k], &st, 0) == kids[k] && WIFEXITED(st) && !WEXITSTATUS(st);
+	ASSERT_TRUE(ok, "children recorded and exited 0");
+	pk_hist_reset(&sum);
+	pk_hist_reset(&all);
+	for (int s = 0; s < SLOTS; s++) {
+		pk_hist_merge(&sum, &slots[s]);
+		fill_slot(&all, s);
+	}
+	ASSERT_EQ(sum.count, SLOTS * PER_SLOT, "merged count: 2 threads + 2 processes");
+	ASSERT_MEM_EQ(&sum, &all, sizeof(all), "threads' and processes' slots merged == one recording");
+	munmap(slots, SLOTS * sizeof(*slots));
+}
+
 static void check_print(void)
 {
 	static struct pk_hist h;
@@ -213,6 +292,7 @@ int main(void)
 	check_edges();
 	check_percentiles();
 	check_merge();
+	check_shared();
 	check_print();
 	return t_exit();
 }
