@@ -41,6 +41,8 @@ uint64_t pk_hist_value_at(const struct pk_hist *h, double q)
 		return 0;
 	if (q >= 1.0)
 		return h->max;
+	if (!(q > 0.0))		/* 0, negative, NaN: the minimum's bucket */
+		q = 0.0;
 	/* ceil(q * count), at least 1; a double holds counts below 2^53 exactly. */
 	rank = (uint64_t)(q * (double)h->count);
 	if ((double)rank < q * (double)h->count)

@@ -90,6 +90,8 @@ static void check_edges(void)
 	ASSERT_TRUE(pk_hist_value_at(&h, 0.75) >= UINT64_MAX - (UINT64_MAX >> (PK_HIST_SUB_BITS + 1)),
 		    "p75 near UINT64_MAX - 1");
 	ASSERT_TRUE(pk_hist_value_at(&h, 1.0) == UINT64_MAX, "p100: UINT64_MAX");
+	ASSERT_EQ(pk_hist_value_at(&h, 0.0), 0, "p0: the minimum");
+	ASSERT_EQ(pk_hist_value_at(&h, 0.0 / 0.0), 0, "NaN: the minimum, no undefined conversion");
 
 	/* Zero-filled memory is an empty histogram, and min comes out right. */
 	memset(&h, 0, sizeof(h));
