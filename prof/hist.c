@@ -22,6 +22,41 @@ void pk_hist_merge(struct pk_hist *dst, const struct pk_hist *src)
 		dst->max = src->max;
 }
 
+void pk_hist_sub(struct pk_hist *d, const struct pk_hist *now, const struct pk_hist *before)
+{
+	uint64_t count = 0, lo = 0, hi = 0, now_min = pk_hist_min(now), now_max = now->max;
+	int first = -1, last = -1;
+
+	for (unsigned int i = 0; i < PK_HIST_BUCKETS; i++) {
+		uint64_t c = now->bucket[i] > before->bucket[i] ? now->bucket[i] - before->bucket[i] : 0;
+
+		d->bucket[i] = c;
+		count += c;
+		if (c) {
+			first = first < 0 ? (int)i : first;
+			last = (int)i;
+		}
+	}
+	d->sum = now->sum - before->sum;
+	d->count = count;
+	if (!count) {
+		d->min_inv = 0;
+		d->max = 0;
+		return;
+	}
+	if (!before->count) {
+		lo = now_min;
+		hi = now_max;
+	} else {
+		lo = pk_hist_bucket_low((unsigned int)first);
+		hi = pk_hist_bucket_high((unsigned int)last);
+		lo = lo < now_min ? now_min : lo;
+		hi = hi > now_max ? now_max : hi;
+	}
+	d->min_inv = ~lo;
+	d->max = hi;
+}
+
 uint64_t pk_hist_min(const struct pk_hist *h)
 {
 	return h->count ? ~h->min_inv : 0;

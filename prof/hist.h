@@ -145,6 +145,22 @@ void pk_hist_reset(struct pk_hist *h);
 void pk_hist_merge(struct pk_hist *dst, const struct pk_hist *src);
 
 /**
+ * pk_hist_sub() - the records @now has and @before, an older copy of it, had not.
+ * @d: the result (an interval's histogram); may be @now.
+ * @now: the histogram at the interval's end (a copy of a slot).
+ * @before: a copy of the same slot at the interval's start.
+ *
+ * Buckets, count and sum are exact (a bucket that went backwards, which
+ * only a torn copy can show, counts 0). min and max are exact when @before
+ * is empty; otherwise they are the lowest and highest values of the
+ * interval's outermost non-empty buckets, clamped to @now's min and max:
+ * within one bucket (2^-PK_HIST_SUB_BITS relative) of the true ones.
+ *
+ * Context: any thread, async-signal-safe.
+ */
+void pk_hist_sub(struct pk_hist *d, const struct pk_hist *now, const struct pk_hist *before);
+
+/**
  * pk_hist_min() - the smallest value recorded.
  * @h: the histogram.
  *

@@ -250,6 +250,53 @@ static void check_shared(void)
 	munmap(slots, SLOTS * sizeof(*slots));
 }
 
+/* An interval's histogram from two copies of one slot (probekit -I). */
+static void check_sub(void)
+{
+	static struct pk_hist slot, before, only_b, d;
+	enum { NA = 30000, NB = 50000 };
+	static uint64_t b[NB];
+	uint64_t bmin = UINT64_MAX, bmax = 0;
+	int bad = 0;
+
+	pk_hist_reset(&slot), pk_hist_reset(&only_b);
+	for (int i = 0; i < NA; i++)
+		pk_hist_record(&slot, next() % 10000000);
+	before = slot;
+	for (int i = 0; i < NB; i++) {
+		b[i] = 1000 + next() % 100000;
+		bmin = b[i] < bmin ? b[i] : bmin;
+		bmax = b[i] > bmax ? b[i] : bmax;
+		pk_hist_record(&slot, b[i]);
+		pk_hist_record(&only_b, b[i]);
+	}
+	pk_hist_sub(&d, &slot, &before);
+	ASSERT_MEM_EQ(d.bucket, only_b.bucket, sizeof(d.bucket), "interval buckets exact");
+	ASSERT_EQ(d.count, NB, "interval count exact");
+	ASSERT_TRUE(d.sum == only_b.sum, "interval sum exact");
+	ASSERT_TRUE(pk_hist_min(&d) <= bmin && pk_hist_index(pk_hist_min(&d)) == pk_hist_index(bmin),
+		    "interval min: in the true minimum's bucket, not above it");
+	ASSERT_TRUE(d.max >= bmax && pk_hist_index(d.max) == pk_hist_index(bmax),
+		    "interval max: in the true maximum's bucket, not below it");
+	qsort(b, NB, sizeof(b[0]), cmp_u64);
+	for (double q = 0.1; q < 1.0; q += 0.1) {
+		uint64_t e = exact_at(b, NB, q), g = pk_hist_value_at(&d, q);
+
+		bad += fabs((double)g - (double)e) > (double)e * PK_HIST_REL_ERR;
+	}
+	ASSERT_EQ(bad, 0, "interval percentiles within the bound");
+	/* First interval (empty before): min and max exact; no new records: empty. */
+	pk_hist_reset(&before);
+	pk_hist_sub(&d, &only_b, &before);
+	ASSERT_TRUE(pk_hist_min(&d) == bmin && d.max == bmax, "first interval: min, max exact");
+	pk_hist_sub(&d, &only_b, &only_b);
+	ASSERT_TRUE(d.count == 0 && pk_hist_min(&d) == 0 && d.max == 0, "nothing new: empty");
+	/* In place, as the command would do it. */
+	d = slot;
+	pk_hist_sub(&d, &d, &slot);
+	ASSERT_EQ(d.count, 0, "in place");
+}
+
 static void check_print(void)
 {
 	static struct pk_hist h;
@@ -295,6 +342,7 @@ int main(void)
 	check_percentiles();
 	check_merge();
 	check_shared();
+	check_sub();
 	check_print();
 	return t_exit();
 }
