@@ -536,3 +536,12 @@ if(TARGET test_tramp_modes)
   target_link_libraries(test_tramp_modes PRIVATE Zydis::Zydis)
 endif()
 # ---- end tramp12 ----
+
+# ---- prof11: the profiler's parts, prof/ (issue 11) ----
+# The prof tests call prof/'s static library (hidden symbols, no libprobekit API).
+foreach(name test_prof_hist test_prof_tsc test_prof_openmetrics test_prof_trace)
+  if(TARGET ${name})
+    target_link_libraries(${name} PRIVATE probekit_prof m)
+  endif()
+endforeach()
+# ---- end prof11 ----
