@@ -278,7 +278,7 @@ static int base_matches(const char *path, const char *want)
 	}
 }
 
-/* The first ':' not part of a "::": where OBJECT ends. */
+/* The first ':' not part of a "::" nor of an ABI tag ("[abi:cxx11]"): where OBJECT ends. */
 static const char *obj_colon(const char *s)
 {
 	for (const char *p = s; (p = strchr(p, ':')); p++) {
@@ -286,9 +286,20 @@ static const char *obj_colon(const char *s)
 			p++;
 			continue;
 		}
+		if (p - s >= 4 && !strncmp(p - 4, "[abi", 4))
+			continue;
 		return p;
 	}
 	return NULL;
+}
+
+/* Whether @s holds a glob character (an ABI tag's '[' is none). */
+static int has_glob(const char *s)
+{
+	for (; (s = strpbrk(s, "*?[")); s++)
+		if (strncmp(s, "[abi:", 5))
+			return 1;
+	return 0;
 }
 
 /* -------------------------------------------------------------- output */
@@ -430,7 +441,7 @@ static int list_spec(const char *spec, const struct objs *os, struct out *o,
 {
 	const char *colon = obj_colon(spec), *name = colon ? colon + 1 : spec;
 	char obj[PATH_MAX], full[PATH_MAX * 2];
-	int glob = !!strpbrk(name, "*?["), any = 0, r = -ENOENT;
+	int glob = has_glob(name), any = 0, r = -ENOENT;
 	struct stat st;
 
 	o->found = 0;
@@ -453,7 +464,7 @@ static int list_spec(const char *spec, const struct objs *os, struct out *o,
 	}
 	if (colon) {
 		snprintf(obj, sizeof(obj), "%.*s", (int)(colon - spec), spec);
-		glob = glob || strpbrk(obj, "*?[");
+		glob = glob || has_glob(obj);
 	}
 	for (int i = 0; i < os->n; i++) {
 		if (colon && !base_matches(os->path[i], obj))

@@ -374,6 +374,13 @@ add_test(NAME cli_list
           $<TARGET_FILE:symtarget> $<TARGET_FILE:symcxx>)
 set_tests_properties(cli_list PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+# ---- sym, review fixes (symfix) ----
+# test_sym_names: libsymtarget.so (an IFUNC and its resolver), libsymcxx.so
+# (C++ names) and through it libstdc++ (std::ostream, std::locale).
+if(TARGET test_sym_names)
+  target_link_libraries(test_sym_names PRIVATE symtarget symcxx)
+endif()
+# ---- end sym, review fixes ----
 # ---- end sym ----
 # ---- probe/place: jump probes where int3 was used (issue 12) ----
 # tests/targets/place_cases.c as real compilers build it: gcc and clang,

@@ -123,6 +123,8 @@ struct spec {
 	int name_glob;
 	int cxx;		/* "::" or a parameter list: C++ as written */
 	int params;		/* a parameter list given */
+	char cname[1024];	/* the name without ABI tags: what name points to */
+	int abi_tag;		/* the name had one */
 	char key[128];		/* an identifier every match's mangled name holds */
 	char norm[1024];	/* name without spaces, when params */
 	char prefix[256];	/* what every (unmangled) match starts with */
@@ -133,7 +135,10 @@ static int has_glob(const char *s)
 	return !!strpbrk(s, "*?[");
 }
 
-/* The first ':' that is not part of a "::". */
+/*
+ * The first ':' that is not part of a "::" nor of a C++ ABI tag
+ * ("label[abi:cxx11]"): where OBJECT ends.
+ */
 static const char *obj_colon(const char *s)
 {
 	for (const char *p = s; (p = strchr(p, ':')); p++) {
@@ -141,6 +146,8 @@ static const char *obj_colon(const char *s)
 			p++;
 			continue;
 		}
+		if (p - s >= 4 && !strncmp(p - 4, "[abi", 4))
+			continue;
 		return p;
 	}
 	return NULL;
@@ -156,31 +163,103 @@ static void squeeze(char *dst, size_t cap, const char *src)
 	dst[n] = 0;
 }
 
-/* The longest identifier of @name with no glob character next to it. */
+/*
+ * @src without its C++ ABI tags ("label[abi:cxx11](int)" -> "label(int)"):
+ * the mangled name holds them (B5cxx11), users rarely write them, and
+ * their '[' is no glob.
+ */
+static void strip_abi(char *dst, size_t cap, const char *src)
+{
+	size_t n = 0;
+
+	while (*src && n + 1 < cap) {
+		const char *end;
+
+		if (!strncmp(src, "[abi:", 5) && (end = strchr(src, ']'))) {
+			src = end + 1;
+			continue;
+		}
+		dst[n++] = *src++;
+	}
+	dst[n] = 0;
+}
+
+static int is_ident(char c)
+{
+	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9');
+}
+
+/*
+ * Words of a C++ name as written that its mangled name never spells: the
+ * standard library's abbreviations (St, Sa, Sb, Ss, Si, So, Sd), keywords
+ * and built-in types (one letter each), operator names.
+ */
+static int unspelled(const char *w, size_t l)
+{
+	static const char *const words[] = {
+		"std", "allocator", "basic_string", "string", "istream",
+		"ostream", "iostream", "basic_istream", "basic_ostream",
+		"basic_iostream", "operator", "const", "volatile", "void",
+		"bool", "char", "short", "int", "long", "unsigned", "signed",
+		"float", "double", "wchar_t", "char8_t", "char16_t", "char32_t",
+		"auto", "decltype", "anonymous", "namespace", "lambda",
+	};
+
+	for (size_t i = 0; i < PK_ARRAY_SIZE(words); i++)
+		if (strlen(words[i]) == l && !strncmp(w, words[i], l))
+			return 1;
+	return w[0] >= '0' && w[0] <= '9';
+}
+
+/*
+ * An identifier every mangled name matching @sp spells out, or none: the
+ * longest part of the qualified name itself (outside parameter lists,
+ * template arguments, ABI tags and braces; before any operator), next to
+ * no glob character and not a word unspelled() lists.
+ */
 static void spec_key(struct spec *sp)
 {
 	const char *s = sp->name, *best = NULL;
 	size_t bl = 0;
+	int depth = 0;
 
 	while (*s) {
 		const char *b = s;
 
-		while (*s && (*s == '_' || (*s >= 'a' && *s <= 'z') ||
-			      (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9')))
+		if (strchr("(<[{", *s)) {
+			depth++;
 			s++;
-		if ((size_t)(s - b) > bl && (b == sp->name || !strchr("*?[]", b[-1])) &&
-		    (!*s || !strchr("*?[]", *s))) {
+			continue;
+		}
+		if (strchr(")>]}", *s)) {
+			depth -= depth > 0;
+			s++;
+			continue;
+		}
+		while (is_ident(*s))
+			s++;
+		if (s == b) {
+			s++;
+			continue;
+		}
+		if ((size_t)(s - b) == 8 && !strncmp(b, "operator", 8))
+			break;	/* "operator<<": '<' is no bracket */
+		if (!depth && (size_t)(s - b) > bl &&
+		    (b == sp->name || !strchr("*?[]", b[-1])) &&
+		    (!*s || !strchr("*?[]", *s)) && !unspelled(b, (size_t)(s - b))) {
 			best = b;
 			bl = (size_t)(s - b);
 		}
-		if (*s)
-			s++;
 	}
 	if (best && bl < sizeof(sp->key)) {
 		memcpy(sp->key, best, bl);
 		sp->key[bl] = 0;
 	}
 }
+
+/* Where the parameter list of demangled @d starts, or its end if none. */
+static size_t params_at(const char *d);
 
 static int spec_parse(const char *text, struct spec *sp)
 {
@@ -240,11 +319,17 @@ static int spec_parse(const char *text, struct spec *sp)
 	}
 	if (!*name)
 		return -EINVAL;
+	strip_abi(sp->cname, sizeof(sp->cname), name);
+	sp->abi_tag = strcmp(sp->cname, name) != 0;
+	name = sp->cname;
+	if (!*name)
+		return -EINVAL;
 	sp->name = name;
 	sp->name_glob = has_glob(name);
-	sp->params = !!strchr(name, '(');
+	/* A list at its end ("(anonymous namespace)::f" has none). */
+	sp->params = params_at(name) < strlen(name);
 	sp->cxx = sp->params || strstr(name, "::") || strchr(name, '<') ||
-		  strchr(name, '~');
+		  strchr(name, '~') || sp->abi_tag;
 	if (sp->params)
 		squeeze(sp->norm, sizeof(sp->norm), name);
 	snprintf(sp->prefix, sizeof(sp->prefix), "%.*s",
@@ -399,8 +484,8 @@ static void cands_free(struct scan *sc)
 static int name_matches(struct scan *sc, const char *raw, char **shown)
 {
 	const struct spec *sp = sc->sp;
-	char *d;
-	size_t cut, skip;
+	char *d, *t, tbuf[1024];
+	size_t cut, skip, dl;
 	int st = 0, ok;
 
 	*shown = NULL;
@@ -413,22 +498,28 @@ static int name_matches(struct scan *sc, const char *raw, char **shown)
 	d = sc->dem(raw, NULL, NULL, &st);
 	if (!d || st)
 		return 0;
+	/* Compared without ABI tags, shown with them. */
+	dl = strlen(d) + 1;
+	t = dl <= sizeof(tbuf) ? tbuf : malloc(dl);
+	if (!t) {
+		free(d);
+		return 0;
+	}
+	strip_abi(t, dl, d);
 	if (sp->params) {
 		char n[1024];
 
-		squeeze(n, sizeof(n), d + name_at(d, params_at(d)));
+		squeeze(n, sizeof(n), t + name_at(t, params_at(t)));
 		ok = sp->name_glob ? !fnmatch(sp->norm, n, 0) : !strcmp(sp->norm, n);
 	} else {
-		char save;
-
-		cut = params_at(d);
-		save = d[cut];
-		d[cut] = 0;
-		skip = name_at(d, cut);
-		ok = sp->name_glob ? !fnmatch(sp->name, d + skip, 0) :
-				     !strcmp(sp->name, d + skip);
-		d[cut] = save;
+		cut = params_at(t);
+		t[cut] = 0;
+		skip = name_at(t, cut);
+		ok = sp->name_glob ? !fnmatch(sp->name, t + skip, 0) :
+				     !strcmp(sp->name, t + skip);
 	}
+	if (t != tbuf)
+		free(t);
 	if (ok)
 		*shown = d;
 	else
@@ -758,9 +849,20 @@ static int ifunc_resolve(const struct cand *c, const struct object *o,
 		dlclose(h);
 	}
 	if (!t || c->bind == STB_LOCAL) {
+		/* Not exported (a local IFUNC, or one of an executable built
+		   without -rdynamic): the slot its IRELATIVE relocation
+		   filled holds what its calls reach. */
+		uint64_t slot;
+
+		t = NULL;
+		if (!pk_elf_irelative(o->path, c->addr - o->bias, &slot))
+			t = *(void *const *)(o->bias + (uintptr_t)slot);
+	}
+	if (!t) {
 		pk_err("sym: \"%s\" is an IFUNC the dynamic linker does not "
-		       "resolve here (%s)", c->name, c->bind == STB_LOCAL ?
-		       "a local symbol" : "no handle or no such symbol");
+		       "resolve here (%s, and no IRELATIVE relocation of it)",
+		       c->name, c->bind == STB_LOCAL ? "a local symbol" :
+		       "no handle or no such symbol");
 		return -EINVAL;
 	}
 	fn = malloc(sizeof(*fn));
@@ -824,9 +926,21 @@ static int fill(const struct cand *c, const struct object *o, int on_disk,
 	return ifunc_resolve(c, o, out);
 }
 
+static void cand_swap(struct cand *a, struct cand *b)
+{
+	struct cand t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
 /*
- * Merge candidates of the same address in the same object: the first
- * kept (.dynsym before .symtab), the largest size. Keeps order.
+ * Merge candidates of the same address, object and symbol type (an IFUNC
+ * and its resolver share an address, not a function): the first kept
+ * (.dynsym before .symtab), unless a later one is a default version and
+ * the kept one a compat version (dlopen@GLIBC_2.2.5 and dlopen@@GLIBC_2.34
+ * are one function, named by its default version: a compat one is hidden
+ * only if every name of that address is); the largest size. Keeps order.
  */
 static void cands_dedup(struct scan *sc)
 {
@@ -837,9 +951,19 @@ static void cands_dedup(struct scan *sc)
 		size_t j;
 
 		for (j = 0; j < w; j++)
-			if (sc->c[j].addr == c->addr && sc->c[j].obj == c->obj)
+			if (sc->c[j].addr == c->addr && sc->c[j].obj == c->obj &&
+			    sc->c[j].type == c->type)
 				break;
 		if (j < w) {
+			if (sc->c[j].hidden && !c->hidden) {
+				/* The default version's name, the kept
+				   entry's place (and table). */
+				int table = sc->c[j].table;
+
+				cand_swap(&sc->c[j], c);
+				if (table < sc->c[j].table)
+					sc->c[j].table = table;
+			}
 			if (c->size > sc->c[j].size)
 				sc->c[j].size = c->size;
 			if (c->bind != STB_LOCAL)
@@ -1250,6 +1374,7 @@ int pk_sym_each(const char *spec, int (*fn)(const struct pk_sym *sym, void *ctx)
 		cands_default(&r->sc, 1);
 	for (size_t i = 0; i < r->sc.n; i++) {
 		const struct cand *c = &r->sc.c[i];
+		uintptr_t key;
 		size_t j;
 
 		err = fill(c, &r->os.o[c->obj], r->on_disk, s);
@@ -1257,7 +1382,10 @@ int pk_sym_each(const char *spec, int (*fn)(const struct pk_sym *sym, void *ctx)
 			goto out;
 		if (err)
 			continue;	/* an IFUNC that does not resolve: logged */
-		for (j = 0; j < nseen && seen[j] != s->addr; j++)
+		/* An unresolved IFUNC's address is its resolver's: a
+		   function of its own too, not an alias of the IFUNC. */
+		key = s->addr << 1 | !!(s->flags & PK_SYM_F_UNRESOLVED);
+		for (j = 0; j < nseen && seen[j] != key; j++)
 			;
 		if (j < nseen)
 			continue;	/* aliases, IFUNCs sharing a target */
@@ -1265,7 +1393,7 @@ int pk_sym_each(const char *spec, int (*fn)(const struct pk_sym *sym, void *ctx)
 			err = -ENOMEM;
 			goto out;
 		}
-		seen[nseen++] = s->addr;
+		seen[nseen++] = key;
 		err = fn(s, ctx);
 		if (err)
 			goto out;
