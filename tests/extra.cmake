@@ -371,7 +371,8 @@ add_custom_command(TARGET symstrip POST_BUILD
 add_test(NAME cli_list
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli-list.sh $<TARGET_FILE:probekit_cli>
           $<TARGET_FILE:symstrip> $<TARGET_FILE:symstrip>.stripped
-          $<TARGET_FILE:symtarget> $<TARGET_FILE:symcxx>)
+          $<TARGET_FILE:symtarget> $<TARGET_FILE:symcxx>
+          $<TARGET_FILE:symlist_fail>)
 set_tests_properties(cli_list PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- sym, review fixes (symfix) ----
@@ -380,6 +381,13 @@ set_tests_properties(cli_list PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
 if(TARGET test_sym_names)
   target_link_libraries(test_sym_names PRIVATE symtarget symcxx)
 endif()
+# cli-list.sh's LD_PRELOAD shim: fork() or fdopen() fails, pipes left
+# open are counted at exit. Never instrumented (it is preloaded first).
+add_library(symlist_fail SHARED ${CMAKE_CURRENT_SOURCE_DIR}/targets/symlist_fail.c)
+target_compile_options(symlist_fail PRIVATE -fno-sanitize=all)
+target_link_options(symlist_fail PRIVATE -fno-sanitize=all)
+target_link_libraries(symlist_fail PRIVATE ${CMAKE_DL_LIBS})
+set_target_properties(symlist_fail PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 # ---- end sym, review fixes ----
 # ---- end sym ----
 # ---- probe/place: jump probes where int3 was used (issue 12) ----

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* test_sym_names.c - review findings on names (issue 10): a default version sharing its address with a compat one, C++ names as written (built-in types, std abbreviations, operators, anonymous namespaces, ABI tags), IFUNCs apart from their resolvers and unexported ones. */
+/* test_sym_names.c - review findings on names (issue 10): a default version sharing its address with a compat one, C++ names as written (built-in types, std abbreviations, operators, anonymous namespaces, ABI tags), IFUNCs apart from their resolvers and unexported ones, no function start inside another. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fnmatch.h>
@@ -121,10 +121,42 @@ static void ifuncs(void)
 	ASSERT_EQ(f.resolver, 1, "st_resolve listed apart");
 }
 
+/* Item 11: every start pk_sym_each(OBJECT:0x*) offers is a function's. */
+static int inside;
+
+static void log_inside(enum pk_log_level level, const char *msg, void *ctx)
+{
+	(void)ctx;
+	if (level <= PK_LOG_ERROR && strstr(msg, "bytes into the function")) {
+		if (!inside++)
+			printf("first: %s\n", msg);
+	}
+}
+
+static int count(const struct pk_sym *s, void *ctx)
+{
+	(void)s;
+	++*(int *)ctx;
+	return 0;
+}
+
+static void starts(void)
+{
+	int n = 0;
+
+	pk_set_log(log_inside, NULL);
+	ASSERT_GE(pk_sym_each("libc.so.6:0x*", count, &n), 1000,
+		  "libc.so.6:0x*: its functions");
+	pk_set_log(NULL, NULL);
+	ASSERT_EQ(inside, 0, "no start offered inside a function "
+		  "(__clone's, setcontext's nested FDEs)");
+}
+
 int main(void)
 {
 	default_versions();
 	cxx_names();
 	ifuncs();
+	starts();
 	return t_exit();
 }

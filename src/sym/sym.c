@@ -1062,7 +1062,7 @@ static int index_starts(struct resolve *r, size_t oi, uint64_t **out,
 			size_t *n)
 {
 	const struct object *o = &r->os.o[oi];
-	uintptr_t bias = r->on_disk ? 0 : o->bias;
+	uintptr_t bias = r->on_disk ? 0 : o->bias, sym_end = 0;
 	int err;
 
 	*out = NULL;
@@ -1077,12 +1077,13 @@ static int index_starts(struct resolve *r, size_t oi, uint64_t **out,
 	for (size_t i = 0; !err && i < cache.n; i++) {
 		const struct func_ent *f = &cache.f[i];
 
+		if (f->table != PK_SYM_EH_FRAME && f->start + f->size > sym_end)
+			sym_end = f->start + f->size;
 		if (*n && (*out)[*n - 1] == f->start - bias)
 			continue;
-		/* An FDE inside a symbol's extent (a cold part) is not a function. */
-		if (i && f->table == PK_SYM_EH_FRAME &&
-		    f->start < cache.f[i - 1].start + cache.f[i - 1].size &&
-		    cache.f[i - 1].table != PK_SYM_EH_FRAME)
+		/* An FDE inside any symbol's extent (setcontext's and
+		   __clone's nested FDEs, a cold part) is not a function. */
+		if (f->table == PK_SYM_EH_FRAME && f->start < sym_end)
 			continue;
 		(*out)[(*n)++] = f->start - bias;
 	}
