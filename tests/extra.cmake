@@ -388,6 +388,20 @@ target_compile_options(symlist_fail PRIVATE -fno-sanitize=all)
 target_link_options(symlist_fail PRIVATE -fno-sanitize=all)
 target_link_libraries(symlist_fail PRIVATE ${CMAKE_DL_LIBS})
 set_target_properties(symlist_fail PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+# test_sym_replaced: libsymrepl.so in two builds (sr_f elsewhere in B),
+# the one loaded replaced by the other on disk; again without map_files.
+foreach(v a b)
+  add_library(symrepl_${v} SHARED ${CMAKE_CURRENT_SOURCE_DIR}/targets/libsymrepl.c)
+  set_target_properties(symrepl_${v} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  target_link_options(symrepl_${v} PRIVATE -Wl,--build-id)
+endforeach()
+target_compile_definitions(symrepl_b PRIVATE SYMREPL_B)
+if(TARGET test_sym_replaced)
+  add_dependencies(test_sym_replaced symrepl_a symrepl_b)
+  target_compile_definitions(test_sym_replaced PRIVATE
+    SYMREPL_A="$<TARGET_FILE:symrepl_a>" SYMREPL_B="$<TARGET_FILE:symrepl_b>")
+  pk_test_variant(test_sym_replaced no_map_files PROBEKIT_TEST_NO_MAP_FILES=1)
+endif()
 # ---- end sym, review fixes ----
 # ---- end sym ----
 # ---- probe/place: jump probes where int3 was used (issue 12) ----

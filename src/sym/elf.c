@@ -410,3 +410,15 @@ int pk_elf_irelative(const char *path, uint64_t resolver, uint64_t *slot)
 	file_close(&f);
 	return ret;
 }
+
+size_t pk_elf_build_id(const char *path, uint8_t *id, size_t cap)
+{
+	struct file f;
+	size_t n;
+
+	if (file_open(&f, path))
+		return 0;
+	n = build_id(&f, id, cap);
+	file_close(&f);
+	return n;
+}

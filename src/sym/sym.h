@@ -88,6 +88,9 @@ PK_HIDDEN int pk_elf_scan(const char *path, unsigned int flags,
 PK_HIDDEN int pk_elf_irelative(const char *path, uint64_t resolver,
 			       uint64_t *slot);
 
+/* pk_elf_build_id() - the build id of the ELF file at @path into @id (up to @cap bytes): its length, 0 if none or unreadable. */
+PK_HIDDEN size_t pk_elf_build_id(const char *path, uint8_t *id, size_t cap);
+
 /* pk_elf_debug_dir() - where debug files are looked for ("": nowhere). */
 PK_HIDDEN const char *pk_elf_debug_dir(void);
 
