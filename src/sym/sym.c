@@ -21,6 +21,12 @@
  * RTLD_NOLOAD: nothing new is loaded), then named and sized by the
  * object's index (below).
  *
+ * Names (specs): each file's function symbols read once into the names
+ * cache, sorted by name (below), so N specs do not read every object N
+ * times. Files: a loaded object's are read from the file mapped
+ * (object_file(): the path if it is still that file, else
+ * /proc/self/map_files/, else none).
+ *
  * The index (pk_sym_func_at(), offsets, IFUNC targets): one object's
  * functions sorted by address, from every table and every FDE, cached for
  * the object last asked about, so that arming thousands of probes in one
