@@ -182,7 +182,8 @@ static struct verified {		/* guarded by verify_lock */
 	ino_t ino;
 	off_t size;
 	struct timespec mtime;
-	char read[PATH_MAX];		/* the file to read, or "" */
+	int how;			/* 0: path, 1: map_files, -1: none */
+	char map_files[64];		/* /proc/self/map_files/LO-HI */
 } verified[64];
 static unsigned int verified_next;	/* guarded by verify_lock */
 
@@ -260,7 +261,9 @@ static int object_file(const struct object *o, char *out, size_t cap)
 		v = &verified[i];
 		if (v->bias == o->bias && same_stat(v, &st) &&
 		    !strcmp(v->path, o->path)) {
-			snprintf(out, cap, "%s", v->read);
+			snprintf(out, cap, "%s", v->how ? v->map_files : o->path);
+			if (v->how < 0)
+				out[0] = 0;
 			pthread_mutex_unlock(&verify_lock);
 			if (!out[0])
 				pk_err("sym: %s is not the file loaded at %#"
@@ -280,7 +283,8 @@ static int object_file(const struct object *o, char *out, size_t cap)
 	v->ino = st.st_ino;
 	v->size = st.st_size;
 	v->mtime = st.st_mtim;
-	snprintf(v->read, sizeof(v->read), "%s", err ? "" : out);
+	v->how = err ? -1 : strcmp(out, o->path) != 0;
+	snprintf(v->map_files, sizeof(v->map_files), "%s", v->how > 0 ? out : "");
 	pthread_mutex_unlock(&verify_lock);
 	return err;
 }
