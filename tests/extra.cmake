@@ -397,9 +397,38 @@ add_custom_command(TARGET symstrip POST_BUILD
 add_test(NAME cli_list
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli-list.sh $<TARGET_FILE:probekit_cli>
           $<TARGET_FILE:symstrip> $<TARGET_FILE:symstrip>.stripped
-          $<TARGET_FILE:symtarget> $<TARGET_FILE:symcxx>)
+          $<TARGET_FILE:symtarget> $<TARGET_FILE:symcxx>
+          $<TARGET_FILE:symlist_fail>)
 set_tests_properties(cli_list PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+# ---- sym, review fixes (symfix) ----
+# test_sym_names: libsymtarget.so (an IFUNC and its resolver), libsymcxx.so
+# (C++ names) and through it libstdc++ (std::ostream, std::locale).
+if(TARGET test_sym_names)
+  target_link_libraries(test_sym_names PRIVATE symtarget symcxx)
+endif()
+# cli-list.sh's LD_PRELOAD shim: fork() or fdopen() fails, pipes left
+# open are counted at exit. Never instrumented (it is preloaded first).
+add_library(symlist_fail SHARED ${CMAKE_CURRENT_SOURCE_DIR}/targets/symlist_fail.c)
+target_compile_options(symlist_fail PRIVATE -fno-sanitize=all)
+target_link_options(symlist_fail PRIVATE -fno-sanitize=all)
+target_link_libraries(symlist_fail PRIVATE ${CMAKE_DL_LIBS})
+set_target_properties(symlist_fail PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+# test_sym_replaced: libsymrepl.so in two builds (sr_f elsewhere in B),
+# the one loaded replaced by the other on disk; again without map_files.
+foreach(v a b)
+  add_library(symrepl_${v} SHARED ${CMAKE_CURRENT_SOURCE_DIR}/targets/libsymrepl.c)
+  set_target_properties(symrepl_${v} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  target_link_options(symrepl_${v} PRIVATE -Wl,--build-id)
+endforeach()
+target_compile_definitions(symrepl_b PRIVATE SYMREPL_B)
+if(TARGET test_sym_replaced)
+  add_dependencies(test_sym_replaced symrepl_a symrepl_b)
+  target_compile_definitions(test_sym_replaced PRIVATE
+    SYMREPL_A="$<TARGET_FILE:symrepl_a>" SYMREPL_B="$<TARGET_FILE:symrepl_b>")
+  pk_test_variant(test_sym_replaced no_map_files PROBEKIT_TEST_NO_MAP_FILES=1)
+endif()
+# ---- end sym, review fixes ----
 # ---- end sym ----
 # ---- probe/place: jump probes where int3 was used (issue 12) ----
 # tests/targets/place_cases.c as real compilers build it: gcc and clang,
