@@ -255,13 +255,26 @@ int main(int argc, char **argv)
 	const size_t nc = N_CASES;
 	char **envs[N_CASES];
 	int n;
+	const char *why = NULL;
 
 	bench_init(argc, argv);
 	n = bench_opts.quick ? 20 : 100;
-	if (access(PKB_AGENT_PATH, R_OK) || access("/usr/bin/true", X_OK)) {
-		for (size_t c = 0; c < nc; c++)
-			bench_skip("agent", cases[c].name, "ms_per_exec",
-				   "no agent or no /usr/bin/true");
+	if (access(PKB_AGENT_PATH, R_OK) || access("/usr/bin/true", X_OK))
+		why = "no agent or no /usr/bin/true";
+#ifdef PKB_SANITIZE
+	/* Its ASan runtime would have to be preloaded before it. */
+	why = "a sanitizer build: the agent cannot be preloaded into "
+	      "uninstrumented programs";
+#endif
+	if (why) {
+		for (size_t c = 0; c < nc; c++) {
+			bench_skip("agent", cases[c].name, "ms_per_exec", why);
+			bench_skip("agent", cases[c].name, "cpu_ms_per_exec",
+				   why);
+			if (c)
+				bench_skip("agent", cases[c].name,
+					   "ratio_vs_unprobed", why);
+		}
 		return 0;
 	}
 	if (!mkdtemp(dir)) {
