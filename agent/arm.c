@@ -42,6 +42,17 @@ struct pka_plan {
 	uint32_t *owner;	/* per spec: 1 + a spec that took one of its
 				 * functions, or 0 */
 	char **owned;		/* and that function's name, or NULL */
+	struct plan_dup {	/* a function a later spec matched too */
+		uint32_t spec;
+		uintptr_t addr;
+	} *dup;
+	size_t ndup;
+	/*
+	 * Per spec all of whose functions other specs own: the owner's
+	 * probes it shares, when they are consecutive ones (a spec given
+	 * twice, a name a glob before it matched): it reports them too.
+	 */
+	uint32_t *alias_first, *alias_n;
 };
 
 /* Set once by pka_log_quiet(); NULL while planning (lines go to plan). */
@@ -140,6 +151,82 @@ static int by_spec(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+static int plan_dup(struct pka_plan *pl, uint32_t spec, uintptr_t addr)
+{
+	if (!(pl->ndup & (pl->ndup + 1)) || !pl->dup) {
+		struct plan_dup *d = realloc(pl->dup, 2 * (pl->ndup + 1) *
+					     sizeof(*d));
+
+		if (!d)
+			return -ENOMEM;
+		pl->dup = d;
+	}
+	pl->dup[pl->ndup].spec = spec;
+	pl->dup[pl->ndup++].addr = addr;
+	return 0;
+}
+
+static int dup_cmp(const void *a, const void *b)
+{
+	const struct plan_dup *x = a, *y = b;
+
+	if (x->spec != y->spec)
+		return x->spec < y->spec ? -1 : 1;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* Where an owned function's probe is: plan_alias()'s index. */
+struct fn_at {
+	uintptr_t addr;
+	uint32_t probe;
+};
+
+static int at_cmp(const void *a, const void *b)
+{
+	const struct fn_at *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* Fill alias_first/alias_n (after first[] and the sort by spec). */
+static void plan_alias(struct pka_plan *pl)
+{
+	struct fn_at *at;
+	size_t k, j;
+
+	if (!pl->ndup || !(at = malloc(pl->nfn * sizeof(*at))))
+		return;
+	for (k = 0, j = 0; k < pl->nfn; k++) {
+		uint32_t rank = k && pl->fn[k - 1].spec == pl->fn[k].spec ?
+				(uint32_t)j + 1 : 0;
+
+		j = rank;
+		at[k].addr = pl->fn[k].addr;
+		at[k].probe = pl->first[pl->fn[k].spec] + rank;
+	}
+	qsort(at, pl->nfn, sizeof(*at), at_cmp);
+	qsort(pl->dup, pl->ndup, sizeof(*pl->dup), dup_cmp);
+	for (k = 0; k < pl->ndup; k = j) {
+		uint32_t sp = pl->dup[k].spec, lo = UINT32_MAX, hi = 0;
+
+		for (j = k; j < pl->ndup && pl->dup[j].spec == sp; j++) {
+			struct fn_at key = { .addr = pl->dup[j].addr }, *f;
+
+			f = bsearch(&key, at, pl->nfn, sizeof(*at), at_cmp);
+			if (!f)
+				continue;
+			lo = f->probe < lo ? f->probe : lo;
+			hi = f->probe > hi ? f->probe : hi;
+		}
+		if (pl->count[sp] || pl->status[sp] || lo > hi ||
+		    hi - lo + 1 != j - k)
+			continue;
+		pl->alias_first[sp] = lo;
+		pl->alias_n[sp] = hi - lo + 1;
+	}
+	free(at);
+}
+
 void pka_plan_free(struct pka_plan *pl)
 {
 	if (!pl)
@@ -152,6 +239,9 @@ void pka_plan_free(struct pka_plan *pl)
 		free(pl->owned[i]);
 	free(pl->owned);
 	free(pl->owner);
+	free(pl->dup);
+	free(pl->alias_first);
+	free(pl->alias_n);
 	free(pl->spec);
 	free(pl->list);
 	free(pl->why);
@@ -182,8 +272,11 @@ struct pka_plan *pka_plan(const char *specs)
 	pl->spec = calloc(n, sizeof(*pl->spec));
 	pl->owner = calloc(n, sizeof(*pl->owner));
 	pl->owned = calloc(n, sizeof(*pl->owned));
+	pl->alias_first = calloc(n, sizeof(*pl->alias_first));
+	pl->alias_n = calloc(n, sizeof(*pl->alias_n));
 	if (!pl->status || !pl->why || !pl->first || !pl->count ||
-	    !pl->spec || !pl->owner || !pl->owned)
+	    !pl->spec || !pl->owner || !pl->owned || !pl->alias_first ||
+	    !pl->alias_n)
 		goto fail;
 	pl->list = list;
 	log_plan = pl;
@@ -234,6 +327,9 @@ struct pka_plan *pka_plan(const char *specs)
 				pl->fn[w - 1].name = pl->fn[k].name;
 				pl->fn[k].name = NULL;
 			}
+			if (pl->fn[w - 1].spec != pl->fn[k].spec &&
+			    plan_dup(pl, pl->fn[k].spec, pl->fn[k].addr))
+				goto fail;
 			/* Say which spec counts it, in the one that does not. */
 			if (pl->fn[w - 1].spec != pl->fn[k].spec &&
 			    !pl->owner[pl->fn[k].spec]) {
@@ -260,6 +356,7 @@ struct pka_plan *pka_plan(const char *specs)
 		if (pl->nprobe > PKA_SPECS_MAX * 4u)
 			goto fail;
 	}
+	plan_alias(pl);
 	return pl;
 fail:
 	cur_spec = -1;
@@ -334,7 +431,13 @@ void pka_arm(struct pka_header *h, const struct pka_plan *pl,
 		 * Matched, but every function is counted under an earlier
 		 * spec: one probe per function, so not here; say where.
 		 */
-		if (!pl->count[i] && !pl->status[i]) {
+		if (!pl->count[i] && !pl->status[i] && pl->alias_n[i]) {
+			/* Its own slot stays unused: it reports the owner's. */
+			pka_record_probe(h, sp->first)->status = -EEXIST;
+			sp->first = pl->alias_first[i];
+			sp->nprobe = pl->alias_n[i];
+			sp->status = -EEXIST;
+		} else if (!pl->count[i] && !pl->status[i]) {
 			char msg[PKA_WHY_LEN];
 			uint32_t o = pl->owner[i] ? pl->owner[i] - 1 : i;
 
@@ -378,12 +481,18 @@ void pka_arm(struct pka_header *h, const struct pka_plan *pl,
 		idx[armed++] = pi;
 	}
 	cur_spec = -1;
-	/* A spec none of whose probes could be created: the last error. */
+	/*
+	 * A spec none of whose probes could be created: the last error; one
+	 * sharing another's probes: armed where one of them is.
+	 */
 	for (uint32_t i = 0; i < pl->nspec; i++) {
 		struct pka_spec *sp = pka_record_spec(h, i);
+		uint32_t c = pl->count[i] ? pl->count[i] : pl->alias_n[i];
 
-		for (uint32_t k = 0; sp->status && k < pl->count[i]; k++)
+		for (uint32_t k = 0; sp->status && k < c; k++)
 			sp->status = pka_record_probe(h, sp->first + k)->status;
+		for (uint32_t k = 0; pl->alias_n[i] && k < c; k++)
+			sp->int3 |= pka_record_probe(h, sp->first + k)->int3;
 	}
 	h->n = pl->nspec;
 	if (!armed)
@@ -398,6 +507,9 @@ void pka_arm(struct pka_header *h, const struct pka_plan *pl,
 		pka_record_spec(h, pp->spec)->status = rc;
 		pk_probe_destroy(probes[i]);
 	}
+	for (uint32_t i = 0; rc && i < pl->nspec; i++)
+		if (pl->alias_n[i])
+			pka_record_spec(h, i)->status = rc;
 out:
 	free(idx);
 	free(probes);

@@ -47,6 +47,8 @@ struct fn_tab {
 	struct fn_ent *e;
 	size_t n, cap;		/* cap: a power of two, or 0 */
 	unsigned long long *unnamed;	/* per spec: hits of probes with no name */
+	uint32_t *shared;	/* per spec: 1 + the earlier spec whose probes
+				 * it reports (the agent arms a function once) */
 	int oom;
 };
 
@@ -116,6 +118,7 @@ static void fn_free(struct fn_tab *t)
 		free(t->e[i].name);
 	free(t->e);
 	free(t->unnamed);
+	free(t->shared);
 }
 
 /*
@@ -139,7 +142,11 @@ static void add_hits(const struct pka_header *h, void *ctx)
 						pka_record_slot(w, k))->n;
 
 			c->hits[i] += n;
-			if (!c->fns || p->status)
+			if (!c->fns)
+				continue;
+			if (p->spec < i && c->fns->shared)
+				c->fns->shared[i] = p->spec + 1;
+			if (p->status)
 				continue;
 			/* The reader made the pool end with a NUL. */
 			if (p->name && p->name <= h->why_len)
@@ -248,6 +255,10 @@ static void report(FILE *o, int json, char **argv, int status, int procs,
 				pkc_json_str(o, t[i].why[0] ? t[i].why
 							  : strerror(t[i].last_err));
 			}
+			if (fns->shared[i]) {
+				fprintf(o, ",\"probes_of\":");
+				pkc_json_str(o, t[fns->shared[i] - 1].spec);
+			}
 			/* Every function it was armed on, by name, most calls first. */
 			if (cnt)
 				fprintf(o, ",\"functions\":[");
@@ -284,6 +295,10 @@ static void report(FILE *o, int json, char **argv, int status, int procs,
 			fprintf(o, "  (not probed in %d of %d: %s)", t[i].failed,
 				procs, t[i].why[0] ? t[i].why
 						  : strerror(t[i].last_err));
+		/* The same spec twice says nothing: the same count. */
+		if (fns->shared[i] && strcmp(t[fns->shared[i] - 1].spec, t[i].spec))
+			fprintf(o, "  (the probes of \"%s\": a function is "
+				   "probed once)", t[fns->shared[i] - 1].spec);
 		fputc('\n', o);
 		/* A glob's functions, an IFUNC's implementation: indented. */
 		if (!fn_lines(fns, at, cnt, t[i].spec))
@@ -567,7 +582,8 @@ static int count_main(int argc, char **argv)
 	tc.hits = calloc((size_t)r.n, sizeof(*tc.hits));
 	tc.last = calloc((size_t)r.n, sizeof(*tc.last));
 	fns.unnamed = calloc((size_t)r.n, sizeof(*fns.unnamed));
-	if (!tc.t || !tc.hits || !tc.last || !fns.unnamed) {
+	fns.shared = calloc((size_t)r.n, sizeof(*fns.shared));
+	if (!tc.t || !tc.hits || !tc.last || !fns.unnamed || !fns.shared) {
 		fprintf(stderr, "probekit: %s\n", strerror(ENOMEM));
 		goto out;
 	}
