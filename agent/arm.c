@@ -318,7 +318,8 @@ struct pka_plan *pka_plan(const char *specs)
 	log_plan = NULL;
 
 	/* One probe per function: the first spec (in spec order) owns it. */
-	qsort(pl->fn, pl->nfn, sizeof(*pl->fn), by_addr);
+	if (pl->nfn)
+		qsort(pl->fn, pl->nfn, sizeof(*pl->fn), by_addr);
 	for (k = 0, w = 0; k < pl->nfn; k++) {
 		if (w && pl->fn[w - 1].addr == pl->fn[k].addr) {
 			/* Keep a name if the owner's came from the cache. */
@@ -343,7 +344,8 @@ struct pka_plan *pka_plan(const char *specs)
 		pl->fn[w++] = pl->fn[k];
 	}
 	pl->nfn = w;
-	qsort(pl->fn, pl->nfn, sizeof(*pl->fn), by_spec);
+	if (pl->nfn)
+		qsort(pl->fn, pl->nfn, sizeof(*pl->fn), by_spec);
 	for (k = 0; k < pl->nfn; k++) {
 		pl->count[pl->fn[k].spec]++;
 		if (pl->fn[k].name)

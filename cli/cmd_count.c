@@ -191,7 +191,8 @@ static void fn_sort(struct fn_tab *t, int nspec)
 	for (size_t i = w; i < t->cap; i++)
 		t->e[i].name = NULL;
 	t->n = w;
-	qsort(t->e, w, sizeof(*t->e), fn_cmp);
+	if (w)
+		qsort(t->e, w, sizeof(*t->e), fn_cmp);
 	for (size_t i = 0; t->unnamed && i < w; i++) {
 		uint32_t sp = t->e[i].spec;
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* libglobtarget.c - cli_glob.sh's library: glob_* functions a known number of calls each (glob_main.c), and one the glob must not match. */
+/* glob_target.c - libglobtarget.so, cli_glob.sh's library: glob_* functions a known number of calls each (glob_main.c), and one the glob must not match. */
 #include <stdint.h>
 
 /* Distinct bodies, so that no two are folded into one address. */
