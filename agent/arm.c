@@ -405,9 +405,20 @@ static void plan_layout(struct pka_header *h, const struct pka_plan *pl)
 			pka_record_probe(h, k)->spec = i;
 			pka_record_probe(h, k)->status = PKA_PENDING;
 		}
+	}
+	/*
+	 * The names first: the pool was sized for them exactly, on top of
+	 * the log lines' share, which many failures could use up.
+	 */
+	for (size_t k = 0, rank = 0; k < pl->nfn; k++) {
+		rank = k && pl->fn[k - 1].spec == pl->fn[k].spec ? rank + 1 : 0;
+		if (pl->fn[k].name)
+			record_name(h, pl->first[pl->fn[k].spec] + (uint32_t)rank,
+				    pl->fn[k].name);
+	}
+	for (uint32_t i = 0; i < pl->nspec && i < h->nspec; i++)
 		if (pl->why[i])
 			pka_record_why(h, i, pl->why[i]);
-	}
 }
 
 void pka_arm(struct pka_header *h, const struct pka_plan *pl,
@@ -461,17 +472,27 @@ void pka_arm(struct pka_header *h, const struct pka_plan *pl,
 		struct pk_probe_info info = { .sz = sizeof(info) };
 		struct pka_probe *pp;
 		uint32_t pi;
-		int err;
+		int err, one;
 
 		/* Sorted by spec: probe first + its rank among its spec's. */
 		rank = k && pl->fn[k - 1].spec == f->spec ? rank + 1 : 0;
 		pi = pl->first[f->spec] + (uint32_t)rank;
 		pp = pka_record_probe(h, pi);
-		if (f->name)
-			record_name(h, pi, f->name);
 		m->probe(h, pi, &o);
-		cur_spec = (int)f->spec;
+		/*
+		 * A spec naming one function (no glob): on failure, again by
+		 * name, for today's line ("\"strlen\" (IFUNC: ...): ..."), not
+		 * one naming an address. A glob's lines name addresses.
+		 */
+		one = pl->count[f->spec] == 1 && !is_glob(pl->spec[f->spec]);
+		cur_spec = one ? -1 : (int)f->spec;
 		err = pk_probe_create(&o, &probes[armed]);
+		if (err && one) {
+			o.addr = NULL;
+			o.symbol = pl->spec[f->spec];
+			cur_spec = (int)f->spec;
+			err = pk_probe_create(&o, &probes[armed]);
+		}
 		pp->status = err;
 		if (err)
 			continue;
