@@ -46,9 +46,12 @@ struct fn_ent {
 struct fn_tab {
 	struct fn_ent *e;
 	size_t n, cap;		/* cap: a power of two, or 0 */
+	size_t nspec;
 	unsigned long long *unnamed;	/* per spec: hits of probes with no name */
 	uint32_t *shared;	/* per spec: 1 + the earlier spec whose probes
 				 * it reports (the agent arms a function once) */
+	unsigned long long *unprobed;	/* per spec armed: functions not */
+	char **unprobed_why;	/* and the first reason seen, or NULL */
 	int oom;
 };
 
@@ -119,6 +122,10 @@ static void fn_free(struct fn_tab *t)
 	free(t->e);
 	free(t->unnamed);
 	free(t->shared);
+	for (size_t i = 0; t->unprobed_why && i < t->nspec; i++)
+		free(t->unprobed_why[i]);
+	free(t->unprobed_why);
+	free(t->unprobed);
 }
 
 /*
@@ -144,8 +151,25 @@ static void add_hits(const struct pka_header *h, void *ctx)
 			c->hits[i] += n;
 			if (!c->fns)
 				continue;
-			if (p->spec < i && c->fns->shared)
+			if (p->spec < i)
 				c->fns->shared[i] = p->spec + 1;
+			/* Armed, but not on all of its functions: say so. */
+			if (p->status && p->status != PKA_PENDING && !s->status) {
+				const char *why = pka_spec_why(w, i);
+
+				c->fns->unprobed[i]++;
+				/*
+				 * The first one, named (a glob's log line has its
+				 * address), and the spec's first log line.
+				 */
+				if (why && why[0] && !c->fns->unprobed_why[i] &&
+				    asprintf(&c->fns->unprobed_why[i], "%s%s%s",
+					     p->name && p->name <= h->why_len ?
+					     (const char *)h + h->why_at + p->name - 1 : "",
+					     p->name && p->name <= h->why_len ?
+					     "; first error: " : "", why) < 0)
+					c->fns->unprobed_why[i] = NULL;
+			}
 			if (p->status)
 				continue;
 			/* The reader made the pool end with a NUL. */
@@ -256,6 +280,12 @@ static void report(FILE *o, int json, char **argv, int status, int procs,
 				pkc_json_str(o, t[i].why[0] ? t[i].why
 							  : strerror(t[i].last_err));
 			}
+			if (fns->unprobed[i]) {
+				fprintf(o, ",\"not_probed\":%llu,\"not_probed_error\":",
+					fns->unprobed[i]);
+				pkc_json_str(o, fns->unprobed_why[i] ?
+					     fns->unprobed_why[i] : "");
+			}
 			if (fns->shared[i]) {
 				fprintf(o, ",\"probes_of\":");
 				pkc_json_str(o, t[fns->shared[i] - 1].spec);
@@ -296,6 +326,10 @@ static void report(FILE *o, int json, char **argv, int status, int procs,
 			fprintf(o, "  (not probed in %d of %d: %s)", t[i].failed,
 				procs, t[i].why[0] ? t[i].why
 						  : strerror(t[i].last_err));
+		if (fns->unprobed[i])
+			fprintf(o, "  (%llu of its functions not probed%s%s)",
+				fns->unprobed[i], fns->unprobed_why[i] ? ", first: " : "",
+				fns->unprobed_why[i] ? fns->unprobed_why[i] : "");
 		/* The same spec twice says nothing: the same count. */
 		if (fns->shared[i] && strcmp(t[fns->shared[i] - 1].spec, t[i].spec))
 			fprintf(o, "  (the probes of \"%s\": a function is "
@@ -584,7 +618,11 @@ static int count_main(int argc, char **argv)
 	tc.last = calloc((size_t)r.n, sizeof(*tc.last));
 	fns.unnamed = calloc((size_t)r.n, sizeof(*fns.unnamed));
 	fns.shared = calloc((size_t)r.n, sizeof(*fns.shared));
-	if (!tc.t || !tc.hits || !tc.last || !fns.unnamed || !fns.shared) {
+	fns.unprobed = calloc((size_t)r.n, sizeof(*fns.unprobed));
+	fns.unprobed_why = calloc((size_t)r.n, sizeof(*fns.unprobed_why));
+	fns.nspec = (size_t)r.n;
+	if (!tc.t || !tc.hits || !tc.last || !fns.unnamed || !fns.shared ||
+	    !fns.unprobed || !fns.unprobed_why) {
 		fprintf(stderr, "probekit: %s\n", strerror(ENOMEM));
 		goto out;
 	}

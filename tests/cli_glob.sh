@@ -57,6 +57,16 @@ check "... armed, many functions, no failure, strlen among them" \
 check "... the spec's hits are its functions' sum" \
 	'py "j[\"probes\"][0][\"hits\"] == sum(f[\"hits\"] for f in j[\"probes\"][0][\"functions\"]) > 0"'
 
+# Every function of libc (thousands): one batch still, ls's output intact;
+# those that could not be probed are counted and one is named.
+"$pk" count --json -p 'libc.so.6:*' -- ls / >"$tmp/out" 2>"$tmp/err"
+rc=$?
+check "libc.so.6:* under ls: status 0, output identical, over 1000 functions armed" \
+	'[ $rc -eq 0 ] && cmp -s "$tmp/plain" "$tmp/out" && py "j[\"probes\"][0][\"armed_in\"] == 1 and len(j[\"probes\"][0][\"functions\"]) > 1000"'
+check "... functions not probed: counted, the first named" \
+	'py "\"functions\" in j[\"probes\"][0] and j[\"probes\"][0].get(\"not_probed\", 0) == 0 or j[\"probes\"][0][\"not_probed_error\"] != \"\""'
+echo "     ($(python3 -c "import json, sys; p = json.load(open(sys.argv[1]))['probes'][0]; print(len(p['functions']), 'functions armed,', p.get('not_probed', 0), 'not probed')" "$tmp/err"))"
+
 # An IFUNC: the line names the implementation the calls reach. In a
 # sanitizer build a plain strlen is the ASan runtime's interceptor, which
 # calls libc's: name that one there.
