@@ -40,6 +40,7 @@ struct tick_ctx {
 struct fn_ent {
 	char *name;		/* NULL: an empty entry */
 	uint32_t spec;
+	int int3;		/* an int3 probe in some process */
 	unsigned long long hits;
 };
 
@@ -81,7 +82,7 @@ static struct fn_ent *fn_slot(struct fn_ent *e, size_t cap, uint32_t spec,
 }
 
 static void fn_add(struct fn_tab *t, uint32_t spec, const char *name,
-		   unsigned long long hits)
+		   unsigned long long hits, int int3)
 {
 	struct fn_ent *f;
 
@@ -113,6 +114,7 @@ static void fn_add(struct fn_tab *t, uint32_t spec, const char *name,
 		t->n++;
 	}
 	f->hits += hits;
+	f->int3 |= int3;
 }
 
 static void fn_free(struct fn_tab *t)
@@ -175,7 +177,7 @@ static void add_hits(const struct pka_header *h, void *ctx)
 			/* The reader made the pool end with a NUL. */
 			if (p->name && p->name <= h->why_len)
 				fn_add(c->fns, i, (const char *)h + h->why_at +
-				       p->name - 1, n);
+				       p->name - 1, n, p->int3 != 0);
 			else if (c->fns->unnamed)
 				c->fns->unnamed[i] += n;
 		}
@@ -296,7 +298,8 @@ static void report(FILE *o, int json, char **argv, int status, int procs,
 			for (size_t k = 0; k < cnt; k++) {
 				fprintf(o, "%s{\"name\":", k ? "," : "");
 				pkc_json_str(o, fns->e[at + k].name);
-				fprintf(o, ",\"hits\":%llu}", fns->e[at + k].hits);
+				fprintf(o, ",\"hits\":%llu%s}", fns->e[at + k].hits,
+					fns->e[at + k].int3 ? ",\"int3\":true" : "");
 			}
 			if (cnt)
 				fputc(']', o);
@@ -339,8 +342,9 @@ static void report(FILE *o, int json, char **argv, int status, int procs,
 		if (!fn_lines(fns, at, cnt, t[i].spec))
 			continue;
 		for (size_t k = 0; k < cnt; k++)
-			fprintf(o, " %16llu    %s\n", fns->e[at + k].hits,
-				fns->e[at + k].name);
+			fprintf(o, " %16llu    %s%s\n", fns->e[at + k].hits,
+				fns->e[at + k].name,
+				fns->e[at + k].int3 ? "  (int3 probe)" : "");
 		if (fns->unnamed[i])
 			fprintf(o, " %16llu    (functions not named)\n",
 				fns->unnamed[i]);
