@@ -26,6 +26,7 @@ struct plan_fn {
 	uint32_t spec;
 	uint32_t seq;		/* order found: probes keep table order */
 	char *name;		/* NULL: the spec names it (xcache) */
+	char *obj;		/* while planning: its object's file name */
 };
 
 struct pka_plan {
@@ -107,9 +108,37 @@ static int plan_add(struct pka_plan *pl, uint32_t spec, uintptr_t addr,
 	f->spec = spec;
 	f->seq = (uint32_t)pl->nfn;
 	f->name = NULL;
+	f->obj = NULL;
 	if (name && !(f->name = strdup(name)))
 		return -ENOMEM;
 	pl->nfn++;
+	return 0;
+}
+
+/*
+ * The functions of one spec from @at on came from several objects (a glob
+ * over every object, 'str*'): name each OBJECT:NAME, as a spec would.
+ */
+static int plan_objects(struct pka_plan *pl, size_t at)
+{
+	int several = 0;
+
+	for (size_t k = at + 1; k < pl->nfn && !several; k++)
+		several = strcmp(pl->fn[k].obj ? pl->fn[k].obj : "",
+				 pl->fn[at].obj ? pl->fn[at].obj : "") != 0;
+	for (size_t k = at; k < pl->nfn; k++) {
+		struct plan_fn *f = &pl->fn[k];
+		char *name;
+
+		if (several && f->obj && f->name) {
+			if (asprintf(&name, "%s:%s", f->obj, f->name) < 0)
+				return -ENOMEM;
+			free(f->name);
+			f->name = name;
+		}
+		free(f->obj);
+		f->obj = NULL;
+	}
 	return 0;
 }
 
@@ -128,7 +157,16 @@ static int plan_sym(const struct pk_sym *s, void *ctx)
 		 (s->flags & PK_SYM_F_COMPAT) ? s->version : "",
 		 (s->flags & PK_SYM_F_IFUNC) && s->impl[0] ? " -> " : "",
 		 (s->flags & PK_SYM_F_IFUNC) ? s->impl : "");
-	return plan_add(pl, (uint32_t)cur_spec, s->addr, name);
+	const char *obj = strrchr(s->object, '/');
+	int err = plan_add(pl, (uint32_t)cur_spec, s->addr, name);
+
+	if (err)
+		return err;
+	obj = obj ? obj + 1 : s->object;
+	/* The executable's path may be empty in its link map entry. */
+	if (*obj && !(pl->fn[pl->nfn - 1].obj = strdup(obj)))
+		return -ENOMEM;
+	return 0;
 }
 
 static int by_addr(const void *a, const void *b)
@@ -231,8 +269,10 @@ void pka_plan_free(struct pka_plan *pl)
 {
 	if (!pl)
 		return;
-	for (size_t i = 0; i < pl->nfn; i++)
+	for (size_t i = 0; i < pl->nfn; i++) {
 		free(pl->fn[i].name);
+		free(pl->fn[i].obj);
+	}
 	for (uint32_t i = 0; pl->why && i < pl->nspec; i++)
 		free(pl->why[i]);
 	for (uint32_t i = 0; pl->owned && i < pl->nspec; i++)
@@ -296,7 +336,7 @@ struct pka_plan *pka_plan(const char *specs)
 			continue;
 		}
 		rc = pk_sym_each(s, plan_sym, pl);
-		if (rc == -ENOMEM)
+		if (plan_objects(pl, before) || rc == -ENOMEM)
 			goto fail;
 		if (rc >= 0 && pl->nfn == before) {
 			rc = -ENOENT;

@@ -57,6 +57,11 @@ check "... armed, many functions, no failure, strlen among them" \
 check "... the spec's hits are its functions' sum" \
 	'py "j[\"probes\"][0][\"hits\"] == sum(f[\"hits\"] for f in j[\"probes\"][0][\"functions\"]) > 0"'
 
+# A glob over every object: its functions named OBJECT:NAME.
+run count -p 'str*' -- ls /
+check "str* (every object): libc's strlen named with its object and implementation" \
+	'[ $rc -eq 0 ] && grep -qE "^ +[1-9][0-9]*    libc\.so\.6:strlen -> [^ ]" "$tmp/err"'
+
 # Every function of libc (thousands): one batch still, ls's output intact;
 # those that could not be probed are counted and one is named.
 "$pk" count --json -p 'libc.so.6:*' -- ls / >"$tmp/out" 2>"$tmp/err"
