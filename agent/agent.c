@@ -58,8 +58,9 @@ __attribute__((constructor)) static void pka_init(void)
 	const char *name = secure_getenv(PKA_ENV_MODE);
 	const char *specs_file = secure_getenv(PKA_ENV_SPECS);
 	const struct pka_mode_ops *m = find_mode(name);
+	struct pka_plan *plan = NULL;
+	struct pka_header *h = NULL;
 	const char *specs;
-	struct pka_header *h;
 
 	/* Not started by probekit: nothing at all, not even a lookup. */
 	if (!dir || !name || !specs_file)
@@ -71,8 +72,21 @@ __attribute__((constructor)) static void pka_init(void)
 	 * preloaded. Only a mode named but unknown is refused.
 	 */
 	specs = pka_specs_map(specs_file);
-	if (!specs || !(h = pka_record_open(dir, m ? m->size : 0, specs)))
+	if (!specs)
 		goto out;
+	/*
+	 * What the specs expand to here sizes the record: look them up
+	 * first (the log stays quiet; failure lines go to the record).
+	 */
+	if (m) {
+		pka_zydis_load();
+		pka_xcache_open(dir);
+		plan = pka_plan(specs);
+	}
+	h = pka_record_open(dir, m ? m->size : 0, specs, pka_plan_nprobe(plan),
+			    pka_plan_names(plan));
+	if (!h)
+		goto done;
 	h->version = PKA_VERSION;
 	pka_log_quiet(h);
 	if (m)
@@ -80,13 +94,14 @@ __attribute__((constructor)) static void pka_init(void)
 	else
 		refuse(h, name);
 	pka_record_publish(h);
-	if (m) {
-		pka_zydis_load();
-		pka_xcache_open(dir);
-		pka_arm(h, specs, m);
+	if (m)
+		pka_arm(h, plan, m);
+done:
+	if (m)
 		pka_xcache_close();
+	pka_plan_free(plan);
+	if (m && h)
 		pka_late_init(h, dir, specs, m);
-	}
 out:
 	pka_busy--;
 }

@@ -39,14 +39,17 @@ const char *pka_specs_map(const char *path);
 
 /*
  * pka_record_open() - this process's record: a new file in @dir sized for
- * the specs of @specs and a slot of @slot bytes for each of their probes,
- * its blocks reserved, mapped shared, zeroed but for the layout, pid, exe
- * and each spec's slots and PKA_PENDING status. NULL if it cannot be made
- * (then the command finds no record of this process, or an empty one where
- * there was no room, and says so).
+ * the specs of @specs, @nprobe probes (at least one per spec; 0: one per
+ * spec) with a slot of @slot bytes each, and a pool with room for the
+ * specs' log lines and @names more bytes (the probes' names), its blocks
+ * reserved, mapped shared, zeroed but for the layout, pid, exe and one
+ * probe per spec with PKA_PENDING status (pka_arm() lays out the rest).
+ * NULL if it cannot be made (then the command finds no record of this
+ * process, or an empty one where there was no room, and says so).
  */
 struct pka_header *pka_record_open(const char *dir, uint32_t slot,
-				   const char *specs);
+				   const char *specs, uint32_t nprobe,
+				   uint32_t names);
 
 /*
  * pka_record_why() - keep @msg as spec @i's log line in @h's pool, if it
@@ -65,14 +68,31 @@ void pka_record_publish(struct pka_header *h);
 void pka_log_quiet(struct pka_header *h);
 
 /*
- * pka_arm() - create a probe for each spec in @specs (PKA_SEP-separated,
- * as many as the record has), as @m sets it up, and register them all as
- * one text batch. Each spec's result goes to its struct pka_spec and its
- * probe's struct pka_probe (protocol.h); h->n is set once all were
- * tried. Probes stay armed until the process ends: disarming them in a
- * destructor could race with threads still running.
+ * pka_plan() - what the specs in @specs (PKA_SEP-separated) name in this
+ * process: every function each expands to (pk_sym_each(): globs, IFUNCs
+ * resolved, C++ names), each function once by address (the first spec
+ * matching it owns it), with its name; the run's xcache is used for
+ * specs without glob characters. Before the record exists: it says how
+ * big to make it (pka_plan_nprobe(), pka_plan_names()). Sets the quiet
+ * log (failure lines are kept for pka_arm()). NULL without memory.
+ * pka_plan_free() - free it (NULL is fine).
  */
-void pka_arm(struct pka_header *h, const char *specs,
+struct pka_plan;
+struct pka_plan *pka_plan(const char *specs);
+uint32_t pka_plan_nprobe(const struct pka_plan *pl);
+uint32_t pka_plan_names(const struct pka_plan *pl);
+void pka_plan_free(struct pka_plan *pl);
+
+/*
+ * pka_arm() - create a probe by address for each function of @pl, as @m
+ * sets it up, and register them all as one text batch. Each spec's
+ * result goes to its struct pka_spec, each probe's (and its function's
+ * name, in the pool) to its struct pka_probe (protocol.h); h->n is set
+ * once all were tried. Probes stay armed until the process ends:
+ * disarming them in a destructor could race with threads still running.
+ * Nothing if @pl is NULL or not the plan @h was sized for.
+ */
+void pka_arm(struct pka_header *h, const struct pka_plan *pl,
 	     const struct pka_mode_ops *m);
 
 /*

@@ -25,9 +25,11 @@
  *     pid). The agent sizes it (pka_record_size()): struct pka_header, a
  *     struct pka_spec per spec, a struct pka_probe and a slot of the
  *     mode's per-probe struct per probe (nprobe: what the specs expanded
- *     to in this process, known only there, one per spec today; a spec
- *     owns probes first .. first + nprobe - 1), and a pool for the log
- *     lines and the probes' names. Its blocks are reserved
+ *     to in this process, known only there: a glob's every function,
+ *     each function once, under the first spec matching it; a spec
+ *     reports probes first .. first + nprobe - 1, which are another
+ *     spec's when that one took all of its functions), and a pool for
+ *     the log lines (pka_why_len()) and the probes' names (the rest). Its blocks are reserved
  *     (posix_fallocate: a full file system must not become a SIGBUS in the
  *     program; without room the file stays empty and the agent does
  *     nothing else) and mapped shared. It fills the header and stores
@@ -119,7 +121,9 @@ struct pka_probe {
 /*
  * A record: this header, spec[nspec] at spec_at, probe[nprobe] at
  * probe_at, nprobe slots of slot_size bytes at slot_at (64-byte aligned),
- * the pool of why_len bytes at why_at; size is the sum (the file's size).
+ * the pool of why_len bytes at why_at (at least pka_why_len(nspec): the
+ * log lines' share, then room for the probes' names); size is the sum
+ * (the file's size).
  */
 struct pka_header {
 	uint32_t magic;		/* PKA_MAGIC, stored last (release) */

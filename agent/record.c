@@ -59,9 +59,10 @@ const char *pka_specs_map(const char *path)
 }
 
 struct pka_header *pka_record_open(const char *dir, uint32_t slot,
-				   const char *specs)
+				   const char *specs, uint32_t nprobe,
+				   uint32_t names)
 {
-	uint32_t n = 1, nprobe;
+	uint32_t n = 1;
 	struct pka_header *h;
 	struct stat exe;
 	char path[4096];
@@ -73,9 +74,10 @@ struct pka_header *pka_record_open(const char *dir, uint32_t slot,
 		n += *s == PKA_SEP;
 	if (n > PKA_SPECS_MAX)
 		return NULL;
-	/* One probe per spec, until a spec can expand to several. */
-	nprobe = n;
-	size = pka_record_size(slot, n, nprobe);
+	/* What the specs expanded to (pka_plan()): one a spec at least. */
+	if (nprobe < n)
+		nprobe = n;
+	size = pka_record_size(slot, n, nprobe) + names;
 	if (size > UINT32_MAX)
 		return NULL;
 
@@ -107,7 +109,7 @@ struct pka_header *pka_record_open(const char *dir, uint32_t slot,
 	h->slot_at = (uint32_t)pka_slot_at(n, nprobe);
 	h->slot_size = slot;
 	h->why_at = h->slot_at + nprobe * slot;
-	h->why_len = pka_why_len(n);
+	h->why_len = pka_why_len(n) + names;
 	h->pid = (int32_t)getpid();
 	if (!stat("/proc/self/exe", &exe)) {
 		h->exe_dev = exe.st_dev;

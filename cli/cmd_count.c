@@ -33,30 +33,232 @@ struct tick_ctx {
 };
 
 /*
- * Sum a record's hits into @ctx, an array of r->n counts: each spec's are
- * its probes' (pkc_run_collect() checked the header; the slots a spec
- * claims are checked here).
+ * The functions of each spec, by name, summed over every process (the
+ * names of a record's probes: a glob's functions, an IFUNC's
+ * implementation); an open-addressing table, memory proportional to them.
+ */
+struct fn_ent {
+	char *name;		/* NULL: an empty entry */
+	uint32_t spec;
+	int int3;		/* an int3 probe in some process */
+	unsigned long long hits;
+};
+
+struct fn_tab {
+	struct fn_ent *e;
+	size_t n, cap;		/* cap: a power of two, or 0 */
+	size_t nspec;
+	unsigned long long *unnamed;	/* per spec: hits of probes with no name */
+	uint32_t *shared;	/* per spec: 1 + the earlier spec whose probes
+				 * it reports (the agent arms a function once) */
+	unsigned long long *unprobed;	/* per spec armed: functions not */
+	char **unprobed_why;	/* and the first reason seen, or NULL */
+	int oom;
+};
+
+/* What add_hits() sums into: per-spec hits, and the names if @fns. */
+struct hits_ctx {
+	unsigned long long *hits;
+	struct fn_tab *fns;
+};
+
+static size_t fn_hash(uint32_t spec, const char *name)
+{
+	size_t h = 14695981039346656037ull ^ spec;
+
+	for (; *name; name++)
+		h = (h ^ (unsigned char)*name) * 1099511628211ull;
+	return h;
+}
+
+static struct fn_ent *fn_slot(struct fn_ent *e, size_t cap, uint32_t spec,
+			      const char *name)
+{
+	size_t i = fn_hash(spec, name) & (cap - 1);
+
+	while (e[i].name && (e[i].spec != spec || strcmp(e[i].name, name)))
+		i = (i + 1) & (cap - 1);
+	return &e[i];
+}
+
+static void fn_add(struct fn_tab *t, uint32_t spec, const char *name,
+		   unsigned long long hits, int int3)
+{
+	struct fn_ent *f;
+
+	if (t->oom)
+		return;
+	if (2 * (t->n + 1) > t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 256;
+		struct fn_ent *e = calloc(cap, sizeof(*e));
+
+		if (!e) {
+			t->oom = 1;
+			return;
+		}
+		for (size_t i = 0; i < t->cap; i++)
+			if (t->e[i].name)
+				*fn_slot(e, cap, t->e[i].spec, t->e[i].name) = t->e[i];
+		free(t->e);
+		t->e = e;
+		t->cap = cap;
+	}
+	f = fn_slot(t->e, t->cap, spec, name);
+	if (!f->name) {
+		f->name = strdup(name);
+		if (!f->name) {
+			t->oom = 1;
+			return;
+		}
+		f->spec = spec;
+		t->n++;
+	}
+	f->hits += hits;
+	f->int3 |= int3;
+}
+
+static void fn_free(struct fn_tab *t)
+{
+	for (size_t i = 0; i < t->cap; i++)
+		free(t->e[i].name);
+	free(t->e);
+	free(t->unnamed);
+	free(t->shared);
+	for (size_t i = 0; t->unprobed_why && i < t->nspec; i++)
+		free(t->unprobed_why[i]);
+	free(t->unprobed_why);
+	free(t->unprobed);
+}
+
+/*
+ * Sum a record's hits into @ctx (a struct hits_ctx): each spec's are its
+ * probes' (pkc_run_collect() checked the header; the slots a spec claims
+ * are checked here), and each armed probe's under its function's name.
  */
 static void add_hits(const struct pka_header *h, void *ctx)
 {
 	struct pka_header *w = (struct pka_header *)h;
-	unsigned long long *hits = ctx;
+	struct hits_ctx *c = ctx;
 
 	for (uint32_t i = 0; i < h->n; i++) {
 		const struct pka_spec *s = pka_record_spec(w, i);
 
 		if (s->first > h->nprobe || s->nprobe > h->nprobe - s->first)
 			continue;
-		for (uint32_t k = s->first; k < s->first + s->nprobe; k++)
-			hits[i] += ((const struct pka_count *)
-				    pka_record_slot(w, k))->n;
+		for (uint32_t k = s->first; k < s->first + s->nprobe; k++) {
+			const struct pka_probe *p = pka_record_probe(w, k);
+			unsigned long long n = ((const struct pka_count *)
+						pka_record_slot(w, k))->n;
+
+			c->hits[i] += n;
+			if (!c->fns)
+				continue;
+			if (p->spec < i)
+				c->fns->shared[i] = p->spec + 1;
+			/* Armed, but not on all of its functions: say so. */
+			if (p->status && p->status != PKA_PENDING && !s->status) {
+				const char *why = pka_spec_why(w, i);
+
+				c->fns->unprobed[i]++;
+				/*
+				 * The first one, named (a glob's log line has its
+				 * address), and the spec's first log line.
+				 */
+				if (why && why[0] && !c->fns->unprobed_why[i] &&
+				    asprintf(&c->fns->unprobed_why[i], "%s%s%s",
+					     p->name && p->name <= h->why_len ?
+					     (const char *)h + h->why_at + p->name - 1 : "",
+					     p->name && p->name <= h->why_len ?
+					     "; first error: " : "", why) < 0)
+					c->fns->unprobed_why[i] = NULL;
+			}
+			if (p->status)
+				continue;
+			/* The reader made the pool end with a NUL. */
+			if (p->name && p->name <= h->why_len)
+				fn_add(c->fns, i, (const char *)h + h->why_at +
+				       p->name - 1, n, p->int3 != 0);
+			else if (c->fns->unnamed)
+				c->fns->unnamed[i] += n;
+		}
 	}
+}
+
+static int is_glob(const char *s)
+{
+	return strpbrk(s, "*?[") != NULL;
+}
+
+/* By spec, then most calls first, then by name. */
+static int fn_cmp(const void *a, const void *b)
+{
+	const struct fn_ent *x = a, *y = b;
+
+	if (x->spec != y->spec)
+		return x->spec < y->spec ? -1 : 1;
+	if (x->hits != y->hits)
+		return x->hits > y->hits ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/*
+ * Pack the table's entries at its start, sorted (fn_cmp). The probes of a
+ * spec that came without a name (its address from the run's cache, in
+ * another process of the same link map) are its one named function's,
+ * when it has exactly one; they are added to it before sorting.
+ */
+static void fn_sort(struct fn_tab *t, int nspec)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < t->cap; i++)
+		if (t->e[i].name)
+			t->e[w++] = t->e[i];
+	for (size_t i = w; i < t->cap; i++)
+		t->e[i].name = NULL;
+	t->n = w;
+	if (w)
+		qsort(t->e, w, sizeof(*t->e), fn_cmp);
+	for (size_t i = 0; t->unnamed && i < w; i++) {
+		uint32_t sp = t->e[i].spec;
+
+		if ((!i || t->e[i - 1].spec != sp) &&
+		    (i + 1 == w || t->e[i + 1].spec != sp) &&
+		    (int)sp < nspec) {
+			t->e[i].hits += t->unnamed[sp];
+			t->unnamed[sp] = 0;
+		}
+	}
+}
+
+/* How many of the sorted entries from @at on are spec @i's. */
+static size_t fn_count(const struct fn_tab *t, size_t at, int i)
+{
+	size_t cnt = 0;
+
+	while (at + cnt < t->n && t->e[at + cnt].spec == (uint32_t)i)
+		cnt++;
+	return cnt;
+}
+
+/*
+ * Whether a spec is reported function by function: it is a glob, it named
+ * several functions, or one whose name says more than the spec does (an
+ * IFUNC's implementation, "strlen -> __strlen_avx2").
+ */
+static int fn_lines(const struct fn_tab *t, size_t at, size_t cnt,
+		    const char *spec)
+{
+	if (!cnt)
+		return 0;
+	return cnt > 1 || is_glob(spec) || strstr(t->e[at].name, " -> ");
 }
 
 static void report(FILE *o, int json, char **argv, int status, int procs,
 		   const struct pkc_spec *t, const unsigned long long *hits,
-		   const struct pkc_run *r)
+		   const struct pkc_run *r, const struct fn_tab *fns)
 {
+	size_t at = 0, cnt;
 	int n = r->n;
 
 	if (json) {
@@ -68,7 +270,8 @@ static void report(FILE *o, int json, char **argv, int status, int procs,
 		}
 		fprintf(o, "],\"exit_status\":%d,\"processes\":%d,"
 			   "\"probes\":[", status, procs);
-		for (int i = 0; i < n; i++) {
+		for (int i = 0; i < n; i++, at += cnt) {
+			cnt = fn_count(fns, at, i);
 			fprintf(o, "%s{\"spec\":", i ? "," : "");
 			pkc_json_str(o, t[i].spec);
 			fprintf(o, ",\"hits\":%llu,\"armed_in\":%d,"
@@ -79,6 +282,27 @@ static void report(FILE *o, int json, char **argv, int status, int procs,
 				pkc_json_str(o, t[i].why[0] ? t[i].why
 							  : strerror(t[i].last_err));
 			}
+			if (fns->unprobed[i]) {
+				fprintf(o, ",\"not_probed\":%llu,\"not_probed_error\":",
+					fns->unprobed[i]);
+				pkc_json_str(o, fns->unprobed_why[i] ?
+					     fns->unprobed_why[i] : "");
+			}
+			if (fns->shared[i]) {
+				fprintf(o, ",\"probes_of\":");
+				pkc_json_str(o, t[fns->shared[i] - 1].spec);
+			}
+			/* Every function it was armed on, by name, most calls first. */
+			if (cnt)
+				fprintf(o, ",\"functions\":[");
+			for (size_t k = 0; k < cnt; k++) {
+				fprintf(o, "%s{\"name\":", k ? "," : "");
+				pkc_json_str(o, fns->e[at + k].name);
+				fprintf(o, ",\"hits\":%llu%s}", fns->e[at + k].hits,
+					fns->e[at + k].int3 ? ",\"int3\":true" : "");
+			}
+			if (cnt)
+				fputc(']', o);
 			fputc('}', o);
 		}
 		fputc(']', o);
@@ -92,7 +316,8 @@ static void report(FILE *o, int json, char **argv, int status, int procs,
 		fprintf(o, " (%d more not counted)", r->not_counted);
 	fprintf(o, "\n\n");
 	fprintf(o, " %16s  %s\n", "calls", "function");
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n; i++, at += cnt) {
+		cnt = fn_count(fns, at, i);
 		if (t[i].armed)
 			fprintf(o, " %16llu  %s", hits[i], t[i].spec);
 		else
@@ -104,7 +329,25 @@ static void report(FILE *o, int json, char **argv, int status, int procs,
 			fprintf(o, "  (not probed in %d of %d: %s)", t[i].failed,
 				procs, t[i].why[0] ? t[i].why
 						  : strerror(t[i].last_err));
+		if (fns->unprobed[i])
+			fprintf(o, "  (%llu of its functions not probed%s%s)",
+				fns->unprobed[i], fns->unprobed_why[i] ? ", first: " : "",
+				fns->unprobed_why[i] ? fns->unprobed_why[i] : "");
+		/* The same spec twice says nothing: the same count. */
+		if (fns->shared[i] && strcmp(t[fns->shared[i] - 1].spec, t[i].spec))
+			fprintf(o, "  (the probes of \"%s\": a function is "
+				   "probed once)", t[fns->shared[i] - 1].spec);
 		fputc('\n', o);
+		/* A glob's functions, an IFUNC's implementation: indented. */
+		if (!fn_lines(fns, at, cnt, t[i].spec))
+			continue;
+		for (size_t k = 0; k < cnt; k++)
+			fprintf(o, " %16llu    %s%s\n", fns->e[at + k].hits,
+				fns->e[at + k].name,
+				fns->e[at + k].int3 ? "  (int3 probe)" : "");
+		if (fns->unnamed[i])
+			fprintf(o, " %16llu    (functions not named)\n",
+				fns->unnamed[i]);
 	}
 }
 
@@ -118,13 +361,14 @@ static void tick(double el, void *arg)
 	struct tick_ctx *c = arg;
 	struct pkc_run *r = c->run;
 	unsigned long long *hits = c->hits;
+	struct hits_ctx hc = { .hits = hits };
 
 	/* The reader is gone (EPIPE) or the disk full: COMMAND runs on. */
 	if (c->failed)
 		return;
 	memset(c->t, 0, (size_t)r->n * sizeof(*c->t));
 	memset(hits, 0, (size_t)r->n * sizeof(*hits));
-	pkc_run_collect(r, c->t, 0, add_hits, hits);
+	pkc_run_collect(r, c->t, 0, add_hits, &hc);
 	if (c->json)
 		fprintf(c->out, "{\"interval_s\":%.3f,\"probes\":[", el);
 	for (int i = 0; i < r->n; i++) {
@@ -313,6 +557,8 @@ static int count_main(int argc, char **argv)
 		.slot = sizeof(struct pka_count),
 	};
 	struct tick_ctx tc = { .run = &r };
+	struct fn_tab fns = { 0 };
+	struct hits_ctx hc = { 0 };
 	const char *out_path = NULL;
 	int json = 0, c, code = PKC_EXIT_OWN, procs, wrote;
 	long interval_ms = 0;
@@ -374,7 +620,13 @@ static int count_main(int argc, char **argv)
 	tc.t = calloc((size_t)r.n, sizeof(*tc.t));
 	tc.hits = calloc((size_t)r.n, sizeof(*tc.hits));
 	tc.last = calloc((size_t)r.n, sizeof(*tc.last));
-	if (!tc.t || !tc.hits || !tc.last) {
+	fns.unnamed = calloc((size_t)r.n, sizeof(*fns.unnamed));
+	fns.shared = calloc((size_t)r.n, sizeof(*fns.shared));
+	fns.unprobed = calloc((size_t)r.n, sizeof(*fns.unprobed));
+	fns.unprobed_why = calloc((size_t)r.n, sizeof(*fns.unprobed_why));
+	fns.nspec = (size_t)r.n;
+	if (!tc.t || !tc.hits || !tc.last || !fns.unnamed || !fns.shared ||
+	    !fns.unprobed || !fns.unprobed_why) {
 		fprintf(stderr, "probekit: %s\n", strerror(ENOMEM));
 		goto out;
 	}
@@ -394,11 +646,15 @@ static int count_main(int argc, char **argv)
 	memset(tc.hits, 0, (size_t)r.n * sizeof(*tc.hits));
 	for (int i = 0; i < r.n; i++)
 		tc.t[i].spec = l.v[i];
-	procs = pkc_run_collect(&r, tc.t, 1, add_hits, tc.hits);
+	hc.hits = tc.hits;
+	hc.fns = &fns;
+	procs = pkc_run_collect(&r, tc.t, 1, add_hits, &hc);
+	fn_sort(&fns, r.n);
 	pkc_run_end(&r);
 	pkc_run_check(&r, procs, tc.t);
 	if (!tc.failed)
-		report(out, json, &argv[optind], code, procs, tc.t, tc.hits, &r);
+		report(out, json, &argv[optind], code, procs, tc.t, tc.hits, &r,
+		       &fns);
 	wrote = report_done(out, out_path, tc.failed);
 	out = stderr;
 	code = pkc_run_verdict(&r, code);
@@ -411,6 +667,7 @@ out:
 	free(tc.t);
 	free(tc.hits);
 	free(tc.last);
+	fn_free(&fns);
 	spec_list_free(&l);
 	return code;
 }

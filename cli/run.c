@@ -960,7 +960,7 @@ static int usable(struct pkc_run *r, struct pka_header *h, ssize_t got)
 	    h->probe_at != pka_probe_at(h->nspec) ||
 	    h->slot_at != pka_slot_at(h->nspec, h->nprobe) ||
 	    (uint64_t)h->why_at != h->slot_at + slots ||
-	    h->why_len != pka_why_len(h->nspec) ||
+	    h->why_len < pka_why_len(h->nspec) ||
 	    (uint64_t)h->why_at + h->why_len != h->size)
 		return 0;
 	if (h->why_len)

@@ -303,6 +303,23 @@ add_test(NAME cli_uncounted
 set_tests_properties(cli_many cli_uncounted PROPERTIES SKIP_RETURN_CODE 77
   LABELS quick TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end cli10 ----
+# ---- glob10: globs and IFUNCs expanded by the agent (issue 10) ----
+# cli_glob.sh: 'libglobtarget.so:glob*' over glob_main's calls (known per
+# function), libc's str* under ls, strlen's IFUNC implementation, a glob
+# matching nothing.
+# libglobtarget.so: not tests/targets/lib*.c, which link libprobekit.
+add_library(globtarget SHARED targets/glob_target.c)
+set_target_properties(globtarget PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+# Every function its own, whatever the build type (the agent probes them).
+target_compile_options(globtarget PRIVATE -O2)
+add_executable(glob_main ${CMAKE_CURRENT_SOURCE_DIR}/targets/glob_main.c)
+target_link_libraries(glob_main PRIVATE globtarget)
+add_test(NAME cli_glob
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_glob.sh $<TARGET_FILE:probekit_cli>
+          $<TARGET_FILE:cli_target> ${PK_CLI_SANITIZED} $<TARGET_FILE:glob_main>)
+set_tests_properties(cli_glob PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
+# ---- end glob10 ----
 # ---- end cli ----
 
 # ---- noprobe: what probekit's own signal path calls (issue 9, item 2) ----
