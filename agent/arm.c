@@ -69,11 +69,11 @@ static void quiet_log(enum pk_log_level level, const char *msg, void *ctx)
 	if (level != PK_LOG_ERROR || cur_spec < 0)
 		return;
 	if (log_plan) {
+		/* Whole: pk_log() lines are shorter than PKA_WHY_LEN. */
 		if (!log_plan->why[cur_spec])
-			log_plan->why[cur_spec] = strndup(msg, PKA_WHY_LEN - 1);
+			log_plan->why[cur_spec] = strdup(msg);
 		return;
 	}
-	/* Whole: pk_log() lines are shorter than PKA_WHY_LEN. */
 	if (log_rec)
 		pka_record_why(log_rec, (uint32_t)cur_spec, msg);
 }

@@ -116,7 +116,7 @@ int pk_tsc_init(struct pk_tsc *c, unsigned int how)
 {
 	const uint32_t cpuinfo = PK_TSC_CPUINFO_CONSTANT | PK_TSC_CPUINFO_NONSTOP;
 	struct timespec w = { 0, PK_TSC_WINDOW_NS };
-	uint64_t t[3], n[3];
+	uint64_t t[3] = { 0 }, n[3] = { 0 };	/* -O3 cannot see pair() fills them */
 
 	memset(c, 0, sizeof(*c));
 	c->flags = pk_tsc_flags();
