@@ -92,6 +92,8 @@ struct pkc_run {
 	int not_counted, outlived; /* among them, after pkc_run_check() */
 	struct pkc_note *notes;	/* fork()ed children of processes with a */
 	int nnotes;		/* record (<pid>.fork, protocol.h) */
+	pid_t *fsize;		/* processes over their file size limit */
+	int nfsize;		/* (<pid>-XXXXXX.fsize) */
 	int fatal;		/* probekit's own failure: 125 whatever */
 	char **problems;	/* what the report lacks, a line each */
 	int nproblems;

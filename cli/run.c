@@ -741,13 +741,39 @@ static struct pkc_proc *proc_add(struct pkc_run *r)
 }
 
 /*
+ * Process @pid's /proc/PID/stat into @buf: fields 3, 4, 22 and 50
+ * (proc_pid_stat(5)) after the name, which *@rp points at the end of;
+ * 50, env_start, reads 0 when we may not look (another user's program, a
+ * set-user-ID one), the memory is gone, or an exec has not laid out the
+ * new one yet. 0, or -1.
+ */
+static int read_stat(pid_t pid, char *buf, size_t len, char **rp,
+		     char *state, int *ppid, unsigned long long *start,
+		     unsigned long long *env_start)
+{
+	char *f;
+
+	*env_start = 0;
+	if (proc_read(pid, "stat", buf, len) <= 0 || !(*rp = strrchr(buf, ')')) ||
+	    sscanf(*rp + 1, " %c %d %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+		   "%*s %*s %*s %*s %*s %*s %llu", state, ppid, start) != 3)
+		return -1;
+	f = *rp + 1;
+	for (int k = 3; f && k < 50; k++)
+		f = strchr(f + 1, ' ');
+	if (f)
+		*env_start = strtoull(f + 1, NULL, 10);
+	return 0;
+}
+
+/*
  * Look at process @pid: a new program image is noted; with @end, one
  * still running is marked alive. Whether it is a zombie in *@zombie.
  */
 static void look_at(struct pkc_run *r, pid_t pid, int end, int *zombie)
 {
-	char stat_buf[1024], path[64], exe[4096], *rp, *f;
-	unsigned long long start = 0, env_start = 0;
+	unsigned long long start = 0, env_start = 0, start2, env2;
+	char stat_buf[1024], path[64], exe[4096], *rp, state2;
 	struct pkc_proc *p;
 	struct stat st;
 	int ppid = 0, ok;
@@ -755,21 +781,9 @@ static void look_at(struct pkc_run *r, pid_t pid, int end, int *zombie)
 	ssize_t n;
 
 	*zombie = 0;
-	/*
-	 * Fields 3, 4, 22 and 50 (proc_pid_stat(5)), after the name; 50,
-	 * env_start, reads 0 when we may not look (another user's program,
-	 * a set-user-ID one) or the memory is gone.
-	 */
-	if (proc_read(pid, "stat", stat_buf, sizeof(stat_buf)) <= 0 ||
-	    !(rp = strrchr(stat_buf, ')')) ||
-	    sscanf(rp + 1, " %c %d %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
-		   "%*s %*s %*s %*s %*s %*s %llu", &state, &ppid, &start) != 3)
+	if (read_stat(pid, stat_buf, sizeof(stat_buf), &rp, &state, &ppid,
+		      &start, &env_start))
 		return;
-	f = rp + 1;
-	for (int k = 3; f && k < 50; k++)
-		f = strchr(f + 1, ' ');
-	if (f)
-		env_start = strtoull(f + 1, NULL, 10);
 	if (state == 'Z' || state == 'X') {
 		char *lp = strchr(stat_buf, '(');
 
@@ -814,6 +828,15 @@ static void look_at(struct pkc_run *r, pid_t pid, int end, int *zombie)
 		return;
 	}
 	if (end)
+		return;
+	/*
+	 * A new image: its exe and its env_start must be of one memory.
+	 * An exec that completed between the two reads (the old image's
+	 * env_start, the new exe) shows as another env_start now: the next
+	 * scan looks again.
+	 */
+	if (read_stat(pid, exe, sizeof(exe), &rp, &state2, &ppid, &start2,
+		      &env2) || env2 != env_start || start2 != start)
 		return;
 	n = ok ? readlink(path, exe, sizeof(exe) - 1) : -1;
 	/*
@@ -1074,9 +1097,11 @@ static void add_specs(struct pka_header *h, struct pkc_spec *t, int n)
  * own, and the fork()ed (or vfork()ed) children of its image that have
  * not exec()ed, which add to it. Those share its exe and its env_start
  * (the same memory layout); an exec, even of the same program, lays out
- * a new one, and that image must have a record of its own. Where
- * env_start is unknown on either side, a process of the image with
- * nothing against the agent is taken for such a child.
+ * a new one, and that image must have a record of its own (in its own
+ * pid, the same image is taken for the record's: an ASan runtime, for
+ * one, may exec its program again before any constructor of the agent's
+ * has run). Where env_start is unknown on either side, a process of the
+ * image with nothing against the agent is taken for such a child.
  */
 static void mark_counted(struct pkc_run *r, const char *name,
 			 const struct pka_header *h)
@@ -1089,7 +1114,7 @@ static void mark_counted(struct pkc_run *r, const char *name,
 			    p->ino == h->exe_ino;
 
 		if (image && h->env_start && p->env_start) {
-			if (p->env_start == h->env_start)
+			if (p->env_start == h->env_start || p->pid == pid)
 				p->counted = 1;
 			continue;
 		}
@@ -1124,25 +1149,39 @@ static int record_name(const char *name)
 
 /*
  * Process @pid made no record: its file size limit is below a record's
- * size (protocol.h). Said of each of its images not counted otherwise.
+ * size (protocol.h). Said of its images not counted by a record (once
+ * every record was read); if there is none (the image that found the
+ * limit ended unseen, its pid seen only as a fork()ed child before its
+ * exec), of a process of its own.
  */
 static void mark_fsize(struct pkc_run *r, pid_t pid)
 {
 	static const char why[] = "its file size limit (ulimit -f) is below "
 				  "a record's size";
 	struct pkc_proc *p;
-	int seen = 0;
+	int said = 0;
 
 	for (int i = 0; i < r->nprocs; i++)
-		if (r->procs[i].pid == pid) {
+		if (r->procs[i].pid == pid && !r->procs[i].counted) {
 			r->procs[i].why = why;
-			seen = 1;
+			said = 1;
 		}
-	if (seen || !(p = proc_add(r)))
+	if (said || !(p = proc_add(r)))
 		return;
 	p->pid = pid;
 	p->exe = strdup("?");
 	p->why = why;
+}
+
+/* Keep @pid of a <pid>-XXXXXX.fsize for mark_fsize() after the records. */
+static void add_fsize(struct pkc_run *r, pid_t pid)
+{
+	pid_t *p = realloc(r->fsize, (size_t)(r->nfsize + 1) * sizeof(*p));
+
+	if (!p)
+		return;
+	r->fsize = p;
+	r->fsize[r->nfsize++] = pid;
 }
 
 /* Keep fork note @name of directory @dfd: a link, its text a name. */
@@ -1257,7 +1296,7 @@ int pkc_run_collect(struct pkc_run *r, struct pkc_spec *t, int consume,
 		if (!kind || (kind > 1 && !consume))
 			continue;
 		if (kind == 2) {
-			mark_fsize(r, (pid_t)atoi(e->d_name));
+			add_fsize(r, (pid_t)atoi(e->d_name));
 			continue;
 		}
 		if (kind == 3) {
@@ -1289,8 +1328,11 @@ int pkc_run_collect(struct pkc_run *r, struct pkc_spec *t, int consume,
 		add(r->buf, ctx);
 	}
 	closedir(d);
-	if (consume)
+	if (consume) {
 		mark_notes(r);
+		for (int i = 0; i < r->nfsize; i++)
+			mark_fsize(r, r->fsize[i]);
+	}
 	return procs;
 }
 
@@ -1462,7 +1504,10 @@ void pkc_run_free(struct pkc_run *r)
 	free(r->buf);
 	free(r->pre);
 	free(r->notes);
+	free(r->fsize);
 	free(r->specs_path);
+	r->fsize = NULL;
+	r->nfsize = 0;
 	r->notes = NULL;
 	r->nnotes = 0;
 	r->specs_path = NULL;
