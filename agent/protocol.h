@@ -46,20 +46,14 @@
  *     which processes of COMMAND loaded no agent; a process of that image
  *     with the same env_start is one of its fork()ed (or vfork()ed)
  *     children that has not exec()ed, whose hits land in that record.
- *  4. Two more kinds of file, never records (the command only reads their
- *     names, and a link's text):
- *       <pid>-XXXXXX.fsize  an empty file: process <pid> made no record
- *                           because its file size limit (RLIMIT_FSIZE,
- *                           ulimit -f) is below the record's size; the
- *                           agent never grows a file past the limit (the
- *                           kernel would kill the program with SIGXFSZ)
- *       <pid>.fork          a symbolic link whose text is the process's
- *                           name (comm): process <pid> is a fork()ed
- *                           child of a process with a record (written by
- *                           the child itself, pthread_atfork()); the
- *                           command tells by it a child that ended before
- *                           it could be looked at from a process that
- *                           loaded no agent
+ *     A process seen only once it had ended (a zombie: its name is all
+ *     that is left) named as a record's process (comm) is taken for a
+ *     fork()ed child of it.
+ *  4. One more kind of file, never a record (the command only reads its
+ *     name): <pid>-XXXXXX.fsize, an empty file: process <pid> made no
+ *     record because its file size limit (RLIMIT_FSIZE, ulimit -f) is
+ *     below the record's size; the agent never grows a file past the
+ *     limit (the kernel would kill the program with SIGXFSZ).
  *
  * A mode the agent does not serve is refused, not ignored: the record has
  * mode PKA_MODE_NONE, status -EINVAL and the reason in why, and nothing is
@@ -76,10 +70,9 @@
 #define PKA_ENV_SPECS "PROBEKIT_AGENT_SPECS"
 #define PKA_SPECS_FILE ".specs"	/* in the run's directory: never a record */
 #define PKA_FSIZE_SUFFIX ".fsize" /* <pid>-XXXXXX.fsize: over ulimit -f */
-#define PKA_FORK_SUFFIX ".fork"	/* <pid>.fork -> comm: a fork()ed child */
 
 #define PKA_MAGIC 0x706b6167u	/* "pkag" */
-/* 6: env_start and comm in the header, fork notes, .fsize files;
+/* 6: env_start and comm in the header, .fsize files;
  * 5: specs in a file, arrays sized by the record; 4: at most 64 specs;
  * 3: why was 96 bytes; 2: libprobekit-count.so */
 #define PKA_VERSION 6

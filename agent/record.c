@@ -3,7 +3,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,12 +40,11 @@
  * process leaves an empty <pid>-XXXXXX.fsize instead, for the command to
  * say why it has no record.
  *
- * A fork()ed child writes a note of its own (pthread_atfork()): a link
- * <pid>.fork in the directory whose text is its name. The command sees a
- * child that ends within a few milliseconds only once it has ended, with
- * nothing left of it but its name: the note tells such a child of a
- * process with a record (its hits are in that record) from a program that
- * loaded no agent.
+ * The record keeps the process's name (comm) too: the command sees a
+ * fork()ed child that ends within a few milliseconds only once it has
+ * ended, with nothing left of it but its name, and takes one named as a
+ * process with a record for a child of it (nothing is done at fork: a
+ * note per fork would cost every fork a file).
  */
 
 /*
@@ -63,54 +61,6 @@ __attribute__((constructor(101))) static void note_env(int argc, char **argv,
 	(void)argv;
 	if (envp && envp[0])
 		env_start = (uint64_t)(uintptr_t)envp[0];
-}
-
-/*
- * A system call without libc: the fork hook runs in the program, probes
- * armed, and must call nothing a probe can be on (the agent's own calls
- * are never counted). Returns what the kernel gives; errno untouched.
- */
-static inline long raw_sys3(long nr, long a, long b, long c)
-{
-	long ret;
-
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "0"(nr), "D"(a), "S"(b), "d"(c)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
-
-/* "<dir>/" and room after it for "<pid>.fork"; set before any fork hook. */
-static char note_path[4096 + 32];
-static size_t note_len;
-
-/*
- * In a fork()ed child: the link "<dir>/<pid>.fork" -> its name. Raw
- * system calls and byte stores only, into this process's own copy of
- * note_path. A note that cannot be made is a child the command reports,
- * never one it hides.
- */
-static void note_fork(void)
-{
-	static const char suffix[] = PKA_FORK_SUFFIX;
-	volatile char *at = note_path + note_len;
-	long pid = raw_sys3(SYS_getpid, 0, 0, 0);
-	char name[17] = { 0 }, digits[24];
-	int nd = 0;
-
-	if (pid <= 0)
-		return;
-	do
-		digits[nd++] = (char)('0' + pid % 10);
-	while ((pid /= 10) && nd < (int)sizeof(digits));
-	while (nd)
-		*at++ = digits[--nd];
-	for (size_t i = 0; i < sizeof(suffix); i++)
-		*at++ = suffix[i];
-	if (raw_sys3(SYS_prctl, PR_GET_NAME, (long)name, 0) || !name[0])
-		name[0] = '?';
-	raw_sys3(SYS_symlink, (long)name, (long)note_path, 0);
 }
 
 /* Whether @size bytes would pass the file size limit. */
@@ -254,12 +204,6 @@ struct pka_header *pka_record_open(const char *dir, uint32_t slot,
 	h->env_start = env_start;
 	prctl(PR_GET_NAME, h->comm);
 	h->comm[sizeof(h->comm) - 1] = 0;
-	/* This image's fork()ed children say so (see above). */
-	if ((size_t)snprintf(note_path, sizeof(note_path) - 32, "%s/", dir) <
-	    sizeof(note_path) - 32) {
-		note_len = strlen(note_path);
-		pthread_atfork(NULL, NULL, note_fork);
-	}
 	for (uint32_t i = 0; i < n; i++) {
 		struct pka_spec *s = pka_record_spec(h, i);
 

@@ -90,8 +90,8 @@ struct pkc_run {
 	pid_t *pre;		/* probekit's children before COMMAND (a shell's */
 	int npre;		/* process substitution it inherited): not ours */
 	int not_counted, outlived; /* among them, after pkc_run_check() */
-	struct pkc_note *notes;	/* fork()ed children of processes with a */
-	int nnotes;		/* record (<pid>.fork, protocol.h) */
+	struct pkc_note *notes;	/* the names of the processes with a */
+	int nnotes;		/* record, once each */
 	pid_t *fsize;		/* processes over their file size limit */
 	int nfsize;		/* (<pid>-XXXXXX.fsize) */
 	int fatal;		/* probekit's own failure: 125 whatever */
@@ -99,9 +99,8 @@ struct pkc_run {
 	int nproblems;
 };
 
-/* A fork()ed child's note: its pid and name (protocol.h, <pid>.fork). */
+/* The name (comm) of a process with a record. */
 struct pkc_note {
-	pid_t pid;
 	char comm[16];
 };
 

@@ -788,9 +788,10 @@ static void look_at(struct pkc_run *r, pid_t pid, int end, int *zombie)
 		char *lp = strchr(stat_buf, '(');
 
 		/*
-		 * Ended unseen: only its name is left. A fork()ed child of
-		 * a process with a record left a note (protocol.h), which
-		 * pkc_run_collect() matches by pid and name; anything else
+		 * Ended unseen: only its name is left. One named as a
+		 * process with a record is taken for a fork()ed child of it
+		 * (mark_names(), once every record was read: its parent may
+		 * have ended first and made it probekit's); anything else
 		 * is not counted.
 		 */
 		*zombie = 1;
@@ -1126,8 +1127,7 @@ static void mark_counted(struct pkc_run *r, const char *name,
 
 /*
  * What @name is as the agent names files (protocol.h): 1 a record,
- * <pid>-XXXXXX; 2 <pid>-XXXXXX.fsize; 3 a fork note, <pid>.fork; 0 none
- * of them.
+ * <pid>-XXXXXX; 2 <pid>-XXXXXX.fsize; 0 neither.
  */
 static int record_name(const char *name)
 {
@@ -1135,8 +1135,6 @@ static int record_name(const char *name)
 
 	if (dash == name)
 		return 0;
-	if (!strcmp(dash, PKA_FORK_SUFFIX))
-		return 3;
 	if (*dash != '-')
 		return 0;
 	if (strlen(dash + 1) == 6)
@@ -1184,30 +1182,32 @@ static void add_fsize(struct pkc_run *r, pid_t pid)
 	r->fsize[r->nfsize++] = pid;
 }
 
-/* Keep fork note @name of directory @dfd: a link, its text a name. */
-static void add_note(struct pkc_run *r, int dfd, const char *name)
+/* Keep the name (comm) of record @h's process, once per name. */
+static void add_name(struct pkc_run *r, const struct pka_header *h)
 {
+	char comm[sizeof(h->comm)];
 	struct pkc_note *n;
-	char comm[64];
-	ssize_t len = readlinkat(dfd, name, comm, sizeof(comm) - 1);
 
-	if (len <= 0 || (size_t)len >= sizeof(n->comm))
-		return;
-	comm[len] = 0;
+	memcpy(comm, h->comm, sizeof(comm));
+	comm[sizeof(comm) - 1] = 0;
+	for (int k = 0; k < r->nnotes; k++)
+		if (!strcmp(r->notes[k].comm, comm))
+			return;
 	n = realloc(r->notes, (size_t)(r->nnotes + 1) * sizeof(*n));
 	if (!n)
 		return;
 	r->notes = n;
-	n[r->nnotes].pid = (pid_t)atoi(name);
-	memcpy(n[r->nnotes].comm, comm, (size_t)len + 1);
+	memcpy(n[r->nnotes].comm, comm, sizeof(comm));
 	r->nnotes++;
 }
 
 /*
- * The processes seen only once they had ended that were fork()ed
- * children of a process with a record: a note of the same pid and name.
+ * The processes seen only once they had ended (only their name is left)
+ * that are taken for fork()ed children of a process with a record: those
+ * named as one. One that ran another program of the same name, loading
+ * no agent, and ended within a scan is taken for one too.
  */
-static void mark_notes(struct pkc_run *r)
+static void mark_names(struct pkc_run *r)
 {
 	for (int i = 0; i < r->nprocs; i++) {
 		struct pkc_proc *p = &r->procs[i];
@@ -1215,8 +1215,7 @@ static void mark_notes(struct pkc_run *r)
 		if (!p->unseen || p->counted)
 			continue;
 		for (int k = 0; k < r->nnotes; k++)
-			if (r->notes[k].pid == p->pid &&
-			    !strcmp(r->notes[k].comm, p->comm)) {
+			if (!strcmp(r->notes[k].comm, p->comm)) {
 				p->counted = 1;
 				break;
 			}
@@ -1299,10 +1298,6 @@ int pkc_run_collect(struct pkc_run *r, struct pkc_spec *t, int consume,
 			add_fsize(r, (pid_t)atoi(e->d_name));
 			continue;
 		}
-		if (kind == 3) {
-			add_note(r, dirfd(d), e->d_name);
-			continue;
-		}
 		fd = open_record(dirfd(d), e->d_name, &size);
 		if (fd < 0)
 			continue;
@@ -1322,14 +1317,16 @@ int pkc_run_collect(struct pkc_run *r, struct pkc_spec *t, int consume,
 		if (!usable(r, r->buf, got))
 			continue;
 		procs++;
-		if (consume)
+		if (consume) {
 			mark_counted(r, e->d_name, r->buf);
+			add_name(r, r->buf);
+		}
 		add_specs(r->buf, t, r->n);
 		add(r->buf, ctx);
 	}
 	closedir(d);
 	if (consume) {
-		mark_notes(r);
+		mark_names(r);
 		for (int i = 0; i < r->nfsize; i++)
 			mark_fsize(r, r->fsize[i]);
 	}

@@ -8,7 +8,7 @@
 #     under the limit refuses before COMMAND runs, and is not killed;
 #   - orphaned fork()ed children that end within a few milliseconds (seen
 #     only as zombies, probekit's children by then) are counted, not
-#     reported: their calls are in the record (their fork notes);
+#     reported: their calls are in the record (named as its process);
 #   - a process whose environment is not exactly probekit's (a
 #     PROBEKIT_AGENT_DIR or LD_PRELOAD that merely contains it), or an
 #     exec()ed image of a counted program that made no record, is reported
