@@ -9,8 +9,9 @@
  * report, and nothing is printed.
  *
  * Functions of libraries the program dlopen()s after start-up are not
- * loaded yet when the constructor runs: those specs fail with -ENOENT in
- * that process and the command says so.
+ * loaded yet when the constructor runs: those specs fail with -ENOENT
+ * then, and are armed when such a library is loaded, before its code
+ * runs, if the command put the audit module in LD_AUDIT (late.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -55,18 +56,23 @@ __attribute__((constructor)) static void pka_init(void)
 {
 	const char *dir = secure_getenv(PKA_ENV_DIR);
 	const char *name = secure_getenv(PKA_ENV_MODE);
-	const char *specs = pka_specs_map(secure_getenv(PKA_ENV_SPECS));
+	const char *specs_file = secure_getenv(PKA_ENV_SPECS);
 	const struct pka_mode_ops *m = find_mode(name);
+	const char *specs;
 	struct pka_header *h;
 
-	/*
-	 * Not started by probekit, or by a program that passed on only part
-	 * of probekit's environment (or no room for a record): do nothing,
-	 * as if not preloaded. Only a mode named but unknown is refused.
-	 */
-	if (!dir || !name || !specs ||
-	    !(h = pka_record_open(dir, m ? m->size : 0, specs)))
+	/* Not started by probekit: nothing at all, not even a lookup. */
+	if (!dir || !name || !specs_file)
 		return;
+	pka_busy++;	/* all of what follows is the agent's own work */
+	/*
+	 * Started by a program that passed on only part of probekit's
+	 * environment (or no room for a record): do nothing, as if not
+	 * preloaded. Only a mode named but unknown is refused.
+	 */
+	specs = pka_specs_map(specs_file);
+	if (!specs || !(h = pka_record_open(dir, m ? m->size : 0, specs)))
+		goto out;
 	h->version = PKA_VERSION;
 	pka_log_quiet(h);
 	if (m)
@@ -74,6 +80,13 @@ __attribute__((constructor)) static void pka_init(void)
 	else
 		refuse(h, name);
 	pka_record_publish(h);
-	if (m)
+	if (m) {
+		pka_zydis_load();
+		pka_xcache_open(dir);
 		pka_arm(h, specs, m);
+		pka_xcache_close();
+		pka_late_init(h, dir, specs, m);
+	}
+out:
+	pka_busy--;
 }

@@ -3,6 +3,8 @@
 #ifndef PK_AGENT_AGENT_H
 #define PK_AGENT_AGENT_H
 
+#include <link.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "probekit.h"
@@ -72,5 +74,69 @@ void pka_log_quiet(struct pka_header *h);
  */
 void pka_arm(struct pka_header *h, const char *specs,
 	     const struct pka_mode_ops *m);
+
+/*
+ * pka_busy - nonzero while this thread runs the agent's own work (own.c):
+ * a mode's handler counts nothing then.
+ */
+extern __thread unsigned int pka_busy __attribute__((tls_model("initial-exec")));
+
+/*
+ * pka_zydis_load() - load the agent's private copy of Zydis (zydis.c)
+ * in a namespace of its own; 0, or -ENOENT if it cannot be. Once, from
+ * the constructor, before anything decodes.
+ */
+int pka_zydis_load(void);
+
+/*
+ * pka_zload() - map and relocate libZydis at @path for the agent alone
+ * (zload.c); NULL if it cannot be. pka_zload_sym() - a function of it.
+ */
+void *pka_zload(const char *path);
+void *pka_zload_sym(void *obj, const char *name);
+
+/*
+ * pka_dynsym_count() - the symbols in the .dynsym of the object whose
+ * dynamic section is @dyn, loaded at @bias (dladdr.c).
+ */
+size_t pka_dynsym_count(const ElfW(Dyn) *dyn, uintptr_t bias);
+
+/*
+ * pka_xcache_open() - from now on, answer the probe layer's branch-index
+ * questions from the run's cache in @dir, adding what it computes
+ * (xcache.c); pka_xcache_close() - stop, and close the file. Around
+ * arming only; nothing happens if the file cannot be had.
+ */
+void pka_xcache_open(const char *dir);
+void pka_xcache_close(void);
+
+/*
+ * pka_xcache_spec_get() - the function @spec named in another process of
+ * the run with this same link map, or NULL; pka_xcache_spec_put() - say
+ * that @spec names the function at @addr here.
+ */
+void *pka_xcache_spec_get(const char *spec);
+void pka_xcache_spec_put(const char *spec, void *addr);
+
+
+/*
+ * The audit module (audit.c, libprobekit-audit.so, in LD_AUDIT) calls the
+ * agent's hook with these events (in the dynamic linker, before a
+ * dlopen()ed object runs; after an unloaded one's destructors).
+ */
+#define PKA_AUDIT_NAME "libprobekit-audit.so"
+enum pka_audit_event {
+	PKA_AUDIT_LOADED = 1,	/* la_activity(LA_ACT_CONSISTENT) */
+	PKA_AUDIT_CLOSING = 2,	/* la_objclose(): base and name */
+};
+
+/*
+ * pka_late_init() - after pka_arm(): arm the specs of @specs not armed
+ * yet whenever a library is loaded later, and retire them when it is
+ * unloaded (late.c), with the run's cache in @dir. Nothing if the audit
+ * module is not loaded.
+ */
+void pka_late_init(struct pka_header *h, const char *dir, const char *specs,
+		   const struct pka_mode_ops *m);
 
 #endif /* PK_AGENT_AGENT_H */

@@ -46,7 +46,13 @@ void pka_arm(struct pka_header *h, const char *specs,
 		PK_OPTS(pk_probe_opts, o, .symbol = s);
 		struct pk_probe_info info = { .sz = sizeof(info) };
 		struct pka_spec *sp = pka_record_spec(h, n);
+		/* Named in another process of the run: no lookup (xcache.c). */
+		void *at = pka_xcache_spec_get(s);
 
+		if (at) {
+			o.symbol = NULL;
+			o.addr = at;
+		}
 		m->probe(h, sp->first, &o);
 		cur_spec = (int)n;
 		sp->status = pk_probe_create(&o, &probes[armed]);
@@ -54,6 +60,8 @@ void pka_arm(struct pka_header *h, const char *specs,
 		if (sp->status)
 			continue;
 		pk_probe_get_info(probes[armed], &info);
+		if (!at)
+			pka_xcache_spec_put(s, (void *)info.func);
 		sp->int3 = info.kind == PK_PROBE_INT3;
 		pka_record_probe(h, sp->first)->int3 = sp->int3;
 		idx[armed++] = n;

@@ -2,11 +2,16 @@
 /* count.c - the agent's "count" mode: a pre-handler that counts entries into each spec's function. */
 #include "agent.h"
 
-/* Any thread, any time the function is entered: one relaxed add. */
+/*
+ * Any thread, any time the function is entered: one relaxed add, unless
+ * the call is the agent's own (pka_busy, own.c).
+ */
 static void count_hit(struct pk_probe *p, struct pk_regs *regs, void *ctx)
 {
 	(void)p;
 	(void)regs;
+	if (pka_busy)
+		return;
 	__atomic_fetch_add((uint64_t *)ctx, 1, __ATOMIC_RELAXED);
 }
 

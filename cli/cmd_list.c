@@ -220,11 +220,17 @@ static int command_objects(const char *cmd, struct objs *o)
 		o->is_static = 1;	/* no loader, no libraries */
 		return 0;
 	}
-	if (pipe2(pfd, O_CLOEXEC))
+	if (pipe2(pfd, O_CLOEXEC)) {
+		fprintf(stderr, "probekit: list: pipe: %s\n", strerror(errno));
 		return PKC_EXIT_OWN;
+	}
 	pid = fork();
-	if (pid < 0)
+	if (pid < 0) {
+		fprintf(stderr, "probekit: list: fork: %s\n", strerror(errno));
+		close(pfd[0]);
+		close(pfd[1]);
 		return PKC_EXIT_OWN;
+	}
 	if (!pid) {
 		dup2(pfd[1], 1);
 		execl(interp, interp, "--list", prog, (char *)NULL);
@@ -232,7 +238,13 @@ static int command_objects(const char *cmd, struct objs *o)
 	}
 	close(pfd[1]);
 	f = fdopen(pfd[0], "r");
-	while (f && fgets(line, sizeof(line), f)) {
+	if (!f) {
+		fprintf(stderr, "probekit: list: fdopen: %s\n", strerror(errno));
+		close(pfd[0]);	/* the loader's writes end with EPIPE */
+		waitpid(pid, &st, 0);
+		return PKC_EXIT_OWN;
+	}
+	while (fgets(line, sizeof(line), f)) {
 		char *arrow = strstr(line, " => "), *p = arrow ? arrow + 4 : line;
 		char *end;
 
@@ -245,8 +257,7 @@ static int command_objects(const char *cmd, struct objs *o)
 		if (objs_add(o, p))
 			break;
 	}
-	if (f)
-		fclose(f);
+	fclose(f);
 	waitpid(pid, &st, 0);
 	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
 		fprintf(stderr, "probekit: list: %s --list %s failed (a library "
@@ -278,7 +289,7 @@ static int base_matches(const char *path, const char *want)
 	}
 }
 
-/* The first ':' not part of a "::": where OBJECT ends. */
+/* The first ':' not part of a "::" nor of an ABI tag ("[abi:cxx11]"): where OBJECT ends. */
 static const char *obj_colon(const char *s)
 {
 	for (const char *p = s; (p = strchr(p, ':')); p++) {
@@ -286,9 +297,20 @@ static const char *obj_colon(const char *s)
 			p++;
 			continue;
 		}
+		if (p - s >= 4 && !strncmp(p - 4, "[abi", 4))
+			continue;
 		return p;
 	}
 	return NULL;
+}
+
+/* Whether @s holds a glob character (an ABI tag's '[' is none). */
+static int has_glob(const char *s)
+{
+	for (; (s = strpbrk(s, "*?[")); s++)
+		if (strncmp(s, "[abi:", 5))
+			return 1;
+	return 0;
 }
 
 /* -------------------------------------------------------------- output */
@@ -302,7 +324,10 @@ struct out {
 	uintptr_t *seen;	/* offsets listed of the OBJECT-FILE */
 	size_t nseen, cap;
 	int unnamed;		/* now: only what is not in seen */
+	char *spec_err;		/* the spec's log line (spec_log()'s ctx) */
 };
+
+static void spec_log(enum pk_log_level level, const char *msg, void *ctx);
 
 /* Whether offset @off was listed already (and if not, it is now). */
 static int seen_before(struct out *o, uintptr_t off)
@@ -369,7 +394,8 @@ static const char *kind_of(const struct pk_sym *s, struct out *o, char *why,
 		lib.info(p, &info);
 		lib.destroy(p);
 	}
-	lib.set_log(NULL, NULL);
+	/* The spec's own hook again: the library says nothing on stderr. */
+	lib.set_log(spec_log, o->spec_err);
 	if (err) {
 		snprintf(why, len, "%s", o->reason[0] ? o->reason : strerror(-err));
 		return "refused";
@@ -430,7 +456,7 @@ static int list_spec(const char *spec, const struct objs *os, struct out *o,
 {
 	const char *colon = obj_colon(spec), *name = colon ? colon + 1 : spec;
 	char obj[PATH_MAX], full[PATH_MAX * 2];
-	int glob = !!strpbrk(name, "*?["), any = 0, r = -ENOENT;
+	int glob = has_glob(name), any = 0, r = -ENOENT;
 	struct stat st;
 
 	o->found = 0;
@@ -453,7 +479,7 @@ static int list_spec(const char *spec, const struct objs *os, struct out *o,
 	}
 	if (colon) {
 		snprintf(obj, sizeof(obj), "%.*s", (int)(colon - spec), spec);
-		glob = glob || strpbrk(obj, "*?[");
+		glob = glob || has_glob(obj);
 	}
 	for (int i = 0; i < os->n; i++) {
 		if (colon && !base_matches(os->path[i], obj))
@@ -564,6 +590,7 @@ static int list_body(int argc, char **argv, struct objs *os, struct out *o,
 	for (int i = 0; i < nspecs; i++) {
 		char err[512] = "";
 
+		o->spec_err = err;
 		lib.set_log(spec_log, err);
 		if (list_spec(specs[i], os, o, err, sizeof(err)))
 			failed++;

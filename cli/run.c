@@ -71,6 +71,32 @@ int pkc_run_find_agent(struct pkc_run *r)
 }
 
 /*
+ * The agent's rtld-audit module (agent/audit.c: libraries loaded later
+ * are armed through it) first in LD_AUDIT, if it is beside the agent.
+ */
+static int set_audit(const struct pkc_run *r)
+{
+	const char *old = getenv("LD_AUDIT");
+	const char *slash = strrchr(r->agent, '/');
+	char path[sizeof(r->agent) + 32], *audit;
+	int err = 0;
+
+	if (!slash || (size_t)snprintf(path, sizeof(path),
+				       "%.*s/libprobekit-audit.so",
+				       (int)(slash - r->agent),
+				       r->agent) >= sizeof(path) ||
+	    access(path, R_OK))
+		return 0;
+	if (asprintf(&audit, "%s%s%s", path, old && *old ? ":" : "",
+		     old ? old : "") < 0)
+		return -ENOMEM;
+	if (setenv("LD_AUDIT", audit, 1))
+		err = -errno;
+	free(audit);
+	return err;
+}
+
+/*
  * The specs, PKA_SEP-separated and NUL-terminated, into PKA_SPECS_FILE in
  * the run's directory (read-only: the agent maps it). Thousands of specs
  * do not fit in one environment string (MAX_ARG_STRLEN, 128 KiB). Its
@@ -128,7 +154,7 @@ static int set_env(struct pkc_run *r)
 	/* Kept: a process's environment must name this very file. */
 	r->specs_path = list;
 	free(preload);
-	return err;
+	return err ? err : set_audit(r);
 }
 
 /*

@@ -53,6 +53,32 @@ add_test(NAME sig_cli
 set_tests_properties(sig_cli PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end sig ----
+# ---- sig9: signal gaps of issue 9 item 1 (early ownership, handler masks,
+# more entry points, spurious EINTR, all-blocking helper threads) ----
+foreach(name test_sig_early test_sig_hmask test_sig_entries test_sig_eintr
+             test_sig_helper)
+  if(TARGET ${name})
+    set_target_properties(${name} PROPERTIES ENABLE_EXPORTS ON)
+  endif()
+endforeach()
+if(TARGET test_sig_early)
+  set_tests_properties(test_sig_early PROPERTIES ENVIRONMENT
+    "${PK_TEST_ENV};PROBEKIT_WATCH=page")
+endif()
+# The same, for a program with no probekit of its own, under the command's
+# agent (the sig layer's interposers linked into it). Fortified, so that siglongjmp
+# is __longjmp_chk. Not in sanitizer builds (see sig-cli.sh).
+add_executable(sig_agent_target sig_agent_target.c)
+target_compile_options(sig_agent_target PRIVATE -O2 -U_FORTIFY_SOURCE
+  -D_FORTIFY_SOURCE=2)
+if(NOT PK_SANITIZE)
+  add_test(NAME sig_agent
+    COMMAND $<TARGET_FILE:probekit_cli> count -p libc.so.6:getppid --
+            $<TARGET_FILE:sig_agent_target>)
+  set_tests_properties(sig_agent PROPERTIES LABELS quick TIMEOUT 60
+    ENVIRONMENT "${PK_TEST_ENV}")
+endif()
+# ---- end sig9 ----
 
 # ---- text: the slower cross-core sync methods; maps read whole ----
 foreach(name test_text_basic stress_text)
@@ -381,9 +407,38 @@ add_custom_command(TARGET symstrip POST_BUILD
 add_test(NAME cli_list
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli-list.sh $<TARGET_FILE:probekit_cli>
           $<TARGET_FILE:symstrip> $<TARGET_FILE:symstrip>.stripped
-          $<TARGET_FILE:symtarget> $<TARGET_FILE:symcxx>)
+          $<TARGET_FILE:symtarget> $<TARGET_FILE:symcxx>
+          $<TARGET_FILE:symlist_fail>)
 set_tests_properties(cli_list PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+# ---- sym, review fixes (symfix) ----
+# test_sym_names: libsymtarget.so (an IFUNC and its resolver), libsymcxx.so
+# (C++ names) and through it libstdc++ (std::ostream, std::locale).
+if(TARGET test_sym_names)
+  target_link_libraries(test_sym_names PRIVATE symtarget symcxx)
+endif()
+# cli-list.sh's LD_PRELOAD shim: fork() or fdopen() fails, pipes left
+# open are counted at exit. Never instrumented (it is preloaded first).
+add_library(symlist_fail SHARED ${CMAKE_CURRENT_SOURCE_DIR}/targets/symlist_fail.c)
+target_compile_options(symlist_fail PRIVATE -fno-sanitize=all)
+target_link_options(symlist_fail PRIVATE -fno-sanitize=all)
+target_link_libraries(symlist_fail PRIVATE ${CMAKE_DL_LIBS})
+set_target_properties(symlist_fail PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+# test_sym_replaced: libsymrepl.so in two builds (sr_f elsewhere in B),
+# the one loaded replaced by the other on disk; again without map_files.
+foreach(v a b)
+  add_library(symrepl_${v} SHARED ${CMAKE_CURRENT_SOURCE_DIR}/targets/libsymrepl.c)
+  set_target_properties(symrepl_${v} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  target_link_options(symrepl_${v} PRIVATE -Wl,--build-id)
+endforeach()
+target_compile_definitions(symrepl_b PRIVATE SYMREPL_B)
+if(TARGET test_sym_replaced)
+  add_dependencies(test_sym_replaced symrepl_a symrepl_b)
+  target_compile_definitions(test_sym_replaced PRIVATE
+    SYMREPL_A="$<TARGET_FILE:symrepl_a>" SYMREPL_B="$<TARGET_FILE:symrepl_b>")
+  pk_test_variant(test_sym_replaced no_map_files PROBEKIT_TEST_NO_MAP_FILES=1)
+endif()
+# ---- end sym, review fixes ----
 # ---- end sym ----
 # ---- probe/place: jump probes where int3 was used (issue 12) ----
 # tests/targets/place_cases.c as real compilers build it: gcc and clang,
@@ -465,3 +520,67 @@ if(TARGET test_place_cases)
   endif()
 endif()
 # ---- end probe/place ----
+# ---- agent: stays out of the measurement, libraries loaded later (issue 10) ----
+# Helper programs of agent.sh, not linked with libprobekit (the link map
+# check), nor instrumented (a sanitizer runtime is a link map entry and a
+# malloc of its own): agent_phdr prints its objects and calls f() of the
+# libraries it is given; agent_mcount is an LD_PRELOAD counter of malloc,
+# free, calloc and realloc; agent_threads allocates in 4 threads.
+add_executable(agent_phdr agent_phdr.c)
+target_link_libraries(agent_phdr PRIVATE ${CMAKE_DL_LIBS})
+add_executable(agent_threads agent_threads.c)
+target_link_libraries(agent_threads PRIVATE pthread)
+add_library(agent_mcount SHARED agent_mcount.c)
+# liblatetarget.so: dlopen()ed by agent_phdr and python3 (libraries loaded
+# later); not tests/targets/lib*.c, which link libprobekit.
+add_library(latetarget SHARED targets/late_target.c)
+set_target_properties(latetarget PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+target_compile_options(latetarget PRIVATE -O2)
+foreach(t agent_phdr agent_threads agent_mcount latetarget)
+  target_compile_options(${t} PRIVATE -fno-sanitize=all)
+  target_link_options(${t} PRIVATE -fno-sanitize=all)
+endforeach()
+add_test(NAME agent
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/agent.sh $<TARGET_FILE:probekit_cli>
+          $<TARGET_FILE:agent_phdr> $<TARGET_FILE:agent_mcount>
+          $<TARGET_FILE:agent_threads> $<TARGET_FILE:latetarget>
+          ${PK_CLI_SANITIZED})
+set_tests_properties(agent PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+# agent_rcu: the agent's urcu-bp replacement alone (agent/rcu.c), with
+# the urcu-bp headers, and no liburcu-bp to mix it with.
+add_executable(agent_rcu agent_rcu.c ${PROJECT_SOURCE_DIR}/agent/rcu.c)
+target_include_directories(agent_rcu PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
+  ${PROJECT_SOURCE_DIR}/agent ${PROJECT_SOURCE_DIR}/include)
+target_compile_definitions(agent_rcu PRIVATE _GNU_SOURCE)
+target_link_libraries(agent_rcu PRIVATE pthread)
+if(PK_SANITIZE)
+  set_source_files_properties(agent_rcu.c ${PROJECT_SOURCE_DIR}/agent/rcu.c
+    TARGET_DIRECTORY agent_rcu PROPERTIES COMPILE_OPTIONS -fno-sanitize=alignment)
+endif()
+add_test(NAME agent_rcu COMMAND agent_rcu)
+set_tests_properties(agent_rcu PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+# ---- end agent ----
+# ---- tramp12: entry and return hit cost ----
+# test_tramp_modes builds chunk heads in every vector save mode and with
+# sahf or popf (hooks compiled only into it, PK_TEST_TRAMP) and calls the
+# post and full stubs directly: tramp.c and what it calls, compiled in.
+if(TARGET test_tramp_modes)
+  target_sources(test_tramp_modes PRIVATE ${PROJECT_SOURCE_DIR}/src/arch/x86_64/tramp.c
+                                          ${PROJECT_SOURCE_DIR}/src/arch/x86_64/reloc.c
+                                          ${PROJECT_SOURCE_DIR}/src/arch/x86_64/encode.c
+                                          ${PROJECT_SOURCE_DIR}/src/arch/x86_64/decode.c)
+  target_compile_definitions(test_tramp_modes PRIVATE PK_TEST_TRAMP)
+  target_link_libraries(test_tramp_modes PRIVATE Zydis::Zydis)
+endif()
+# ---- end tramp12 ----
+
+# ---- prof11: the profiler's parts, prof/ (issue 11) ----
+# The prof tests call prof/'s static library (hidden symbols, no libprobekit API).
+foreach(name test_prof_hist test_prof_tsc test_prof_openmetrics test_prof_trace)
+  if(TARGET ${name})
+    target_link_libraries(${name} PRIVATE probekit_prof m)
+  endif()
+endforeach()
+# ---- end prof11 ----

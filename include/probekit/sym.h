@@ -31,7 +31,8 @@ extern "C" {
  *              dynamic linker binds); NAME@V selects another version;
  *            - fnmatch(3) globs ("str*", "*");
  *            - C++ names as written, "ns::Cls::method" or with its
- *              parameter list "ns::Cls::method(int)", when the C++
+ *              parameter list "ns::Cls::method(int)" (ABI tags such as
+ *              "[abi:cxx11]" optional), when the C++
  *              runtime's __cxa_demangle is loaded (found at run time;
  *              without it only mangled names match);
  *            - FILE#NAME: a local (static) function of that source file
@@ -41,7 +42,9 @@ extern "C" {
  *            that starts there: how a stripped executable's functions
  *            are named.
  * An IFUNC resolves to the implementation this process's calls reach
- * (the resolver's choice, as dlsym(3) of it returns it).
+ * (the resolver's choice, as dlsym(3) of it returns it, or its IRELATIVE
+ * slot when it is not exported). A loaded object's symbols come from the
+ * file mapped, never from another file put at its path since.
  */
 
 enum pk_sym_table {

@@ -740,12 +740,33 @@ static void rd_setup(void)
 	if (v && atoi(v) >= 0 && atoi(v) < RD_SLOTS)
 		rd_nslots = (unsigned int)atoi(v);
 	hot.resume = !pk_env_flag("FAULT_SIGRETURN") && pk_arch_resume_usable();
-	/* Before any hook: only the fault layer hooks these two. */
-	pk_sig_set_entry(SIGSEGV, fault_entry);
-	pk_sig_set_entry(SIGBUS, fault_entry);
 	pk_dbg("fault: read sides %s, %u reader slots, resume %s",
 	       hot.rd_fence ? "fence" : "barrier-free (membarrier)", rd_nslots,
 	       hot.resume ? "in user space" : "by rt_sigreturn");
+}
+
+/*
+ * The fault signals are probekit's from the moment the library loads, as
+ * SIGTRAP and the sweep signal are (src/sig/interpose.c): not from the
+ * fault layer's first use. A thread's real mask cannot be changed from
+ * another thread, so a thread that blocked every signal before probekit
+ * took SIGSEGV kept it really blocked, and the kernel killed it when it
+ * wrote a watched page; and a handler the program installed before was the
+ * kernel's, not chained behind probekit's (issue 9, item 1). Owning them
+ * costs nothing while no range is registered: fault_entry() finds no
+ * table and passes each signal to pk_sig_handler(), which calls the
+ * program's handler or takes the default action, one extra function call
+ * per fault the program handles itself. After interpose.c's resolve_all()
+ * (priority 101), which finds libc's sigaction.
+ */
+__attribute__((constructor(102))) static void fault_own_signals(void)
+{
+	/* Before the handler is installed: only the fault layer enters these. */
+	pk_sig_set_entry(SIGSEGV, fault_entry);
+	pk_sig_set_entry(SIGBUS, fault_entry);
+	pk_sig_pin(SIGSEGV);
+	pk_sig_pin(SIGBUS);
+	pk_sig_pin(SIGILL);
 }
 
 /* A locked section for writers; -EDEADLK from inside one of our handlers. */

@@ -26,17 +26,18 @@
  * there is copied as "push the return address; jmp callee"
  * (pk_arch_relocate_one()), so nothing ever returns into a slot.
  *
- * The stubs (two per chunk) save every register a handler may see into a
+ * The stubs (three per chunk) save every register a handler may see into a
  * struct pk_regs, call pk_probe_dispatch() (the fast stub) or
- * pk_probe_dispatch_full() (the full stub), restore them (so handlers may
- * change registers) and return into the slot: call and ret pair up, so the
- * return stack buffer predicts them. The dispatcher finds the tramp from the
- * return address, and from its offset in the slot whether pre- or
- * post-handlers are due. The fast stub does not restore the flags (popf
- * costs more than the rest of the stub): at a function's entry no flag is
- * live (SysV ABI; DF is clear there and after the handler). The full one
- * does: probes inside a function and post-handlers, where any flag may be
- * live.
+ * pk_probe_dispatch_full() (the post and full stubs), restore them (so
+ * handlers may change registers) and return into the slot: call and ret
+ * pair up, so the return stack buffer predicts them. The dispatcher finds
+ * the tramp from the return address, and from its offset in the slot
+ * whether pre- or post-handlers are due. The fast stub does not restore the
+ * flags: at a function's entry no flag is live (SysV ABI; DF is clear
+ * there and after the handler). The others do: the post stub after a
+ * function's first instruction (the entry's vector save, where that
+ * instruction leaves the x87/MMX state alone), the full one inside a
+ * function (all the vector, x87 and MXCSR state).
  *
  * Which thread may be where: the thread sweep, whose move and wait are
  * described in sweep.h. Here, arming and disarming jump probes (an int3
@@ -225,10 +226,47 @@ static PK_NOPROBE_INLINE const struct tramp *tramp_of(uintptr_t ret)
 	return *(struct tramp *const *)(ret & ~(uintptr_t)(PK_TRAMP_SLOT_SIZE - 1));
 }
 
-/* The fast stub's: pre-handlers at a function's entry; flags are not restored. */
+/* dispatch(), out of line: pk_probe_dispatch()'s general case. */
+PK_NOPROBE static __attribute__((noinline)) void
+dispatch_pre(struct pk_regs *r, const struct tramp *t)
+{
+	dispatch(r, t, 0);
+}
+
+/*
+ * The fast stub's: pre-handlers at a function's entry; flags are not
+ * restored. The usual hit (one probe, no post-handler, not inside another
+ * handler) is dispatch() with nothing live across the handler's call but
+ * what it reloads: no callee-saved register to save and restore, where
+ * dispatch() keeps six. Which probes a hit calls is the same: every one
+ * linked when it reads the list (a probe linked while the handler runs
+ * waits for the next hit, as one linked just after would).
+ */
 PK_NOPROBE void pk_probe_dispatch(struct pk_regs *r)
 {
-	dispatch(r, tramp_of(r->pk_private_ret), 0);
+	const struct tramp *t = tramp_of(r->pk_private_ret);
+	/* Pairs with the release stores in link_probe() and unlink_probe(). */
+	struct pk_probe *p = __atomic_load_n(&t->probes, __ATOMIC_ACQUIRE);
+	pk_probe_handler_fn fn;
+
+	if (pk_sweep_self.depth || t->post || !p ||
+	    __atomic_load_n(&p->next, __ATOMIC_ACQUIRE)) {
+		dispatch_pre(r, t);
+		return;
+	}
+	/* dispatch()'s steps for d == 0, in its order. */
+	pk_sweep_self.depth = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	pk_sweep_self.slot = &t->slot;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	r->ip = t->addr;
+	fn = p->pre;
+	if (fn)
+		fn(p, r, p->ctx);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	pk_sweep_self.slot = NULL;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	pk_sweep_self.depth = 0;
 }
 
 /*

@@ -29,6 +29,7 @@
  */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -42,6 +43,7 @@
 #include "internal.h"
 #include "probe/probe.h"
 #include "probe/sweep.h"
+#include "sig/sig.h"
 
 #define SWEEP_TIMEOUT_NS 10000000000LL
 
@@ -178,6 +180,8 @@ PK_NOPROBE static void sweep_handler(int sig, siginfo_t *si, void *ctx)
 			 __ATOMIC_RELEASE);
 out:
 	__atomic_sub_fetch(&sweep_readers, 1, __ATOMIC_SEQ_CST);
+	/* Not the program's: a wait this interrupted is restarted. */
+	pk_sig_own_runs++;
 	*ep = saved;
 }
 
@@ -214,6 +218,137 @@ int pk_sweep_init(void)
 	return 0;
 }
 
+/* ------------------------------------------------ threads that never answer */
+
+/*
+ * A thread whose real mask blocks the sweep signal (glibc's SIGEV_THREAD
+ * timer and mq_notify helpers, AIO workers: they block every signal for
+ * life, behind any interposer) never answers; each sweep used to wait its
+ * whole 10 s for it and fail. Such a thread is judged from outside
+ * instead, by a rule that proves what the handler would have found:
+ *
+ *   1. it is asleep in a system call (/proc/self/task/TID/syscall gives
+ *      its user sp and pc), and not at a pc that is busy: in a changed
+ *      slot, a busy-code stub, probekit's PK_NOPROBE code, or strictly
+ *      inside a changed site;
+ *   2. no 8-byte word of its stack, from that sp to the end of the
+ *      mapping holding it, points into any of those: no frame of it
+ *      returns into a slot or a site, and none is a probe handler's (the
+ *      dispatcher, PK_NOPROBE, would be on the stack): so it runs no
+ *      changed trampoline's handlers, which is what pk_sweep_self would
+ *      have said;
+ *   3. read again after that, it is still asleep in the same call at the
+ *      same place, with no context switch since: it did not run while its
+ *      stack was read, so what was read is its state.
+ *
+ * Then, as for an answer, it can never enter the changed code: its next
+ * instruction is at that pc, and every return it makes goes to a place
+ * outside. Reading its stack goes through /proc/self/mem, so a sanitizer
+ * does not take another thread's frames for bad accesses. Not seen: frames
+ * on another stack than the one its sp is in (a signal handler running on
+ * an alternate stack, which it entered before blocking the signal); a
+ * thread that blocks every signal from birth, as glibc's helpers do, has
+ * none. A blocker that fails the rule (running, busy, not asleep) is
+ * waited for as before; if it still blocks the sweep signal after
+ * BLOCKED_GIVE_UP_NS the sweep fails early, -EBUSY, naming it.
+ */
+#define BLOCKED_GIVE_UP_NS 2000000000LL
+
+PK_NOPROBE static int in_site(const struct sweep *sw, uintptr_t ip)
+{
+	size_t i = PK_LOWER_BOUND(sw->nsites, k,
+				  sw->sites[k].addr + sw->sites[k].len <= ip);
+
+	return i < sw->nsites && sw->sites[i].addr < ip;
+}
+
+/* Whether @w, a pc or a word of a stack, leads into what a sweep changes. */
+static int word_busy(const struct sweep *sw, uintptr_t w)
+{
+	const struct pk_sweep_code *c;
+
+	if (pk_probe_in_noprobe(w, 1) || in_slots(sw, w) || in_site(sw, w))
+		return 1;
+	for (c = __atomic_load_n(&busy_code, __ATOMIC_ACQUIRE); c; c = c->next)
+		if (c->lo <= w && w < c->hi)
+			return 1;
+	return 0;
+}
+
+/* The mapping holding @addr, from /proc/self/maps: 0, or -1. */
+static int mapping_of(uintptr_t addr, uintptr_t *lo, uintptr_t *hi)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	unsigned long a, b;
+	int found = -1;
+	char line[512];
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx", &a, &b) == 2 && a <= addr &&
+		    addr < b) {
+			*lo = a;
+			*hi = b;
+			found = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/* Whether any word of [@lo, @hi) is word_busy(); 1 too if unreadable. */
+static int stack_busy(const struct sweep *sw, uintptr_t lo, uintptr_t hi)
+{
+	uint64_t buf[1024];
+	int fd = open("/proc/self/mem", O_RDONLY | O_CLOEXEC), busy = 0;
+
+	if (fd < 0)
+		return 1;
+	lo &= ~(uintptr_t)7;
+	while (lo < hi && !busy) {
+		size_t want = hi - lo < sizeof(buf) ? hi - lo : sizeof(buf);
+		ssize_t got = pread(fd, buf, want, (off_t)lo);
+
+		if (got <= 0) {
+			busy = 1;
+			break;
+		}
+		for (size_t k = 0; k < (size_t)got / 8 && !busy; k++)
+			busy = word_busy(sw, (uintptr_t)buf[k]);
+		lo += (uintptr_t)got;
+	}
+	close(fd);
+	return busy;
+}
+
+/*
+ * @tid has not answered: 1 if it really blocks the sweep signal and the
+ * rule above shows it clear (*@ip: its pc); 0 if it does not block it or
+ * cannot be judged now; -1 if it blocks it, for BLOCKED_GIVE_UP_NS since
+ * *@first_seen (0 until seen blocking).
+ */
+static int judge_blocked(const struct sweep *sw, pid_t tid, uintptr_t *ip,
+			 int64_t *first_seen, int64_t now)
+{
+	struct pk_sig_task t;
+	uintptr_t lo, hi;
+
+	if (pk_sig_task_look(tid, &t) ||
+	    !(t.sigblk & (1UL << (sweep_sig - 1))))
+		return 0;
+	if (!*first_seen)
+		*first_seen = now;
+	if (t.nr >= 0 && (t.state == 'S' || t.state == 'D') &&
+	    !word_busy(sw, t.pc) && mapping_of(t.sp, &lo, &hi) == 0 &&
+	    !stack_busy(sw, t.sp, hi) && pk_sig_task_still(tid, &t)) {
+		*ip = t.pc;
+		return 1;
+	}
+	return now - *first_seen > BLOCKED_GIVE_UP_NS ? -1 : 0;
+}
+
 static int64_t now_ns(void)
 {
 	struct timespec ts;
@@ -239,8 +374,8 @@ static int sweep(const struct pk_sweep_site *sites, size_t nsites,
 		 const uintptr_t *slots, size_t nslots, int until_clear)
 {
 	struct sweep sw = { sites, nsites, slots, nslots, NULL, NULL, NULL, 0 };
-	int64_t deadline = now_ns() + SWEEP_TIMEOUT_NS;
-	pid_t *tids;
+	int64_t deadline = now_ns() + SWEEP_TIMEOUT_NS, *blocked_since;
+	pid_t *tids, refused = 0;
 	int err = pk_tasks_list(pk_gettid(), &tids, &sw.ntids);
 
 	if (err)
@@ -252,9 +387,11 @@ static int sweep(const struct pk_sweep_site *sites, size_t nsites,
 	sw.tids = tids;
 	sw.state = calloc(sw.ntids, 1);
 	sw.ip = calloc(sw.ntids, sizeof(*sw.ip));
-	if (!sw.state || !sw.ip) {
+	blocked_since = calloc(sw.ntids, sizeof(*blocked_since));
+	if (!sw.state || !sw.ip || !blocked_since) {
 		free(sw.state);
 		free(sw.ip);
+		free(blocked_since);
 		free(tids);
 		return -ENOMEM;
 	}
@@ -281,19 +418,34 @@ static int sweep(const struct pk_sweep_site *sites, size_t nsites,
 				waiting += st == ASKED;
 				busy += st == BUSY;
 			}
-			if (!waiting || now_ns() > deadline)
+			if (!waiting || now_ns() > deadline || refused)
 				break;
 			if (now_ns() > gone_check) {
 				/*
-				 * Threads that exited never answer. Checked by
-				 * time, not by sched_yield() calls: with many
-				 * busy threads one yield can take a time slice
+				 * Threads that exited never answer, nor do
+				 * those that block the signal (judged from
+				 * outside: judge_blocked()). Checked by time,
+				 * not by sched_yield() calls: with many busy
+				 * threads one yield can take a time slice
 				 * each of theirs.
 				 */
-				for (size_t i = 0; i < sw.ntids; i++)
-					if (__atomic_load_n(&sw.state[i], __ATOMIC_ACQUIRE) == ASKED &&
-					    pk_tid_gone(sw.tids[i]))
+				for (size_t i = 0; i < sw.ntids && !refused; i++) {
+					int j;
+
+					if (__atomic_load_n(&sw.state[i], __ATOMIC_ACQUIRE) != ASKED)
+						continue;
+					if (pk_tid_gone(sw.tids[i])) {
 						sw.state[i] = CLEAR;
+						continue;
+					}
+					j = judge_blocked(&sw, sw.tids[i], &sw.ip[i],
+							  &blocked_since[i], now_ns());
+					if (j > 0)
+						__atomic_store_n(&sw.state[i], CLEAR,
+								 __ATOMIC_RELEASE);
+					else if (j < 0)
+						refused = sw.tids[i];
+				}
 				gone_check = now_ns() + 10000000;
 			}
 			sched_yield();
@@ -315,7 +467,14 @@ static int sweep(const struct pk_sweep_site *sites, size_t nsites,
 		}
 	}
 	sweep_unpublish();
-	if (err) {
+	if (err && refused) {
+		pk_warn("probe: thread %d blocks signal %d for real (SigBlk in "
+			"/proc/self/task/%d/status) and is not provably clear of "
+			"the changed code (running, or busy there): the sweep "
+			"gave up after %lld ms (probekit(7), SIGNALS)",
+			(int)refused, sweep_sig, (int)refused,
+			BLOCKED_GIVE_UP_NS / 1000000);
+	} else if (err) {
 		size_t stuck = 0;
 
 		for (size_t i = 0; i < sw.ntids; i++)
@@ -332,6 +491,7 @@ static int sweep(const struct pk_sweep_site *sites, size_t nsites,
 	}
 	free(sw.state);
 	free(sw.ip);
+	free(blocked_since);
 	free(tids);
 	return err;
 }

@@ -25,9 +25,11 @@
  *
  * Before probekit owns a signal, everything passes through unchanged
  * except that vmask keeps following what the program asked for, so that
- * read-back is right from the moment probekit takes the signal. SIGTRAP,
- * which every commit needs, is owned from the moment the library loads
- * (resolve_all()); the fault signals from the fault layer's first need.
+ * read-back is right from the moment probekit takes the signal. All of
+ * them are owned from the moment the library loads: SIGTRAP and the sweep
+ * signal here (resolve_all()), SIGSEGV, SIGBUS and SIGILL by fault.c's
+ * constructor right after, so no thread can have blocked one really
+ * through libc before probekit took it.
  *
  * The real functions are libc's (or a sanitizer's that comes after us):
  * dlsym(RTLD_NEXT) first, libc's own definition when that finds nothing,
@@ -42,6 +44,8 @@
 #include <link.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -50,6 +54,7 @@
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/syscall.h>
+#include <threads.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -99,6 +104,19 @@ static __thread struct deferred dinfo[4]
 	__attribute__((tls_model("initial-exec")));
 PK_SIGNAL_TLS(vmask);
 PK_SIGNAL_TLS(pend);
+
+/*
+ * How many of the program's handlers (prog_runs) and of probekit's that
+ * stand for none of the program's (pk_sig_own_runs: the sweep handler, a
+ * deferral) ran in this thread: a wait that only the latter interrupted
+ * is restarted (the waits' restart, below).
+ */
+static __thread unsigned long prog_runs
+	__attribute__((tls_model("initial-exec")));
+__thread unsigned long pk_sig_own_runs
+	__attribute__((tls_model("initial-exec")));
+PK_SIGNAL_TLS(prog_runs);
+PK_SIGNAL_TLS(pk_sig_own_runs);
 PK_SIGNAL_TLS(dinfo);
 
 static PK_NOPROBE_INLINE int dslot(int sig)
@@ -136,6 +154,7 @@ PK_NOPROBE void pk_sig_defer(int sig, const siginfo_t *si)
 	d->value = si->si_value;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	__atomic_fetch_or(&pend, BIT(sig), __ATOMIC_RELAXED);
+	pk_sig_own_runs++;
 }
 
 /*
@@ -201,20 +220,25 @@ typedef int (*sigtimedwait_fn)(const sigset_t *, siginfo_t *,
 			       const struct timespec *);
 typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *,
 				 void *(*)(void *), void *);
-typedef sighandler_t (*signal_fn)(int, sighandler_t);
-typedef int (*siginterrupt_fn)(int, int);
+typedef void (*longjmp_fn)(struct __jmp_buf_tag *, int);
+typedef int (*attr_sigmask_fn)(pthread_attr_t *, sigset_t *);
+typedef int (*thrd_create_fn)(thrd_t *, thrd_start_t, void *);
+typedef int (*ppoll_chk_fn)(struct pollfd *, nfds_t, const struct timespec *,
+			    const sigset_t *, size_t);
 
 enum {
 	R_SIGACTION, R_SIGPROCMASK, R_PTHREAD_SIGMASK, R_SIGSUSPEND, R_PPOLL,
 	R_PSELECT, R_EPOLL_PWAIT, R_EPOLL_PWAIT2, R_SIGTIMEDWAIT,
-	R_PTHREAD_CREATE, R_SIGNAL, R_BSD_SIGNAL, R_SYSV_SIGNAL,
-	R_SIGINTERRUPT, R_N
+	R_PTHREAD_CREATE, R_LONGJMP, R_SIGLONGJMP, R__LONGJMP,
+	R_LONGJMP_CHK, R_SIGSETJMP, R_ATTR_SETSIGMASK, R_ATTR_GETSIGMASK,
+	R_THRD_CREATE, R_PPOLL_CHK, R_N
 };
 static const char *const real_names[R_N] = {
 	"sigaction", "sigprocmask", "pthread_sigmask", "sigsuspend", "ppoll",
 	"pselect", "epoll_pwait", "epoll_pwait2", "sigtimedwait",
-	"pthread_create", "signal", "bsd_signal", "sysv_signal",
-	"siginterrupt",
+	"pthread_create", "longjmp", "siglongjmp", "_longjmp",
+	"__longjmp_chk", "__sigsetjmp", "pthread_attr_setsigmask_np",
+	"pthread_attr_getsigmask_np", "thrd_create", "__ppoll_chk",
 };
 static void *real[R_N];		/* atomic; set once */
 PK_SIGNAL_DATA(real);
@@ -417,16 +441,92 @@ static void wait_leave(struct wait_mask *w)
 	errno = saved;
 }
 
+/*
+ * The waits below return EINTR when any handler ran, the kernel never
+ * restarting them whatever SA_RESTART says; probekit's sweep signal (and
+ * a program's signal probekit deferred, which the kernel would have left
+ * pending) would make that a spurious EINTR the program never asked for.
+ * So each is restarted when only probekit's handlers ran during it:
+ * prog_runs counts the program's handlers (prog_enter(), which every one
+ * of them goes through: wrap_handler(), sig.c's call_prev()),
+ * pk_sig_own_runs probekit's (the sweep handler, pk_sig_defer()). A
+ * restart waits only what is left of the timeout (CLOCK_MONOTONIC, as
+ * the kernel measures it). Not seen: a handler of the program's that
+ * bypassed sigaction() (installed by a raw system call) and ran in the
+ * same wait as a sweep: that wait is restarted too.
+ */
+struct restart {
+	unsigned long prog, own;
+	int timed;
+	struct timespec deadline;
+};
+
+static void rs_start(struct restart *rs, const struct timespec *t)
+{
+	rs->prog = __atomic_load_n(&prog_runs, __ATOMIC_RELAXED);
+	rs->own = __atomic_load_n(&pk_sig_own_runs, __ATOMIC_RELAXED);
+	rs->timed = t != NULL;
+	if (t) {
+		clock_gettime(CLOCK_MONOTONIC, &rs->deadline);
+		rs->deadline.tv_sec += t->tv_sec;
+		rs->deadline.tv_nsec += t->tv_nsec;
+		while (rs->deadline.tv_nsec >= 1000000000) {
+			rs->deadline.tv_nsec -= 1000000000;
+			rs->deadline.tv_sec++;
+		}
+	}
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+/* @r -1 with EINTR that only probekit's handlers caused: wait again. */
+static int rs_again(int r, struct restart *rs)
+{
+	unsigned long own;
+
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (r >= 0 || errno != EINTR ||
+	    __atomic_load_n(&prog_runs, __ATOMIC_RELAXED) != rs->prog)
+		return 0;
+	own = __atomic_load_n(&pk_sig_own_runs, __ATOMIC_RELAXED);
+	if (own == rs->own)
+		return 0;
+	rs->own = own;
+	return 1;
+}
+
+/* What is left of the timeout in *@left (zero once past). */
+static const struct timespec *rs_left(const struct restart *rs,
+				      struct timespec *left)
+{
+	struct timespec now;
+	long long ns;
+
+	if (!rs->timed)
+		return NULL;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	ns = (long long)(rs->deadline.tv_sec - now.tv_sec) * 1000000000 +
+	     (rs->deadline.tv_nsec - now.tv_nsec);
+	if (ns < 0)
+		ns = 0;
+	left->tv_sec = ns / 1000000000;
+	left->tv_nsec = ns % 1000000000;
+	return left;
+}
+
 PK_EXPORT int sigsuspend(const sigset_t *mask)
 {
 	struct wait_mask w;
+	struct restart rs;
 	int r;
 
 	if (wait_enter(mask, &w)) {
 		errno = EINTR;
 		return -1;
 	}
-	r = ((sigsuspend_fn)REAL(R_SIGSUSPEND))(&w.adj);
+	rs_start(&rs, NULL);
+	do
+		r = ((sigsuspend_fn)REAL(R_SIGSUSPEND))(&w.adj);
+	while (rs_again(r, &rs));
 	wait_leave(&w);
 	return r;
 }
@@ -434,52 +534,108 @@ PK_EXPORT int sigsuspend(const sigset_t *mask)
 PK_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *t,
 		    const sigset_t *mask)
 {
+	struct timespec left;
 	struct wait_mask w;
-	int r;
+	struct restart rs;
+	int r, masked = mask != NULL;
 
-	if (!mask)
-		return ((ppoll_fn)REAL(R_PPOLL))(fds, n, t, mask);
-	if (wait_enter(mask, &w)) {
+	if (masked && wait_enter(mask, &w)) {
 		errno = EINTR;
 		return -1;
 	}
-	r = ((ppoll_fn)REAL(R_PPOLL))(fds, n, t, &w.adj);
-	wait_leave(&w);
+	rs_start(&rs, t);
+	do
+		r = ((ppoll_fn)REAL(R_PPOLL))(fds, n, t,
+					      masked ? &w.adj : NULL);
+	while (rs_again(r, &rs) && ((t = rs_left(&rs, &left)), 1));
+	if (masked)
+		wait_leave(&w);
 	return r;
 }
 
+/* _FORTIFY_SOURCE's ppoll: glibc's calls its ppoll internally, past ours. */
+PK_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t n,
+			  const struct timespec *t, const sigset_t *mask,
+			  size_t fdslen)
+{
+	ppoll_chk_fn f = (ppoll_chk_fn)REAL(R_PPOLL_CHK);
+
+	if (fdslen / sizeof(*fds) < n && f)
+		return f(fds, n, t, mask, fdslen);	/* __chk_fail() */
+	return ppoll(fds, n, t, mask);
+}
+
+/*
+ * pselect: the fd sets are the call's result, so a restart waits on a
+ * copy of what the program passed.
+ */
 PK_EXPORT int pselect(int n, fd_set *r, fd_set *wr, fd_set *e,
 		      const struct timespec *t, const sigset_t *mask)
 {
+	fd_set in[3];
+	struct timespec left;
 	struct wait_mask w;
-	int ret;
+	struct restart rs;
+	int ret, masked = mask != NULL;
 
-	if (!mask)
-		return ((pselect_fn)REAL(R_PSELECT))(n, r, wr, e, t, mask);
-	if (wait_enter(mask, &w)) {
+	if (masked && wait_enter(mask, &w)) {
 		errno = EINTR;
 		return -1;
 	}
-	ret = ((pselect_fn)REAL(R_PSELECT))(n, r, wr, e, t, &w.adj);
-	wait_leave(&w);
+	if (r)
+		in[0] = *r;
+	if (wr)
+		in[1] = *wr;
+	if (e)
+		in[2] = *e;
+	rs_start(&rs, t);
+	for (;;) {
+		ret = ((pselect_fn)REAL(R_PSELECT))(n, r, wr, e, t,
+						    masked ? &w.adj : NULL);
+		if (!rs_again(ret, &rs))
+			break;
+		t = rs_left(&rs, &left);
+		if (r)
+			*r = in[0];
+		if (wr)
+			*wr = in[1];
+		if (e)
+			*e = in[2];
+	}
+	if (masked)
+		wait_leave(&w);
 	return ret;
 }
 
 PK_EXPORT int epoll_pwait(int fd, struct epoll_event *ev, int max, int tmo,
 			  const sigset_t *mask)
 {
+	struct timespec t = { tmo / 1000, (tmo % 1000) * 1000000L };
+	struct timespec left = { 0, 0 };
 	struct wait_mask w;
-	int r;
+	struct restart rs;
+	int r, masked = mask != NULL;
 
-	if (!mask)
-		return ((epoll_pwait_fn)REAL(R_EPOLL_PWAIT))(fd, ev, max, tmo,
-							     mask);
-	if (wait_enter(mask, &w)) {
+	if (masked && wait_enter(mask, &w)) {
 		errno = EINTR;
 		return -1;
 	}
-	r = ((epoll_pwait_fn)REAL(R_EPOLL_PWAIT))(fd, ev, max, tmo, &w.adj);
-	wait_leave(&w);
+	rs_start(&rs, tmo >= 0 ? &t : NULL);
+	for (;;) {
+		r = ((epoll_pwait_fn)REAL(R_EPOLL_PWAIT))(fd, ev, max, tmo,
+							  masked ? &w.adj :
+								   NULL);
+		if (!rs_again(r, &rs))
+			break;
+		if (tmo > 0) {
+			/* Rounded up: never a shorter wait than asked. */
+			rs_left(&rs, &left);
+			tmo = (int)(left.tv_sec * 1000 +
+				    (left.tv_nsec + 999999) / 1000000);
+		}
+	}
+	if (masked)
+		wait_leave(&w);
 	return r;
 }
 
@@ -487,21 +643,25 @@ PK_EXPORT int epoll_pwait2(int fd, struct epoll_event *ev, int max,
 			   const struct timespec *t, const sigset_t *mask)
 {
 	epoll_pwait2_fn f = (epoll_pwait2_fn)REAL(R_EPOLL_PWAIT2);
+	struct timespec left;
 	struct wait_mask w;
-	int r;
+	struct restart rs;
+	int r, masked = mask != NULL;
 
 	if (!f) {
 		errno = ENOSYS;
 		return -1;
 	}
-	if (!mask)
-		return f(fd, ev, max, t, mask);
-	if (wait_enter(mask, &w)) {
+	if (masked && wait_enter(mask, &w)) {
 		errno = EINTR;
 		return -1;
 	}
-	r = f(fd, ev, max, t, &w.adj);
-	wait_leave(&w);
+	rs_start(&rs, t);
+	do
+		r = f(fd, ev, max, t, masked ? &w.adj : NULL);
+	while (rs_again(r, &rs) && ((t = rs_left(&rs, &left)), 1));
+	if (masked)
+		wait_leave(&w);
 	return r;
 }
 
@@ -537,6 +697,8 @@ PK_EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info,
 			   const struct timespec *t)
 {
 	int r, sig = take_deferred(set, info);
+	struct timespec left;
+	struct restart rs;
 	sigset_t adj;
 
 	if (sig)
@@ -545,10 +707,15 @@ PK_EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info,
 	 * own signals (a sweep, a trap); the program's own come deferred. */
 	adj = *set;
 	set_word(&adj, word(&adj) & ~owned());
-	r = ((sigtimedwait_fn)REAL(R_SIGTIMEDWAIT))(&adj, info, t);
-	if (r < 0 && errno == EINTR && (sig = take_deferred(set, info)))
-		return sig;
-	return r;
+	rs_start(&rs, t);
+	for (;;) {
+		r = ((sigtimedwait_fn)REAL(R_SIGTIMEDWAIT))(&adj, info, t);
+		if (r < 0 && errno == EINTR && (sig = take_deferred(set, info)))
+			return sig;
+		if (!rs_again(r, &rs))
+			return r;
+		t = rs_left(&rs, &left);
+	}
 }
 
 PK_EXPORT int sigwaitinfo(const sigset_t *set, siginfo_t *info)
@@ -580,38 +747,223 @@ static unsigned long strip[NSIG];	/* atomic */
  */
 static unsigned long stripped;		/* atomic */
 
+/*
+ * The program's handlers of the signals probekit does not own, wrapped
+ * (as Android's libsigchain does): the kernel has wrap_handler(), which
+ * runs the program's handler with the program's view of probekit's signals
+ * as the kernel would make it (its sa_mask blocked, virtually, for the
+ * call: prog_enter()) and puts the mask back when it returns (prog_leave():
+ * the kernel restores the real one at sigreturn, but vmask is ours). Two
+ * copies and an index, as sig.c's prev[]: the handler reads one whole
+ * while sigaction() writes the other, writers serialised by pact_lock
+ * (taken with every signal blocked: sigaction is async-signal-safe).
+ * Probekit's own signals (FAULT_SIGS and the sweep signal) are not
+ * wrapped: sig.c's call_prev() does the same for them.
+ */
+struct pact {
+	void *fn;		/* the program's sa_handler / sa_sigaction */
+	int flags;		/* its sa_flags (SA_SIGINFO: how to call it) */
+	unsigned long mask;	/* the ownable signals of its sa_mask */
+};
+
+static struct pact pacts[NSIG][2];
+static unsigned int pact_idx[NSIG];	/* atomic */
+static int pact_lock;			/* atomic; a spin lock */
+PK_SIGNAL_DATA(pacts);
+PK_SIGNAL_DATA(pact_idx);
+
+/* The ownable signals each handler's sa_mask asked for (call_prev()). */
+static unsigned long asked[NSIG];	/* atomic */
+PK_SIGNAL_DATA(asked);
+
+static PK_NOPROBE_INLINE unsigned long prog_enter(unsigned long add,
+						  ucontext_t *uc)
+{
+	unsigned long was = vmask, own = owned();
+
+	/* What the kernel would have saved: the program's view of the mask. */
+	if (uc)
+		set_word(&uc->uc_sigmask,
+			 (word(&uc->uc_sigmask) & ~own) | (was & own));
+	vmask = was | (add & OWNABLE);
+	prog_runs++;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	return was;
+}
+
+static PK_NOPROBE_INLINE void prog_leave(unsigned long was, ucontext_t *uc)
+{
+	unsigned long now = was, own = owned();
+
+	/* A handler may edit uc_sigmask: the mask its sigreturn sets. */
+	if (uc) {
+		now = (was & ~own) | (word(&uc->uc_sigmask) & own);
+		set_word(&uc->uc_sigmask, word(&uc->uc_sigmask) & ~own);
+	}
+	vmask = now;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (pend & ~now)
+		flush_pending(now);
+}
+
+PK_NOPROBE unsigned long pk_sig_prog_enter(int sig, int flags,
+					   const sigset_t *sa_mask, void *ctx)
+{
+	unsigned long add = word(sa_mask);
+
+	if (sig > 0 && sig < NSIG)
+		add |= __atomic_load_n(&asked[sig], __ATOMIC_RELAXED);
+	if (!(flags & SA_NODEFER) && sig > 0 && sig <= 64)
+		add |= BIT(sig);
+	return prog_enter(add, ctx);
+}
+
+PK_NOPROBE void pk_sig_prog_leave(unsigned long was, void *ctx)
+{
+	prog_leave(was, ctx);
+}
+
+PK_NOPROBE static void wrap_handler(int sig, siginfo_t *si, void *ctx)
+{
+	unsigned int idx;
+	unsigned long was;
+	void *fn;
+	int flags;
+
+	if (sig <= 0 || sig >= NSIG)
+		return;
+	idx = __atomic_load_n(&pact_idx[sig], __ATOMIC_ACQUIRE);
+	/* Members, not a struct copy (a memcpy call at -O0). */
+	fn = pacts[sig][idx & 1].fn;
+	flags = pacts[sig][idx & 1].flags;
+	was = prog_enter(pacts[sig][idx & 1].mask, ctx);
+	if (fn && fn != (void *)SIG_IGN && fn != (void *)SIG_DFL) {
+		if (flags & SA_SIGINFO)
+			((void (*)(int, siginfo_t *, void *))fn)(sig, si, ctx);
+		else
+			((void (*)(int))fn)(sig);
+	}
+	prog_leave(was, ctx);
+}
+
+/*
+ * Every asynchronous signal blocked (a handler calling sigaction() while
+ * its thread holds pact_lock would spin forever), but never the
+ * synchronous ones probekit owns: libc's sigaction, called with the lock
+ * held, may carry an int3 probe, which a really blocked SIGTRAP makes
+ * fatal (as sig.c's sig_lock_take()).
+ */
+static void pact_take(sigset_t *old)
+{
+	sigset_t all;
+
+	sigfillset(&all);
+	set_word(&all, word(&all) & ~(FAULT_SIGS & owned()));
+	pk_sig_real_sigmask(SIG_BLOCK, &all, old);
+	while (__atomic_exchange_n(&pact_lock, 1, __ATOMIC_ACQUIRE))
+		sched_yield();
+}
+
+static void pact_drop(sigset_t *old)
+{
+	__atomic_store_n(&pact_lock, 0, __ATOMIC_RELEASE);
+	pk_sig_real_sigmask(SIG_SETMASK, old, NULL);
+}
+
+static int is_handler(const struct sigaction *sa)
+{
+	return (sa->sa_flags & SA_SIGINFO) ? sa->sa_sigaction != NULL :
+	       sa->sa_handler != SIG_DFL && sa->sa_handler != SIG_IGN;
+}
+
+/* @old as the program set it, if the kernel has the wrapper there. */
+static void pact_read_back(struct sigaction *old, const struct pact *p)
+{
+	if (!(old->sa_flags & SA_SIGINFO) || old->sa_sigaction != wrap_handler)
+		return;
+	/* The kernel's flags (it may have dropped some: SA_UNSUPPORTED's
+	 * protocol), but SA_SIGINFO as the program set it. */
+	old->sa_flags = (old->sa_flags & ~SA_SIGINFO) | (p->flags & SA_SIGINFO);
+	if (p->flags & SA_SIGINFO)
+		old->sa_sigaction = (void (*)(int, siginfo_t *, void *))p->fn;
+	else
+		old->sa_handler = (sighandler_t)p->fn;
+}
+
+/* sigaction() for a signal probekit does not own: its handler wrapped. */
+static int wrapped_action(int sig, const struct sigaction *act,
+			  struct sigaction *old, unsigned long ask)
+{
+	struct sigaction a;
+	struct pact cur;
+	unsigned int idx;
+	sigset_t omask;
+	int err;
+
+	pact_take(&omask);
+	idx = pact_idx[sig];
+	cur = pacts[sig][idx & 1];
+	if (act && is_handler(act)) {
+		struct pact *n = &pacts[sig][(idx + 1) & 1];
+
+		n->fn = (act->sa_flags & SA_SIGINFO) ? (void *)act->sa_sigaction
+						     : (void *)act->sa_handler;
+		n->flags = act->sa_flags;
+		n->mask = ask;
+		__atomic_store_n(&pact_idx[sig], idx + 1, __ATOMIC_RELEASE);
+		a = *act;
+		a.sa_sigaction = wrap_handler;
+		a.sa_flags |= SA_SIGINFO;
+		act = &a;
+	}
+	err = pk_sig_real_sigaction(sig, act, old) ? -errno : 0;
+	if (err && act == &a)
+		__atomic_store_n(&pact_idx[sig], idx, __ATOMIC_RELEASE);
+	pact_drop(&omask);
+	if (!err && old)
+		pact_read_back(old, &cur);
+	return err;
+}
+
 PK_EXPORT int sigaction(int sig, const struct sigaction *act,
 			struct sigaction *old)
 {
-	unsigned long was = 0, own = owned();
+	unsigned long was = 0, own = owned(), ask = 0;
+	int ok_sig = sig > 0 && sig < NSIG;
 	struct sigaction a;
 	int err;
 
-	if (sig > 0 && sig < NSIG)
+	if (ok_sig)
 		was = __atomic_load_n(&strip[sig], __ATOMIC_RELAXED);
 	if (act) {
 		unsigned long w = word(&act->sa_mask);
 
+		ask = w & OWNABLE;
 		a = *act;
 		set_word(&a.sa_mask, w & ~own);
 		if (w & OWNABLE & ~own)
 			__atomic_and_fetch(&stripped, ~(w & OWNABLE & ~own),
 					   __ATOMIC_RELAXED);
-		if (sig > 0 && sig < NSIG)
+		if (ok_sig)
 			__atomic_store_n(&strip[sig], w & own,
 					 __ATOMIC_RELAXED);
 		act = &a;
 	}
-	if (sig > 0 && sig < NSIG && (FAULT_SIGS & BIT(sig)))
+	if (ok_sig && (FAULT_SIGS & BIT(sig)))
 		err = pk_signal_action(sig, act, old);
+	else if (ok_sig && sig <= 64 && !(OWNABLE & BIT(sig)) &&
+		 sig != SIGKILL && sig != SIGSTOP)
+		err = wrapped_action(sig, act, old, ask);
 	else
 		err = pk_sig_real_sigaction(sig, act, old) ? -errno : 0;
 	if (err) {
-		if (act && sig > 0 && sig < NSIG)
+		if (act && ok_sig)
 			__atomic_store_n(&strip[sig], was, __ATOMIC_RELAXED);
 		errno = -err;
 		return -1;
 	}
+	if (act && ok_sig)
+		__atomic_store_n(&asked[sig], ask, __ATOMIC_RELAXED);
 	if (old)
 		set_word(&old->sa_mask, word(&old->sa_mask) | was);
 	return 0;
@@ -668,24 +1020,16 @@ static sighandler_t set_handler(int sig, sighandler_t h, int flags,
 }
 
 /*
- * The signal() family: libc's own for every signal probekit cannot own (it
- * keeps siginterrupt()'s state, which only libc can read); for the ownable
- * ones, through sigaction() above, with what siginterrupt() asked for them
- * kept here (intr_bits), and libc's checks.
+ * The signal() family, through sigaction() above for every signal (so
+ * that the handler is wrapped), with libc's checks and what
+ * siginterrupt() asked kept here (intr_bits): libc's signal() would
+ * install its handler through its internal sigaction, past the wrapper,
+ * and libc's siginterrupt() state is not readable from outside.
  */
 static unsigned long intr_bits;		/* atomic */
 
-static int ownable_sig(int sig)
+static sighandler_t signal_via(int sig, sighandler_t h, int sysv)
 {
-	return sig > 0 && sig <= 64 && (OWNABLE & BIT(sig));
-}
-
-static sighandler_t signal_via(int i, int sig, sighandler_t h, int sysv)
-{
-	signal_fn f;
-
-	if (!ownable_sig(sig) && (f = (signal_fn)REAL(i)))
-		return f(sig, h);
 	if (h == SIG_ERR || sig < 1 || sig >= NSIG) {
 		errno = EINVAL;
 		return SIG_ERR;
@@ -701,17 +1045,17 @@ static sighandler_t signal_via(int i, int sig, sighandler_t h, int sysv)
 
 PK_EXPORT sighandler_t signal(int sig, sighandler_t h)
 {
-	return signal_via(R_SIGNAL, sig, h, 0);
+	return signal_via(sig, h, 0);
 }
 
 PK_EXPORT sighandler_t bsd_signal(int sig, sighandler_t h)
 {
-	return signal_via(R_BSD_SIGNAL, sig, h, 0);
+	return signal_via(sig, h, 0);
 }
 
 PK_EXPORT sighandler_t sysv_signal(int sig, sighandler_t h)
 {
-	return signal_via(R_SYSV_SIGNAL, sig, h, 1);
+	return signal_via(sig, h, 1);
 }
 
 PK_EXPORT sighandler_t __sysv_signal(int sig, sighandler_t h)
@@ -719,15 +1063,11 @@ PK_EXPORT sighandler_t __sysv_signal(int sig, sighandler_t h)
 	return sysv_signal(sig, h);
 }
 
-/* libc's would change an owned signal's real handler behind sigaction(). */
 PK_EXPORT int siginterrupt(int sig, int flag)
 {
-	siginterrupt_fn f;
 	struct sigaction sa;
 
-	if (!ownable_sig(sig) && (f = (siginterrupt_fn)REAL(R_SIGINTERRUPT)))
-		return f(sig, flag);
-	if (sig < 1 || sig >= NSIG) {
+	if (sig < 1 || sig >= NSIG || sig > 64) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -761,6 +1101,65 @@ PK_EXPORT int sighold(int sig)
 PK_EXPORT int sigrelse(int sig)
 {
 	return mask_one(SIG_UNBLOCK, sig);
+}
+
+/*
+ * The BSD mask calls: glibc's call its sigprocmask internally, past ours,
+ * so an owned signal would be really blocked. Their masks are the first
+ * 32 signals.
+ */
+static int bsd_mask(int how, int mask)
+{
+	sigset_t s, old;
+
+	sigemptyset(&s);
+	set_word(&s, (unsigned int)mask);
+	if (sigprocmask(how, &s, &old))
+		return -1;
+	return (int)(unsigned int)word(&old);
+}
+
+PK_EXPORT int sigblock(int mask)
+{
+	return bsd_mask(SIG_BLOCK, mask);
+}
+
+PK_EXPORT int sigsetmask(int mask)
+{
+	return bsd_mask(SIG_SETMASK, mask);
+}
+
+/* sigpause(): BSD's takes a mask, XPG's (__xpg_sigpause) a signal. */
+PK_EXPORT int __sigpause(int sig_or_mask, int is_sig)
+{
+	sigset_t s;
+
+	if (is_sig) {
+		if (sigprocmask(SIG_BLOCK, NULL, &s) ||
+		    sigdelset(&s, sig_or_mask))
+			return -1;
+	} else {
+		sigemptyset(&s);
+		set_word(&s, (unsigned int)sig_or_mask);
+	}
+	return sigsuspend(&s);
+}
+
+PK_EXPORT int __xpg_sigpause(int sig)
+{
+	return __sigpause(sig, 1);
+}
+
+/*
+ * <signal.h> names XPG's sigpause() (asm label __xpg_sigpause); the symbol
+ * sigpause is BSD's. (The line after next only tells scripts/check-abi.sh
+ * that sigpause is exported on purpose; it redeclares XPG's.)
+ */
+PK_EXPORT int pk_bsd_sigpause(int mask) __asm__("sigpause");
+PK_EXPORT int sigpause(int sig);
+int pk_bsd_sigpause(int mask)
+{
+	return __sigpause(mask, 0);
 }
 
 PK_EXPORT int sigignore(int sig)
@@ -807,52 +1206,364 @@ static void *thread_start(void *p)
 	return s.fn(s.arg);
 }
 
-/* The child's virtual mask is its creator's, as its real one is. */
+/*
+ * pthread_attr_setsigmask_np() (glibc 2.32+): the mask a new thread starts
+ * with, set by glibc before the thread runs any code of the program's. The
+ * owned signals are taken out of it, as out of every mask; what the
+ * program asked for them is kept in the sigset_t's words 1 and 2, which
+ * glibc copies whole into the attribute but never gives the kernel (its
+ * 64 signals are word 0): word 1 the asked bits, word 2 the same xor
+ * ATTR_MAGIC, so that a mask set behind our back is not misread.
+ * pthread_attr_getsigmask_np() reads it back as set, pthread_create()
+ * gives the thread that virtual mask.
+ */
+#define ATTR_MAGIC 0x706b5f7369676d61UL	/* "pk_sigma" */
+
+PK_EXPORT int pthread_attr_setsigmask_np(pthread_attr_t *attr,
+					 const sigset_t *mask)
+{
+	attr_sigmask_fn f = (attr_sigmask_fn)REAL(R_ATTR_SETSIGMASK);
+	unsigned long ask;
+	sigset_t adj;
+
+	if (!f)
+		return ENOSYS;
+	if (!mask)
+		return f(attr, NULL);
+	adj = *mask;
+	ask = word(mask) & OWNABLE;
+	set_word(&adj, word(mask) & ~owned());
+	((unsigned long *)&adj)[1] = ask;
+	((unsigned long *)&adj)[2] = ask ^ ATTR_MAGIC;
+	return f(attr, &adj);
+}
+
+/* 0 and the thread's virtual mask in *@vm when @attr sets a mask. */
+static int attr_vmask(const pthread_attr_t *attr, unsigned long *vm,
+		      sigset_t *got)
+{
+	attr_sigmask_fn f = (attr_sigmask_fn)REAL(R_ATTR_GETSIGMASK);
+	const unsigned long *w = (const unsigned long *)got;
+
+	if (!attr || !f || f((pthread_attr_t *)attr, got) != 0)
+		return -1;	/* PTHREAD_ATTR_NO_SIGMASK_NP, or none */
+	if ((w[1] ^ ATTR_MAGIC) == w[2])
+		*vm = w[1] & OWNABLE;
+	else
+		*vm = w[0] & OWNABLE;
+	return 0;
+}
+
+PK_EXPORT int pthread_attr_getsigmask_np(const pthread_attr_t *attr,
+					 sigset_t *mask)
+{
+	attr_sigmask_fn f = (attr_sigmask_fn)REAL(R_ATTR_GETSIGMASK);
+	unsigned long vm, *w = (unsigned long *)mask;
+	int r;
+
+	if (!f)
+		return ENOSYS;
+	r = f((pthread_attr_t *)attr, mask);
+	if (r == 0 && (w[1] ^ ATTR_MAGIC) == w[2]) {
+		vm = w[1];
+		w[1] = w[2] = 0;
+		w[0] = (w[0] & ~owned()) | (vm & owned());
+	}
+	return r;
+}
+
+/*
+ * The child's virtual mask is its creator's, as its real one is, or the
+ * one its attribute sets (pthread_attr_setsigmask_np()).
+ */
 PK_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr,
 			     void *(*fn)(void *), void *arg)
 {
 	pthread_create_fn f = (pthread_create_fn)REAL(R_PTHREAD_CREATE);
+	unsigned long vm = vmask;
 	struct start *s;
+	sigset_t got;
 	int err;
 
 	if (!f)
 		return ENOSYS;
-	if (!vmask)
+	attr_vmask(attr, &vm, &got);
+	if (!vm)
 		return f(t, attr, fn, arg);
 	s = malloc(sizeof(*s));
 	if (!s)
 		return EAGAIN;
 	s->fn = fn;
 	s->arg = arg;
-	s->vmask = vmask;
+	s->vmask = vm;
 	err = f(t, attr, thread_start, s);
 	if (err)
 		free(s);
 	return err;
 }
 
+/* C11's threads: glibc's thrd_create calls its pthread_create internally. */
+struct c11_start {
+	thrd_start_t fn;
+	void *arg;
+	unsigned long vmask;
+};
+
+static int c11_thread_start(void *p)
+{
+	struct c11_start s = *(struct c11_start *)p;
+
+	free(p);
+	vmask = s.vmask;
+	return s.fn(s.arg);
+}
+
+PK_EXPORT int thrd_create(thrd_t *t, thrd_start_t fn, void *arg)
+{
+	thrd_create_fn f = (thrd_create_fn)REAL(R_THRD_CREATE);
+	struct c11_start *s;
+	int err;
+
+	if (!f)
+		return thrd_error;
+	if (!vmask)
+		return f(t, fn, arg);
+	s = malloc(sizeof(*s));
+	if (!s)
+		return thrd_nomem;
+	s->fn = fn;
+	s->arg = arg;
+	s->vmask = vmask;
+	err = f(t, c11_thread_start, s);
+	if (err != thrd_success)
+		free(s);
+	return err;
+}
+
+/* ---------------------------------------------------- jumps out of handlers */
+
+/*
+ * siglongjmp() out of a handler: glibc restores the real mask saved by
+ * sigsetjmp() with its internal sigprocmask, which no interposer sees, and
+ * the handler's prog_leave() never runs. So the jumps are interposed
+ * (longjmp, _longjmp, siglongjmp, __longjmp_chk: in glibc each restores
+ * the mask when sigsetjmp saved one) and set vmask first:
+ *
+ *   - for an ownable signal probekit does not own, from the jmp_buf's
+ *     saved mask, which is the real one (vmask follows it);
+ *   - for an owned one the saved mask never has it (never really
+ *     blocked), so __sigsetjmp itself is interposed by a stub that notes
+ *     (env, vmask) per thread and tail-jumps to libc's, leaving the
+ *     caller's frame as setjmp must see it. A jmp_buf with no note (the
+ *     notes are 16 per thread, newest kept; or one copied elsewhere) gets
+ *     the owned signals unblocked: never a signal of the program's held
+ *     forever, at worst one delivered that it had blocked before.
+ *
+ * A longjmp from a jmp_buf without a saved mask changes no mask, as the
+ * kernel's would not: what the handler ran with stays blocked.
+ */
+#define JNOTES 16
+
+struct jnote {
+	const void *env;
+	unsigned long vmask;
+};
+
+static __thread struct jnote jnotes[JNOTES]
+	__attribute__((tls_model("initial-exec")));
+static __thread unsigned int jnext
+	__attribute__((tls_model("initial-exec")));
+
+/* From the stubs below, with the caller's arguments: libc's __sigsetjmp. */
+PK_HIDDEN void *pk_sig_setjmp_note(const void *env, int save);
+void *pk_sig_setjmp_note(const void *env, int save)
+{
+	if (save) {
+		unsigned int i, n = jnext;
+
+		for (i = 0; i < JNOTES && jnotes[i].env != env; i++)
+			;
+		if (i == JNOTES) {
+			i = n % JNOTES;
+			jnext = n + 1;
+		}
+		jnotes[i].env = env;
+		jnotes[i].vmask = vmask;
+	}
+	return REAL(R_SIGSETJMP);
+}
+
+/*
+ * __sigsetjmp(env, savemask) and setjmp(env) (BSD's, which saves the
+ * mask): note, then jump to libc's with the arguments and the return
+ * address untouched. The three pushes keep the call 16-byte aligned.
+ */
+__asm__(".text\n"
+	".globl __sigsetjmp\n"
+	".type __sigsetjmp, @function\n"
+	"__sigsetjmp:\n"
+	".Lpk_sigsetjmp:\n"
+	"	.cfi_startproc\n"
+	"	endbr64\n"
+	"	push %rdi\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	push %rsi\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	sub $8, %rsp\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	call pk_sig_setjmp_note\n"
+	"	add $8, %rsp\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	pop %rsi\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	pop %rdi\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	jmp *%rax\n"
+	"	.cfi_endproc\n"
+	".size __sigsetjmp, .-__sigsetjmp\n"
+	".globl setjmp\n"
+	".type setjmp, @function\n"
+	"setjmp:\n"
+	"	endbr64\n"
+	"	mov $1, %esi\n"
+	"	jmp .Lpk_sigsetjmp\n"
+	".size setjmp, .-setjmp\n");
+
+/* The stubs' names, exported (scripts/check-abi.sh reads these lines). */
+#undef setjmp
+PK_EXPORT int __sigsetjmp(struct __jmp_buf_tag env[1], int savemask);
+PK_EXPORT int setjmp(struct __jmp_buf_tag env[1]);
+
+static void jump_mask(struct __jmp_buf_tag *env)
+{
+	unsigned long own = owned(), now, noted = 0;
+
+	if (!env->__mask_was_saved)
+		return;
+	for (unsigned int i = 0; i < JNOTES; i++)
+		if (jnotes[i].env == env)
+			noted = jnotes[i].vmask;
+	now = (word(&env->__saved_mask) & OWNABLE & ~own) | (noted & own);
+	vmask = now;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	/* Delivered here, as glibc's sigprocmask in the jump would. */
+	if (pend & ~now)
+		flush_pending(now);
+}
+
+PK_EXPORT _Noreturn void longjmp(struct __jmp_buf_tag env[1], int val)
+{
+	jump_mask(env);
+	((longjmp_fn)REAL(R_LONGJMP))(env, val);
+	__builtin_unreachable();
+}
+
+PK_EXPORT _Noreturn void _longjmp(struct __jmp_buf_tag env[1], int val)
+{
+	jump_mask(env);
+	((longjmp_fn)REAL(R__LONGJMP))(env, val);
+	__builtin_unreachable();
+}
+
+PK_EXPORT _Noreturn void siglongjmp(struct __jmp_buf_tag env[1], int val)
+{
+	jump_mask(env);
+	((longjmp_fn)REAL(R_SIGLONGJMP))(env, val);
+	__builtin_unreachable();
+}
+
+PK_EXPORT _Noreturn void __longjmp_chk(struct __jmp_buf_tag env[1], int val)
+{
+	jump_mask(env);
+	((longjmp_fn)REAL(R_LONGJMP_CHK))(env, val);
+	__builtin_unreachable();
+}
+
 /* ---------------------------------------------------- threads that block */
 
-/* SigBlk of /proc/self/task/@tid/status: 1 if it has @bit, 0, -errno. */
-static int task_blocks(const char *tid, unsigned long bit)
+/* From /proc/self/task/@tid/status: the line @key's value, or NULL. */
+static const char *status_field(const char *buf, const char *key)
 {
-	char path[64], buf[2048], *p;
+	const char *p = strstr(buf, key);
+
+	return p ? p + strlen(key) : NULL;
+}
+
+int pk_sig_task_look(pid_t tid, struct pk_sig_task *t)
+{
+	char path[64], buf[2048];
+	const char *v;
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/self/task/%.16s/status", tid);
+	memset(t, 0, sizeof(*t));
+	t->nr = -2;
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;	/* gone: fine */
+		return errno == ENOENT ? -ESRCH : -errno;
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
-		return 0;
+		return -ESRCH;
 	buf[n] = 0;
-	p = strstr(buf, "\nSigBlk:");
-	if (!p)
-		return 0;
-	return (strtoull(p + 8, NULL, 16) & bit) != 0;
+	if ((v = status_field(buf, "\nSigBlk:")))
+		t->sigblk = strtoull(v, NULL, 16);
+	if ((v = status_field(buf, "\nState:")))
+		t->state = v[strspn(v, " \t")];
+	if ((v = status_field(buf, "\nvoluntary_ctxt_switches:")))
+		t->ctxt = strtoull(v, NULL, 10);
+	if ((v = status_field(buf, "\nnonvoluntary_ctxt_switches:")))
+		t->ctxt += strtoull(v, NULL, 10);
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;	/* no syscall file: nr stays -2, "unknown" */
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n > 0) {
+		unsigned long long a[8];
+		long nr;
+
+		buf[n] = 0;
+		/* "nr a1 .. a6 sp pc", "-1 sp pc" or "running". */
+		if (sscanf(buf, "%ld %llx %llx %llx %llx %llx %llx %llx %llx", &nr,
+			   &a[0], &a[1], &a[2], &a[3], &a[4], &a[5], &a[6],
+			   &a[7]) == 9 && nr >= 0) {
+			t->nr = nr;
+			t->sp = (uintptr_t)a[6];
+			t->pc = (uintptr_t)a[7];
+		} else if (sscanf(buf, "%ld", &nr) == 1) {
+			t->nr = -1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * A thread asleep in a system call that has not run since @prev was read
+ * (same call, same place, no context switch): in that state a thread with
+ * every signal blocked stays until an event it waits for, which may be
+ * never (glibc's helpers). The calls glibc makes inside its own short
+ * all-blocked windows (creating a thread or a posix_spawn child, which
+ * waits in clone until the child has exec'd) are not counted.
+ */
+static int task_parked(const struct pk_sig_task *prev,
+		       const struct pk_sig_task *now)
+{
+	return now->nr >= 0 && (now->state == 'S' || now->state == 'D') &&
+	       now->nr != SYS_clone && now->nr != SYS_clone3 &&
+	       now->nr != SYS_vfork && now->nr != SYS_exit &&
+	       now->nr != SYS_exit_group && now->nr == prev->nr &&
+	       now->pc == prev->pc && now->sp == prev->sp &&
+	       now->ctxt == prev->ctxt;
+}
+
+int pk_sig_task_still(pid_t tid, const struct pk_sig_task *prev)
+{
+	struct pk_sig_task now;
+
+	return pk_sig_task_look(tid, &now) == 0 && task_parked(prev, &now);
 }
 
 /*
@@ -888,13 +1599,35 @@ static int64_t mono_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* What a blocker is, for the refusal's message. */
+static const char *blocker_kind(const struct pk_sig_task *t)
+{
+	/* glibc's helpers block every signal (SigBlk fffffffe7ffbfeff). */
+	if ((t->sigblk | BIT(SIGKILL) | BIT(SIGSTOP) | BIT(32) | BIT(33)) ==
+	    ~0UL) {
+		if (t->nr == SYS_rt_sigtimedwait)
+			return "blocks every signal, waiting in rt_sigtimedwait "
+			       "(glibc's timer_create SIGEV_THREAD helper)";
+		if (t->nr == SYS_recvfrom || t->nr == SYS_recvmsg)
+			return "blocks every signal, waiting on a socket "
+			       "(glibc's mq_notify SIGEV_THREAD helper)";
+		if (t->nr == SYS_futex)
+			return "blocks every signal, waiting on a futex (an AIO "
+			       "worker or another helper thread)";
+		return "blocks every signal";
+	}
+	return "set behind libc's back (a raw rt_sigprocmask, a thread that "
+	       "libc created with its own mask)";
+}
+
 int pk_sig_check_blocked(int sig, const char *what, unsigned int flags)
 {
 	unsigned long bit = BIT(sig);
-	char tids[CHECK_MAX][16];
+	struct pk_sig_task seen[CHECK_MAX];
+	pid_t tids[CHECK_MAX];
 	int wait = flags & PK_SIG_CHECK_WAIT;
 	struct dirent *de;
-	int n = 0, left;
+	int n = 0, left, parked = -1;
 	DIR *d;
 
 	if (handed_off) {
@@ -909,21 +1642,41 @@ int pk_sig_check_blocked(int sig, const char *what, unsigned int flags)
 	if (!d)
 		return 0;	/* no /proc: nothing to go by */
 	while ((de = readdir(d)) && n < CHECK_MAX) {
-		if (de->d_name[0] == '.')
+		pid_t tid = (pid_t)atoi(de->d_name);
+
+		if (de->d_name[0] == '.' || tid <= 0)
 			continue;
-		if (task_blocks(de->d_name, bit) == 1)
-			snprintf(tids[n++], sizeof(tids[0]), "%.15s", de->d_name);
+		if (pk_sig_task_look(tid, &seen[n]) == 0 &&
+		    (seen[n].sigblk & bit))
+			tids[n++] = tid;
 	}
 	closedir(d);
 	if (n && !wait)
 		return -EAGAIN;
-	/* Only those seen blocked are read again: a transient one unblocks. */
+	/*
+	 * Only those seen blocked are read again: a transient one unblocks.
+	 * One that is parked (asleep in the same call at the same place, not
+	 * run since: task_parked()) while blocking is not in one of glibc's
+	 * short windows; it is refused at once rather than after ~2 s.
+	 */
 	for (unsigned int pause = 1000; n && pause <= 1024000; pause *= 2) {
 		usleep(pause);
 		left = 0;
-		for (int i = 0; i < n; i++)
-			if (task_blocks(tids[i], bit) == 1)
-				memcpy(tids[left++], tids[i], sizeof(tids[0]));
+		for (int i = 0; i < n && parked < 0; i++) {
+			struct pk_sig_task now;
+
+			if (pk_sig_task_look(tids[i], &now) || !(now.sigblk & bit))
+				continue;
+			if (pause >= 4000 && task_parked(&seen[i], &now))
+				parked = left;
+			tids[left] = tids[i];
+			seen[left++] = now;
+		}
+		if (parked >= 0) {
+			tids[0] = tids[parked];
+			seen[0] = seen[parked];
+			break;
+		}
 		n = left;
 	}
 	if (!n) {
@@ -931,11 +1684,13 @@ int pk_sig_check_blocked(int sig, const char *what, unsigned int flags)
 			handed_off = mono_ns();
 		return 0;
 	}
-	pk_err("%s: thread %s blocks SIG%s (SigBlk in /proc/self/task/%s/status, "
-	       "set behind libc's back, e.g. by a raw rt_sigprocmask, or one of "
-	       "glibc's helper threads that block every signal): an int3 "
-	       "there would kill the process; refused",
-	       what, tids[0], sigabbrev_np(sig), tids[0]);
+	pk_err("%s: thread %d blocks SIG%s (SigBlk %016lx in "
+	       "/proc/self/task/%d/status: %s; %s): an int3 there would kill "
+	       "the process; refused (probekit(7), SIGNALS)",
+	       what, (int)tids[0], sigabbrev_np(sig), seen[0].sigblk,
+	       (int)tids[0], blocker_kind(&seen[0]),
+	       parked >= 0 ? "parked in a system call, refused at once" :
+			     "still blocking after ~2 s");
 	return -EDEADLK;
 }
 
@@ -955,6 +1710,15 @@ static const char *const spawn_names[] = {
 	"__dup2", "chdir", "fchdir", "getrlimit", "getrlimit64",
 	"close_range", "closefrom", "tcsetpgrp", "ioctl", "execve",
 	"__execve", "execvpe", "fexecve", "_exit", "_Exit",
+	/*
+	 * posix_spawnp's PATH search in the child (glibc's __execvpex).
+	 * It copies with memcpy and mempcpy too, which are not here: an
+	 * int3 is the only probe memcpy takes where another function jumps
+	 * into its first bytes (glibc without AVX: tests/cli-xjump.sh), and
+	 * refusing it would refuse that; a posix_spawnp child meets such an
+	 * int3 (probekit(7), SIGNALS).
+	 */
+	"getenv", "strchr", "strchrnul", "strnlen", "strlen",
 };
 #define N_SPAWN PK_ARRAY_SIZE(spawn_names)
 
@@ -976,7 +1740,11 @@ static void spawn_init(void)
 		    !sym)
 			continue;
 		spawn_fn[i].lo = (uintptr_t)p;
-		spawn_fn[i].hi = (uintptr_t)p + (sym->st_size ? sym->st_size : 1);
+		/* An IFUNC's dlsym() is the chosen variant, which has no
+		 * dynamic symbol of its own: its entry only. */
+		spawn_fn[i].hi = (uintptr_t)p +
+			((uintptr_t)di.dli_saddr == (uintptr_t)p && sym->st_size ?
+			 sym->st_size : 1);
 	}
 	dlclose(libc);
 }

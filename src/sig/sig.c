@@ -24,18 +24,26 @@
  *     sighold, sigrelse, sigignore: for a signal probekit owns, the program's
  *     handler is recorded in prev[] (through pk_signal_action(), which
  *     stays the explicit API for code that does not go through libc's
- *     names) and chained, and reading it back returns it;
- *   - sigprocmask, pthread_sigmask, sigsuspend, ppoll, pselect,
- *     epoll_pwait(2): the owned signals are never really blocked; what
- *     the program asked for is a per-thread virtual mask, read back as
- *     set; a handler's sa_mask never blocks them either;
+ *     names) and chained, and reading it back returns it; for any other,
+ *     it is wrapped (interpose.c's wrap_handler()) so that it runs with
+ *     the program's virtual mask as the kernel would set it;
+ *   - sigprocmask, pthread_sigmask, sigblock, sigsetmask, sigsuspend,
+ *     sigpause, ppoll (and __ppoll_chk), pselect, epoll_pwait(2): the
+ *     owned signals are never really blocked; what the program asked for
+ *     is a per-thread virtual mask, read back as set; a handler's sa_mask
+ *     never blocks them either (it blocks them virtually while the
+ *     handler runs), and the waits restart when only probekit's own
+ *     signals interrupted them;
+ *   - longjmp, _longjmp, siglongjmp, __longjmp_chk and __sigsetjmp: a
+ *     jump out of a handler restores the virtual mask sigsetjmp saw;
  *   - the program's own signals still reach it as the kernel would: an
  *     asynchronous one (si_code <= 0: its raise(SIGTRAP), a kill) that
  *     arrives while it is virtually blocked waits per thread and is sent
  *     again when the program unblocks it (or taken by its sigwait); a
  *     fault the kernel raises while it is virtually blocked takes the
  *     default action (call_prev() returns 0), as it would;
- *   - pthread_create: the child's virtual mask is its creator's.
+ *   - pthread_create, thrd_create, pthread_attr_setsigmask_np: the
+ *     child's virtual mask is its creator's, or its attribute's.
  *
  * Why the reasons against it no longer hold: the sanitizers also
  * interpose sigaction, but they call the next definition (dlsym
@@ -55,11 +63,11 @@
  *
  * What is not covered: signalfd (owned signals are never blocked, so a
  * signalfd never reads them; the program's handler gets them instead),
- * the owned signals in the mask a handler runs with (its sa_mask and its
- * own signal are blocked for the non-owned signals only, see below),
- * a thread that blocked an owned signal before probekit took it through
- * libc and has not called a mask function since (refused as above), and
- * exec (the new image starts with the owned signals unblocked).
+ * handlers installed past sigaction() (raw rt_sigaction, or before
+ * libprobekit loaded: not wrapped), and exec (the new image starts with
+ * the owned signals unblocked). Every owned signal is owned from load
+ * (interpose.c's and fault.c's constructors), so no thread can have
+ * blocked one through libc before probekit took it.
  *
  * The previous action is kept in two copies and an index, so the signal
  * path reads a whole struct while pk_signal_action() writes the other copy;
@@ -69,16 +77,18 @@
  *
  * Signal masks: probekit's handler is installed with SA_NODEFER (see
  * install()), so the previous handler, called from it, runs with its own
- * signal unblocked even if it was installed without SA_NODEFER; only its
- * sa_mask, less the signals probekit owns, is blocked around it. Blocking
- * an owned signal there as the kernel would is not done, even for
- * asynchronous ones (si_code <= 0): for SIGTRAP it would make an int3
+ * signal really unblocked even if it was installed without SA_NODEFER;
+ * only its sa_mask, less the signals probekit owns, is really blocked
+ * around it. The owned signals of its sa_mask and its own signal (without
+ * SA_NODEFER) are blocked virtually instead (pk_sig_prog_enter(): the
+ * program's raise() of one waits until the handler returns, a fault of one
+ * takes the default action, as the kernel's would), and the virtual mask
+ * is put back when the handler returns (pk_sig_prog_leave()) or leaves
+ * with siglongjmp() (interpose.c interposes the jumps and __sigsetjmp).
+ * Really blocking them is not done: for SIGTRAP it would make an int3
  * probe or a watched-page step met inside that handler fatal, which
- * SA_NODEFER is there to prevent; the virtual mask is not changed around
- * it either, because a handler that leaves with siglongjmp() restores the
- * real mask inside libc, where no interposer sees it. A handler that must
- * not nest guards itself (documented in pk_fault_register.3, which
- * pk_signal_action.3 points to).
+ * SA_NODEFER is there to prevent. The program's handlers of the other
+ * signals are wrapped the same way (interpose.c, wrap_handler()).
  */
 
 #include <errno.h>
@@ -209,6 +219,7 @@ PK_NOPROBE static int call_prev(int i, int sig, siginfo_t *si, void *ctx)
 {
 	unsigned int idx = __atomic_load_n(&prev_idx[i], __ATOMIC_ACQUIRE);
 	struct sigaction p = prev[i][idx & 1];
+	unsigned long vwas, extra;
 	sigset_t saved;
 
 	/*
@@ -240,15 +251,31 @@ PK_NOPROBE static int call_prev(int i, int sig, siginfo_t *si, void *ctx)
 		__atomic_store_n(&w->sa_flags, 0, __ATOMIC_RELAXED);
 		w->sa_handler = SIG_DFL;
 	}
-	/* Never the owned signals: an int3 in there would be fatal. */
-	((unsigned long *)&p.sa_mask)[0] &=
+	/*
+	 * The owned signals of its sa_mask and @sig itself (without
+	 * SA_NODEFER) blocked virtually for the call, as the kernel would
+	 * block them really, and put back when it returns (or siglongjmp()s
+	 * out: interpose.c's jumps).
+	 */
+	vwas = pk_sig_prog_enter(sig, p.sa_flags, &p.sa_mask, ctx);
+	/*
+	 * Never the owned signals really: an int3 in there would be fatal.
+	 * An sa_mask with nothing else (the common case) costs no system
+	 * call: the kernel's 64 signals are word 0, and the sigreturn that
+	 * follows puts back the mask of before anyway.
+	 */
+	extra = ((unsigned long *)&p.sa_mask)[0] &
 		~__atomic_load_n(&pk_sig_owned_bits, __ATOMIC_RELAXED);
-	pk_sig_real_sigmask(SIG_BLOCK, &p.sa_mask, &saved);
+	((unsigned long *)&p.sa_mask)[0] = extra;
+	if (extra)
+		pk_sig_real_sigmask(SIG_BLOCK, &p.sa_mask, &saved);
 	if (p.sa_flags & SA_SIGINFO)
 		p.sa_sigaction(sig, si, ctx);
 	else
 		p.sa_handler(sig);
-	pk_sig_real_sigmask(SIG_SETMASK, &saved, NULL);
+	if (extra)
+		pk_sig_real_sigmask(SIG_SETMASK, &saved, NULL);
+	pk_sig_prog_leave(vwas, ctx);
 	return 1;
 }
 

@@ -37,6 +37,7 @@
 
 #include <signal.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <sys/ucontext.h>
 
 #include "internal.h"
@@ -90,6 +91,24 @@ PK_HIDDEN extern unsigned long pk_sig_owned_bits;
 /* Whether the program has @sig blocked in this thread (its virtual mask). */
 PK_HIDDEN int pk_sig_vblocked(int sig);
 
+/*
+ * Around a program's handler of @sig (its @flags and @sa_mask; @ctx the
+ * ucontext_t or NULL): the virtual mask as the kernel would set it, the
+ * program's view in @ctx's uc_sigmask; _leave() puts back what _enter()
+ * returned (or what the handler wrote in uc_sigmask) and sends the
+ * deferred signals that lets through.
+ */
+PK_HIDDEN unsigned long pk_sig_prog_enter(int sig, int flags,
+					  const sigset_t *sa_mask, void *ctx);
+PK_HIDDEN void pk_sig_prog_leave(unsigned long was, void *ctx);
+
+/*
+ * Bumped by probekit's handlers that stand for no handler of the
+ * program's (the sweep's): a wait they alone interrupted is restarted.
+ */
+PK_HIDDEN extern __thread unsigned long pk_sig_own_runs
+	__attribute__((tls_model("initial-exec")));
+
 /* Keep asynchronous @sig pending for this thread until the program unblocks it. */
 PK_HIDDEN void pk_sig_defer(int sig, const siginfo_t *si);
 
@@ -112,6 +131,27 @@ PK_HIDDEN void pk_sig_strip_masks(int sig);
  */
 #define PK_SIG_CHECK_WAIT	1u
 PK_HIDDEN int pk_sig_check_blocked(int sig, const char *what, unsigned int flags);
+
+/*
+ * What /proc/self/task/TID says of a thread: its real mask, state letter,
+ * context switches, and, asleep in a system call, which and where (its
+ * user sp and pc); @nr -1 when not in a call, -2 unknown (running, or no
+ * syscall file). pk_sig_task_look(): 0, -ESRCH (gone), -errno.
+ */
+struct pk_sig_task {
+	unsigned long sigblk;
+	char state;
+	unsigned long long ctxt;
+	long nr;
+	uintptr_t sp, pc;
+};
+PK_HIDDEN int pk_sig_task_look(pid_t tid, struct pk_sig_task *t);
+
+/*
+ * Whether @tid is still asleep in the system call @prev saw, at the same
+ * place, and has not run since (same context switch count).
+ */
+PK_HIDDEN int pk_sig_task_still(pid_t tid, const struct pk_sig_task *prev);
 
 /* The glibc posix_spawn child function [@addr, +@len) overlaps, or NULL. */
 PK_HIDDEN const char *pk_sig_spawn_child_fn(uintptr_t addr, size_t len);

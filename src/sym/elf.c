@@ -379,3 +379,46 @@ int pk_elf_scan(const char *path, unsigned int flags, const char *prefix,
 	file_close(&f);
 	return ret;
 }
+
+int pk_elf_irelative(const char *path, uint64_t resolver, uint64_t *slot)
+{
+	struct file f;
+	Elf_Scn *scn = NULL;
+	int ret = -ENOENT;
+
+	if (file_open(&f, path))
+		return -ENOENT;
+	while (ret && (scn = elf_nextscn(f.e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA ||
+		    !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Rela r;
+
+			if (!gelf_getrela(d, (int)i, &r) ||
+			    GELF_R_TYPE(r.r_info) != R_X86_64_IRELATIVE ||
+			    (uint64_t)r.r_addend != resolver)
+				continue;
+			*slot = r.r_offset;
+			ret = 0;
+			break;
+		}
+	}
+	file_close(&f);
+	return ret;
+}
+
+size_t pk_elf_build_id(const char *path, uint8_t *id, size_t cap)
+{
+	struct file f;
+	size_t n;
+
+	if (file_open(&f, path))
+		return 0;
+	n = build_id(&f, id, cap);
+	file_close(&f);
+	return n;
+}

@@ -21,6 +21,12 @@
  * RTLD_NOLOAD: nothing new is loaded), then named and sized by the
  * object's index (below).
  *
+ * Names (specs): each file's function symbols read once into the names
+ * cache, sorted by name (below), so N specs do not read every object N
+ * times. Files: a loaded object's are read from the file mapped
+ * (object_file(): the path if it is still that file, else
+ * /proc/self/map_files/, else none).
+ *
  * The index (pk_sym_func_at(), offsets, IFUNC targets): one object's
  * functions sorted by address, from every table and every FDE, cached for
  * the object last asked about, so that arming thousands of probes in one
@@ -37,7 +43,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <probekit/sym.h>
@@ -45,13 +53,19 @@
 #include "internal.h"
 #include "probe/probe.h"
 #include "sym/sym.h"
+#include "util/maps.h"
 
 /* ------------------------------------------------------------- objects */
+
+#define BUILD_ID_MAX 64
 
 struct object {
 	char path[PATH_MAX];
 	uintptr_t bias;
 	int exe;		/* the executable (dlpi_name "") */
+	uintptr_t addr;		/* where its first PT_LOAD is mapped */
+	uint8_t id[BUILD_ID_MAX];	/* its build id, read in memory */
+	size_t id_len;
 };
 
 struct objects {
@@ -70,6 +84,53 @@ static int exe_path(char *buf, size_t cap)
 	return 0;
 }
 
+static uint32_t get32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* The build id in the notes @p (@size bytes) into @id: its length, or 0. */
+static size_t note_build_id(const uint8_t *p, size_t size, uint8_t *id)
+{
+	size_t at = 0;
+
+	while (at + 12 <= size) {
+		uint32_t nsz = get32(p + at), dsz = get32(p + at + 4),
+			 type = get32(p + at + 8);
+		size_t name = at + 12, desc = name + ((nsz + 3) & ~3u);
+
+		if (desc + dsz > size || desc < name)
+			break;
+		if (type == NT_GNU_BUILD_ID && nsz == 4 &&
+		    !memcmp(p + name, "GNU", 4) && dsz && dsz <= BUILD_ID_MAX) {
+			memcpy(id, p + desc, dsz);
+			return dsz;
+		}
+		at = desc + ((dsz + 3) & ~3u);
+	}
+	return 0;
+}
+
+/* @o's first mapped address and in-memory build id, from @info. */
+static void object_phdrs(struct object *o, const struct dl_phdr_info *info)
+{
+	o->addr = 0;
+	o->id_len = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_LOAD && !o->addr)
+			o->addr = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_NOTE && !o->id_len)
+			o->id_len = note_build_id(
+				(const uint8_t *)(info->dlpi_addr + ph->p_vaddr),
+				ph->p_filesz, o->id);
+	}
+}
+
 static int list_object(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct objects *os = arg;
@@ -83,6 +144,7 @@ static int list_object(struct dl_phdr_info *info, size_t size, void *arg)
 	o = &os->o[os->n];
 	o->bias = info->dlpi_addr;
 	o->exe = !info->dlpi_name || !*info->dlpi_name;
+	object_phdrs(o, info);
 	if (o->exe ? exe_path(o->path, sizeof(o->path)) :
 		     (size_t)snprintf(o->path, sizeof(o->path), "%s",
 				      info->dlpi_name) >= sizeof(o->path))
@@ -101,6 +163,130 @@ static int objects_get(struct objects *os)
 		return -ENOMEM;
 	}
 	return 0;
+}
+
+/*
+ * The file to read a loaded object's symbols from: its path if that is
+ * still the file mapped (the same build id, or where either has none the
+ * same device and inode as the mapping), else the mapping itself through
+ * /proc/self/map_files/ (where this process may open it: CAP_SYS_ADMIN or
+ * CAP_CHECKPOINT_RESTORE), else none: a library replaced on disk since it
+ * was loaded has other addresses. Results are kept for the path's
+ * identity (device, inode, size, mtime) and the object's load bias.
+ */
+static pthread_mutex_t verify_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct verified {		/* guarded by verify_lock */
+	char path[PATH_MAX];
+	uintptr_t bias;
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+	int how;			/* 0: path, 1: map_files, -1: none */
+	char map_files[64];		/* /proc/self/map_files/LO-HI */
+} verified[64];
+static unsigned int verified_next;	/* guarded by verify_lock */
+
+static int same_stat(const struct verified *v, const struct stat *st)
+{
+	return v->dev == st->st_dev && v->ino == st->st_ino &&
+	       v->size == st->st_size && v->mtime.tv_sec == st->st_mtim.tv_sec &&
+	       v->mtime.tv_nsec == st->st_mtim.tv_nsec;
+}
+
+/* PROBEKIT_TEST_NO_MAP_FILES=1: as if map_files could not be opened (tests' copy only). */
+static int test_no_map_files(void)
+{
+#ifdef PK_TEST_HOOKS
+	return pk_env_flag("TEST_NO_MAP_FILES");
+#else
+	return 0;
+#endif
+}
+
+static int object_verify(const struct object *o, const struct stat *st,
+			 char *out, size_t cap)
+{
+	struct pk_maps ms = PK_MAPS_INIT;
+	struct pk_mapinfo mi = { 0 };
+	int same = -1, mapped;
+
+	if (o->id_len) {
+		uint8_t fid[BUILD_ID_MAX];
+		size_t fl = pk_elf_build_id(o->path, fid, sizeof(fid));
+
+		same = fl == o->id_len && !memcmp(fid, o->id, fl);
+	}
+	mapped = !pk_maps_open(&ms, 0) && !pk_maps_find(&ms, o->addr, &mi) &&
+		 mi.ino;
+	pk_maps_close(&ms);
+	if (same < 0 && mapped)
+		same = makedev(mi.dev_major, mi.dev_minor) == st->st_dev &&
+		       mi.ino == st->st_ino;
+	if (same) {	/* or not known: the path, as the loader named it */
+		snprintf(out, cap, "%s", o->path);
+		return 0;
+	}
+	if (mapped && !test_no_map_files()) {
+		int fd;
+
+		snprintf(out, cap, "/proc/self/map_files/%" PRIxPTR "-%" PRIxPTR,
+			 mi.lo, mi.hi);
+		fd = open(out, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			close(fd);
+			pk_dbg("sym: %s was replaced on disk: reading the "
+			       "mapped file (%s)", o->path, out);
+			return 0;
+		}
+	}
+	out[0] = 0;
+	pk_err("sym: %s is not the file loaded at %#" PRIxPTR " (replaced on "
+	       "disk since it was loaded%s): its symbols are not read",
+	       o->path, o->bias, o->id_len ? ", another build id" : "");
+	return -ENOENT;
+}
+
+/* The file to read @o's symbols from into @out: 0, or -ENOENT (logged). */
+static int object_file(const struct object *o, char *out, size_t cap)
+{
+	struct verified *v;
+	struct stat st;
+	int err;
+
+	if (stat(o->path, &st))
+		return -ENOENT;
+	pthread_mutex_lock(&verify_lock);
+	for (size_t i = 0; i < PK_ARRAY_SIZE(verified); i++) {
+		v = &verified[i];
+		if (v->bias == o->bias && same_stat(v, &st) &&
+		    !strcmp(v->path, o->path)) {
+			snprintf(out, cap, "%s", v->how ? v->map_files : o->path);
+			if (v->how < 0)
+				out[0] = 0;
+			pthread_mutex_unlock(&verify_lock);
+			if (!out[0])
+				pk_err("sym: %s is not the file loaded at %#"
+				       PRIxPTR " (replaced on disk since it was "
+				       "loaded): its symbols are not read",
+				       o->path, o->bias);
+			return out[0] ? 0 : -ENOENT;
+		}
+	}
+	pthread_mutex_unlock(&verify_lock);
+	err = object_verify(o, &st, out, cap);
+	pthread_mutex_lock(&verify_lock);
+	v = &verified[verified_next++ % PK_ARRAY_SIZE(verified)];
+	snprintf(v->path, sizeof(v->path), "%s", o->path);
+	v->bias = o->bias;
+	v->dev = st.st_dev;
+	v->ino = st.st_ino;
+	v->size = st.st_size;
+	v->mtime = st.st_mtim;
+	v->how = err ? -1 : strcmp(out, o->path) != 0;
+	snprintf(v->map_files, sizeof(v->map_files), "%s", v->how > 0 ? out : "");
+	pthread_mutex_unlock(&verify_lock);
+	return err;
 }
 
 /* -------------------------------------------------------------- specs */
@@ -123,6 +309,8 @@ struct spec {
 	int name_glob;
 	int cxx;		/* "::" or a parameter list: C++ as written */
 	int params;		/* a parameter list given */
+	char cname[1024];	/* the name without ABI tags: what name points to */
+	int abi_tag;		/* the name had one */
 	char key[128];		/* an identifier every match's mangled name holds */
 	char norm[1024];	/* name without spaces, when params */
 	char prefix[256];	/* what every (unmangled) match starts with */
@@ -133,7 +321,10 @@ static int has_glob(const char *s)
 	return !!strpbrk(s, "*?[");
 }
 
-/* The first ':' that is not part of a "::". */
+/*
+ * The first ':' that is not part of a "::" nor of a C++ ABI tag
+ * ("label[abi:cxx11]"): where OBJECT ends.
+ */
 static const char *obj_colon(const char *s)
 {
 	for (const char *p = s; (p = strchr(p, ':')); p++) {
@@ -141,6 +332,8 @@ static const char *obj_colon(const char *s)
 			p++;
 			continue;
 		}
+		if (p - s >= 4 && !strncmp(p - 4, "[abi", 4))
+			continue;
 		return p;
 	}
 	return NULL;
@@ -156,31 +349,103 @@ static void squeeze(char *dst, size_t cap, const char *src)
 	dst[n] = 0;
 }
 
-/* The longest identifier of @name with no glob character next to it. */
+/*
+ * @src without its C++ ABI tags ("label[abi:cxx11](int)" -> "label(int)"):
+ * the mangled name holds them (B5cxx11), users rarely write them, and
+ * their '[' is no glob.
+ */
+static void strip_abi(char *dst, size_t cap, const char *src)
+{
+	size_t n = 0;
+
+	while (*src && n + 1 < cap) {
+		const char *end;
+
+		if (!strncmp(src, "[abi:", 5) && (end = strchr(src, ']'))) {
+			src = end + 1;
+			continue;
+		}
+		dst[n++] = *src++;
+	}
+	dst[n] = 0;
+}
+
+static int is_ident(char c)
+{
+	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9');
+}
+
+/*
+ * Words of a C++ name as written that its mangled name never spells: the
+ * standard library's abbreviations (St, Sa, Sb, Ss, Si, So, Sd), keywords
+ * and built-in types (one letter each), operator names.
+ */
+static int unspelled(const char *w, size_t l)
+{
+	static const char *const words[] = {
+		"std", "allocator", "basic_string", "string", "istream",
+		"ostream", "iostream", "basic_istream", "basic_ostream",
+		"basic_iostream", "operator", "const", "volatile", "void",
+		"bool", "char", "short", "int", "long", "unsigned", "signed",
+		"float", "double", "wchar_t", "char8_t", "char16_t", "char32_t",
+		"auto", "decltype", "anonymous", "namespace", "lambda",
+	};
+
+	for (size_t i = 0; i < PK_ARRAY_SIZE(words); i++)
+		if (strlen(words[i]) == l && !strncmp(w, words[i], l))
+			return 1;
+	return w[0] >= '0' && w[0] <= '9';
+}
+
+/*
+ * An identifier every mangled name matching @sp spells out, or none: the
+ * longest part of the qualified name itself (outside parameter lists,
+ * template arguments, ABI tags and braces; before any operator), next to
+ * no glob character and not a word unspelled() lists.
+ */
 static void spec_key(struct spec *sp)
 {
 	const char *s = sp->name, *best = NULL;
 	size_t bl = 0;
+	int depth = 0;
 
 	while (*s) {
 		const char *b = s;
 
-		while (*s && (*s == '_' || (*s >= 'a' && *s <= 'z') ||
-			      (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9')))
+		if (strchr("(<[{", *s)) {
+			depth++;
 			s++;
-		if ((size_t)(s - b) > bl && (b == sp->name || !strchr("*?[]", b[-1])) &&
-		    (!*s || !strchr("*?[]", *s))) {
+			continue;
+		}
+		if (strchr(")>]}", *s)) {
+			depth -= depth > 0;
+			s++;
+			continue;
+		}
+		while (is_ident(*s))
+			s++;
+		if (s == b) {
+			s++;
+			continue;
+		}
+		if ((size_t)(s - b) == 8 && !strncmp(b, "operator", 8))
+			break;	/* "operator<<": '<' is no bracket */
+		if (!depth && (size_t)(s - b) > bl &&
+		    (b == sp->name || !strchr("*?[]", b[-1])) &&
+		    (!*s || !strchr("*?[]", *s)) && !unspelled(b, (size_t)(s - b))) {
 			best = b;
 			bl = (size_t)(s - b);
 		}
-		if (*s)
-			s++;
 	}
 	if (best && bl < sizeof(sp->key)) {
 		memcpy(sp->key, best, bl);
 		sp->key[bl] = 0;
 	}
 }
+
+/* Where the parameter list of demangled @d starts, or its end if none. */
+static size_t params_at(const char *d);
 
 static int spec_parse(const char *text, struct spec *sp)
 {
@@ -240,11 +505,17 @@ static int spec_parse(const char *text, struct spec *sp)
 	}
 	if (!*name)
 		return -EINVAL;
+	strip_abi(sp->cname, sizeof(sp->cname), name);
+	sp->abi_tag = strcmp(sp->cname, name) != 0;
+	name = sp->cname;
+	if (!*name)
+		return -EINVAL;
 	sp->name = name;
 	sp->name_glob = has_glob(name);
-	sp->params = !!strchr(name, '(');
+	/* A list at its end ("(anonymous namespace)::f" has none). */
+	sp->params = params_at(name) < strlen(name);
 	sp->cxx = sp->params || strstr(name, "::") || strchr(name, '<') ||
-		  strchr(name, '~');
+		  strchr(name, '~') || sp->abi_tag;
 	if (sp->params)
 		squeeze(sp->norm, sizeof(sp->norm), name);
 	snprintf(sp->prefix, sizeof(sp->prefix), "%.*s",
@@ -399,8 +670,8 @@ static void cands_free(struct scan *sc)
 static int name_matches(struct scan *sc, const char *raw, char **shown)
 {
 	const struct spec *sp = sc->sp;
-	char *d;
-	size_t cut, skip;
+	char *d, *t, tbuf[1024];
+	size_t cut, skip, dl;
 	int st = 0, ok;
 
 	*shown = NULL;
@@ -413,22 +684,28 @@ static int name_matches(struct scan *sc, const char *raw, char **shown)
 	d = sc->dem(raw, NULL, NULL, &st);
 	if (!d || st)
 		return 0;
+	/* Compared without ABI tags, shown with them. */
+	dl = strlen(d) + 1;
+	t = dl <= sizeof(tbuf) ? tbuf : malloc(dl);
+	if (!t) {
+		free(d);
+		return 0;
+	}
+	strip_abi(t, dl, d);
 	if (sp->params) {
 		char n[1024];
 
-		squeeze(n, sizeof(n), d + name_at(d, params_at(d)));
+		squeeze(n, sizeof(n), t + name_at(t, params_at(t)));
 		ok = sp->name_glob ? !fnmatch(sp->norm, n, 0) : !strcmp(sp->norm, n);
 	} else {
-		char save;
-
-		cut = params_at(d);
-		save = d[cut];
-		d[cut] = 0;
-		skip = name_at(d, cut);
-		ok = sp->name_glob ? !fnmatch(sp->name, d + skip, 0) :
-				     !strcmp(sp->name, d + skip);
-		d[cut] = save;
+		cut = params_at(t);
+		t[cut] = 0;
+		skip = name_at(t, cut);
+		ok = sp->name_glob ? !fnmatch(sp->name, t + skip, 0) :
+				     !strcmp(sp->name, t + skip);
 	}
+	if (t != tbuf)
+		free(t);
 	if (ok)
 		*shown = d;
 	else
@@ -661,8 +938,7 @@ static int index_find(uintptr_t addr, struct pk_func *out)
 struct addr_lookup {
 	uintptr_t addr;
 	int found_obj;
-	uintptr_t bias;
-	char path[PATH_MAX];
+	struct object o;
 };
 
 static int find_object(struct dl_phdr_info *info, size_t size, void *arg)
@@ -678,44 +954,66 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *arg)
 		    al->addr >= s + ph->p_memsz)
 			continue;
 		al->found_obj = 1;
-		al->bias = info->dlpi_addr;
+		al->o.bias = info->dlpi_addr;
+		object_phdrs(&al->o, info);
 		if (info->dlpi_name && *info->dlpi_name)
-			snprintf(al->path, sizeof(al->path), "%s",
+			snprintf(al->o.path, sizeof(al->o.path), "%s",
 				 info->dlpi_name);
-		else if (exe_path(al->path, sizeof(al->path)))
-			al->path[0] = 0;
+		else if (exe_path(al->o.path, sizeof(al->o.path)))
+			al->o.path[0] = 0;
 		return 1;
 	}
 	return 0;
 }
 
-/* pk_func_at() on the object @path at @bias, known already. */
-static int func_in(const char *path, uintptr_t bias, uintptr_t addr,
+/* The file @o's symbols are read from (@on_disk: its path, not loaded). */
+static int read_path(const struct object *o, int on_disk, char *out,
+		     size_t cap)
+{
+	if (on_disk) {
+		snprintf(out, cap, "%s", o->path);
+		return 0;
+	}
+	return object_file(o, out, cap);
+}
+
+/* pk_func_at() on object @o (@on_disk: as its file lies), known already. */
+static int func_in(const struct object *o, int on_disk, uintptr_t addr,
 		   struct pk_func *out)
 {
-	int err;
+	uintptr_t bias = on_disk ? 0 : o->bias;
+	char *path = malloc(PATH_MAX);
+	int err = path ? read_path(o, on_disk, path, PATH_MAX) : -ENOMEM;
 
-	pthread_mutex_lock(&cache_lock);
-	err = index_fill(path, bias);
 	if (!err) {
-		err = index_find(addr, out);
-		out->jump_table = cache.jump_table;
-		out->jump_table_size = cache.jump_table_size;
+		pthread_mutex_lock(&cache_lock);
+		err = index_fill(path, bias);
+		if (!err) {
+			err = index_find(addr, out);
+			out->jump_table = cache.jump_table;
+			out->jump_table_size = cache.jump_table_size;
+		}
+		pthread_mutex_unlock(&cache_lock);
 	}
-	pthread_mutex_unlock(&cache_lock);
-	snprintf(out->object, sizeof(out->object), "%s", path);
+	free(path);
+	snprintf(out->object, sizeof(out->object), "%s", o->path);
 	return err;
 }
 
 int pk_sym_func_at(uintptr_t addr, struct pk_func *out)
 {
-	struct addr_lookup al = { .addr = addr };
+	struct addr_lookup *al = calloc(1, sizeof(*al));
+	int err = -ENOENT;
 
 	memset(out, 0, sizeof(*out));
-	dl_iterate_phdr(find_object, &al);
-	if (!al.found_obj || !al.path[0])
-		return -ENOENT;
-	return func_in(al.path, al.bias, addr, out);
+	if (!al)
+		return -ENOMEM;
+	al->addr = addr;
+	dl_iterate_phdr(find_object, al);
+	if (al->found_obj && al->o.path[0])
+		err = func_in(&al->o, 0, addr, out);
+	free(al);
+	return err;
 }
 
 /* ------------------------------------------------------------- results */
@@ -758,9 +1056,23 @@ static int ifunc_resolve(const struct cand *c, const struct object *o,
 		dlclose(h);
 	}
 	if (!t || c->bind == STB_LOCAL) {
+		/* Not exported (a local IFUNC, or one of an executable built
+		   without -rdynamic): the slot its IRELATIVE relocation
+		   filled holds what its calls reach. */
+		uint64_t slot;
+
+		t = NULL;
+		char path[PATH_MAX];
+
+		if (!object_file(o, path, sizeof(path)) &&
+		    !pk_elf_irelative(path, c->addr - o->bias, &slot))
+			t = *(void *const *)(o->bias + (uintptr_t)slot);
+	}
+	if (!t) {
 		pk_err("sym: \"%s\" is an IFUNC the dynamic linker does not "
-		       "resolve here (%s)", c->name, c->bind == STB_LOCAL ?
-		       "a local symbol" : "no handle or no such symbol");
+		       "resolve here (%s, and no IRELATIVE relocation of it)",
+		       c->name, c->bind == STB_LOCAL ? "a local symbol" :
+		       "no handle or no such symbol");
 		return -EINVAL;
 	}
 	fn = malloc(sizeof(*fn));
@@ -769,7 +1081,7 @@ static int ifunc_resolve(const struct cand *c, const struct object *o,
 	out->addr = (uintptr_t)t;
 	out->size = 0;
 	out->table = 0;
-	if (!func_in(o->path, o->bias, (uintptr_t)t, fn) && fn->start == (uintptr_t)t) {
+	if (!func_in(o, 0, (uintptr_t)t, fn) && fn->start == (uintptr_t)t) {
 		out->size = fn->size;
 		out->table = fn->table;
 		if (fn->name[0] && fn->table != PK_SYM_EH_FRAME)
@@ -807,7 +1119,7 @@ static int fill(const struct cand *c, const struct object *o, int on_disk,
 
 		if (!fn)
 			return -ENOMEM;
-		if (!func_in(o->path, out->base, out->addr, fn) &&
+		if (!func_in(o, on_disk, out->addr, fn) &&
 		    fn->start == out->addr) {
 			out->size = fn->size;
 			out->table = fn->table;
@@ -824,9 +1136,21 @@ static int fill(const struct cand *c, const struct object *o, int on_disk,
 	return ifunc_resolve(c, o, out);
 }
 
+static void cand_swap(struct cand *a, struct cand *b)
+{
+	struct cand t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
 /*
- * Merge candidates of the same address in the same object: the first
- * kept (.dynsym before .symtab), the largest size. Keeps order.
+ * Merge candidates of the same address, object and symbol type (an IFUNC
+ * and its resolver share an address, not a function): the first kept
+ * (.dynsym before .symtab), unless a later one is a default version and
+ * the kept one a compat version (dlopen@GLIBC_2.2.5 and dlopen@@GLIBC_2.34
+ * are one function, named by its default version: a compat one is hidden
+ * only if every name of that address is); the largest size. Keeps order.
  */
 static void cands_dedup(struct scan *sc)
 {
@@ -837,9 +1161,19 @@ static void cands_dedup(struct scan *sc)
 		size_t j;
 
 		for (j = 0; j < w; j++)
-			if (sc->c[j].addr == c->addr && sc->c[j].obj == c->obj)
+			if (sc->c[j].addr == c->addr && sc->c[j].obj == c->obj &&
+			    sc->c[j].type == c->type)
 				break;
 		if (j < w) {
+			if (sc->c[j].hidden && !c->hidden) {
+				/* The default version's name, the kept
+				   entry's place (and table). */
+				int table = sc->c[j].table;
+
+				cand_swap(&sc->c[j], c);
+				if (table < sc->c[j].table)
+					sc->c[j].table = table;
+			}
 			if (c->size > sc->c[j].size)
 				sc->c[j].size = c->size;
 			if (c->bind != STB_LOCAL)
@@ -898,7 +1232,7 @@ static int by_offset(struct resolve *r, size_t oi, uint64_t offset,
 {
 	const struct object *o = &r->os.o[oi];
 	uintptr_t a = (r->on_disk ? 0 : o->bias) + (uintptr_t)offset;
-	int err = func_in(o->path, r->on_disk ? 0 : o->bias, a, &r->fn);
+	int err = func_in(o, r->on_disk, a, &r->fn);
 
 	if (err) {
 		pk_err("sym: \"%s\": no function covers offset %#" PRIx64
@@ -938,13 +1272,17 @@ static int index_starts(struct resolve *r, size_t oi, uint64_t **out,
 			size_t *n)
 {
 	const struct object *o = &r->os.o[oi];
-	uintptr_t bias = r->on_disk ? 0 : o->bias;
+	uintptr_t bias = r->on_disk ? 0 : o->bias, sym_end = 0;
+	char path[PATH_MAX];
 	int err;
 
 	*out = NULL;
 	*n = 0;
+	err = read_path(o, r->on_disk, path, sizeof(path));
+	if (err)
+		return err;
 	pthread_mutex_lock(&cache_lock);
-	err = index_fill(o->path, bias);
+	err = index_fill(path, bias);
 	if (!err && cache.n) {
 		*out = malloc(cache.n * sizeof(**out));
 		if (!*out)
@@ -953,12 +1291,13 @@ static int index_starts(struct resolve *r, size_t oi, uint64_t **out,
 	for (size_t i = 0; !err && i < cache.n; i++) {
 		const struct func_ent *f = &cache.f[i];
 
+		if (f->table != PK_SYM_EH_FRAME && f->start + f->size > sym_end)
+			sym_end = f->start + f->size;
 		if (*n && (*out)[*n - 1] == f->start - bias)
 			continue;
-		/* An FDE inside a symbol's extent (a cold part) is not a function. */
-		if (i && f->table == PK_SYM_EH_FRAME &&
-		    f->start < cache.f[i - 1].start + cache.f[i - 1].size &&
-		    cache.f[i - 1].table != PK_SYM_EH_FRAME)
+		/* An FDE inside any symbol's extent (setcontext's and
+		   __clone's nested FDEs, a cold part) is not a function. */
+		if (f->table == PK_SYM_EH_FRAME && f->start < sym_end)
 			continue;
 		(*out)[(*n)++] = f->start - bias;
 	}
@@ -1007,30 +1346,295 @@ static int resolve_start(struct resolve *r, const char *spec)
 }
 
 /*
- * Every candidate of every matching object into r->sc, from the tables
- * @flags names (PK_ELF_SYMS, PK_ELF_DEBUG).
+ * The names cache: one file's function symbols (a table: its .dynsym and
+ * .symtab, or its debug file's .symtab), read once and sorted by name, so
+ * that each of thousands of specs costs a binary search per object
+ * rather than a pass over every symbol of every object through libelf.
+ * Keyed by the file read (its device, inode, size, mtime; the debug
+ * directory for the debug table): a file changed or replaced is read
+ * again. Each symbol keeps its place in the file's order (seq): matches
+ * are handed to scan_one() in that order, as a scan of the file would.
  */
-static int resolve_scan_tables(struct resolve *r, unsigned int flags)
-{
-	for (size_t i = 0; i < r->os.n; i++) {
-		struct pk_elf_info *info;
-		const struct object *o = &r->os.o[i];
-		int err;
+struct nsym {
+	uint64_t value, size;
+	uint32_t name, version, file;	/* offsets into pool; UINT32_MAX: none */
+	uint32_t seq;
+	int8_t hidden, type, bind, table;
+};
 
-		if (!r->on_disk && !object_matches(&r->sp, o->path))
+struct ntab {
+	struct nsym *s;
+	size_t n, cap;
+	char *pool;
+	size_t plen, pcap;
+};
+
+struct names {
+	struct names *next;
+	char path[PATH_MAX];
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+	char debug_dir[PATH_MAX];	/* of t[1], when have[1] */
+	char debug[PATH_MAX];		/* t[1]'s file, and its identity */
+	struct stat debug_st;
+	struct ntab t[2];		/* PK_ELF_SYMS, PK_ELF_DEBUG */
+	int have[2];
+};
+
+#define NAMES_MAX 64
+static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct names *names_cache;	/* guarded by names_lock; MRU first */
+
+static uint32_t pool_add(struct ntab *t, const char *str, int *nomem)
+{
+	size_t l;
+	uint32_t at;
+
+	if (!str)
+		return UINT32_MAX;
+	l = strlen(str) + 1;
+	if (t->plen + l >= UINT32_MAX || PK_GROW(&t->pool, &t->pcap, t->plen + l)) {
+		*nomem = 1;
+		return UINT32_MAX;
+	}
+	memcpy(t->pool + t->plen, str, l);
+	at = (uint32_t)t->plen;
+	t->plen += l;
+	return at;
+}
+
+static int names_add(const struct pk_elf_sym *es, void *arg)
+{
+	struct ntab *t = arg;
+	struct nsym *n;
+	int nomem = 0;
+
+	if (PK_GROW(&t->s, &t->cap, t->n + 1))
+		return -ENOMEM;
+	n = &t->s[t->n];
+	n->value = es->value;
+	n->size = es->size;
+	n->name = pool_add(t, es->name, &nomem);
+	n->version = pool_add(t, es->version, &nomem);
+	n->file = pool_add(t, es->file, &nomem);
+	n->seq = (uint32_t)t->n;
+	n->hidden = (int8_t)es->hidden;
+	n->type = (int8_t)es->type;
+	n->bind = (int8_t)es->bind;
+	n->table = (int8_t)es->table;
+	t->n++;
+	return nomem ? -ENOMEM : 0;
+}
+
+static int nsym_cmp(const void *a, const void *b, void *arg)
+{
+	const struct nsym *x = a, *y = b;
+	const char *pool = arg;
+	int c = strcmp(pool + x->name, pool + y->name);
+
+	return c ? c : (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static int seq_cmp(const void *a, const void *b)
+{
+	const struct nsym *const *x = a, *const *y = b;
+
+	return ((*x)->seq > (*y)->seq) - ((*x)->seq < (*y)->seq);
+}
+
+static void names_free(struct names *nm)
+{
+	for (int k = 0; k < 2; k++) {
+		free(nm->t[k].s);
+		free(nm->t[k].pool);
+	}
+	free(nm);
+}
+
+/* fork(): no list half-linked in a child. */
+static void names_fork_prepare(void)
+{
+	pthread_mutex_lock(&verify_lock);
+	pthread_mutex_lock(&names_lock);
+}
+
+static void names_fork_release(void)
+{
+	pthread_mutex_unlock(&names_lock);
+	pthread_mutex_unlock(&verify_lock);
+}
+
+PK_ATFORK(sym_names, PK_RANK_SYM, names_fork_prepare, names_fork_release,
+	  names_fork_release);
+
+/*
+ * Table @k (0: PK_ELF_SYMS, 1: PK_ELF_DEBUG) of file @path, read if not
+ * cached. Caller holds names_lock. Return: 0 with *@out, or -ENOENT,
+ * -ENOMEM.
+ */
+static int names_get(const char *path, int k, struct ntab **out)
+{
+	struct names **pp, *nm;
+	struct pk_elf_info *info;
+	struct stat st;
+	size_t count = 0;
+	int err;
+
+	pk_assert_held(&names_lock);
+	if (stat(path, &st))
+		return -ENOENT;
+	for (pp = &names_cache; (nm = *pp); pp = &nm->next)
+		if (nm->dev == st.st_dev && nm->ino == st.st_ino &&
+		    nm->size == st.st_size &&
+		    nm->mtime.tv_sec == st.st_mtim.tv_sec &&
+		    nm->mtime.tv_nsec == st.st_mtim.tv_nsec &&
+		    !strcmp(nm->path, path))
+			break;
+	if (nm) {
+		*pp = nm->next;		/* to the front */
+	} else {
+		nm = calloc(1, sizeof(*nm));
+		if (!nm)
+			return -ENOMEM;
+		snprintf(nm->path, sizeof(nm->path), "%s", path);
+		nm->dev = st.st_dev;
+		nm->ino = st.st_ino;
+		nm->size = st.st_size;
+		nm->mtime = st.st_mtim;
+	}
+	nm->next = names_cache;
+	names_cache = nm;
+	for (pp = &nm->next; *pp;) {	/* the least recently used go */
+		struct names *old = *pp;
+
+		if (++count < NAMES_MAX) {
+			pp = &old->next;
 			continue;
+		}
+		*pp = old->next;
+		names_free(old);
+	}
+	if (k && nm->have[1] &&
+	    (strcmp(nm->debug_dir, pk_elf_debug_dir()) || stat(nm->debug, &st) ||
+	     st.st_dev != nm->debug_st.st_dev || st.st_ino != nm->debug_st.st_ino ||
+	     st.st_size != nm->debug_st.st_size ||
+	     st.st_mtim.tv_sec != nm->debug_st.st_mtim.tv_sec ||
+	     st.st_mtim.tv_nsec != nm->debug_st.st_mtim.tv_nsec)) {
+		free(nm->t[1].s);
+		free(nm->t[1].pool);
+		memset(&nm->t[1], 0, sizeof(nm->t[1]));
+		nm->have[1] = 0;
+	}
+	if (!nm->have[k]) {
+		struct ntab *t = &nm->t[k];
+
+		free(t->s);
+		free(t->pool);
+		memset(t, 0, sizeof(*t));
 		info = malloc(sizeof(*info));
 		if (!info)
 			return -ENOMEM;
+		err = pk_elf_scan(path, k ? PK_ELF_DEBUG : PK_ELF_SYMS, NULL,
+				  names_add, t, info);
+		if (!err && k) {
+			/* No debug file: not kept (one may be installed). */
+			snprintf(nm->debug, sizeof(nm->debug), "%s", info->debug);
+			if (!info->debug[0] || stat(nm->debug, &nm->debug_st))
+				err = 1;
+		}
+		free(info);
+		if (t->n > 1 && err <= 0)
+			qsort_r(t->s, t->n, sizeof(*t->s), nsym_cmp, t->pool);
+		if (err < 0) {
+			free(t->s);
+			free(t->pool);
+			memset(t, 0, sizeof(*t));
+			return err;
+		}
+		if (k)
+			snprintf(nm->debug_dir, sizeof(nm->debug_dir), "%s",
+				 pk_elf_debug_dir());
+		nm->have[k] = !err;
+	}
+	*out = &nm->t[k];
+	return 0;
+}
+
+/* The entries of @t whose name starts with @prefix ("": all) into @v. */
+static int names_range(const struct ntab *t, const char *prefix,
+		       const struct nsym ***v, size_t *n, size_t *cap)
+{
+	size_t pl = strlen(prefix);
+	size_t i = PK_LOWER_BOUND(t->n, k, strcmp(t->pool + t->s[k].name, prefix) < 0);
+
+	for (; i < t->n && !strncmp(t->pool + t->s[i].name, prefix, pl); i++) {
+		if (PK_GROW(v, cap, *n + 1))
+			return -ENOMEM;
+		(*v)[(*n)++] = &t->s[i];
+	}
+	return 0;
+}
+
+/*
+ * Every candidate of every matching object into r->sc, from the tables
+ * @flags names (PK_ELF_SYMS, PK_ELF_DEBUG): the symbols pk_elf_scan()'s
+ * prefix filter would pass (the spec's literal prefix, and C++ names
+ * where a demangler is loaded), from the names cache, in file order.
+ */
+static int resolve_scan_tables(struct resolve *r, unsigned int flags)
+{
+	const char *prefix = r->sp.cxx ? "_Z" : r->sp.prefix;
+	int mangled = r->sc.dem && !r->sp.cxx && prefix[0] &&
+		      strncmp(prefix, "_Z", 2);
+	const struct nsym **v = NULL;
+	size_t nv, cap = 0;
+	char *path = malloc(PATH_MAX);
+	int err = 0;
+
+	if (!path)
+		return -ENOMEM;
+	for (size_t i = 0; !err && i < r->os.n; i++) {
+		const struct object *o = &r->os.o[i];
+		struct ntab *t;
+
+		if (!r->on_disk && !object_matches(&r->sp, o->path))
+			continue;
+		if (read_path(o, r->on_disk, path, PATH_MAX))
+			continue;	/* the vDSO, a file replaced: logged */
 		r->sc.obj = i;
 		r->sc.bias = r->on_disk ? 0 : o->bias;
-		err = pk_elf_scan(o->path, flags | (r->sc.dem ? PK_ELF_MANGLED : 0),
-				  r->sp.cxx ? "_Z" : r->sp.prefix, scan_one,
-				  &r->sc, info);
-		free(info);
-		if (err == -ENOMEM)
-			return err;
+		pthread_mutex_lock(&names_lock);
+		err = names_get(path, flags == PK_ELF_DEBUG, &t);
+		nv = 0;
+		if (!err)
+			err = names_range(t, prefix, &v, &nv, &cap);
+		if (!err && mangled)
+			err = names_range(t, "_Z", &v, &nv, &cap);
+		if (!err && nv > 1)
+			qsort(v, nv, sizeof(*v), seq_cmp);
+		for (size_t k = 0; !err && k < nv; k++) {
+			const struct nsym *n = v[k];
+			struct pk_elf_sym es = {
+				.name = t->pool + n->name,
+				.version = n->version == UINT32_MAX ? NULL : t->pool + n->version,
+				.file = n->file == UINT32_MAX ? NULL : t->pool + n->file,
+				.hidden = n->hidden, .value = n->value,
+				.size = n->size, .type = n->type, .bind = n->bind,
+				.table = n->table,
+			};
+
+			err = scan_one(&es, &r->sc);
+		}
+		pthread_mutex_unlock(&names_lock);
+		if (err != -ENOMEM)
+			err = 0;	/* an unreadable object: none */
 	}
+	free(v);
+	free(path);
+	if (err)
+		return err;
 	cands_dedup(&r->sc);
 	return 0;
 }
@@ -1250,6 +1854,7 @@ int pk_sym_each(const char *spec, int (*fn)(const struct pk_sym *sym, void *ctx)
 		cands_default(&r->sc, 1);
 	for (size_t i = 0; i < r->sc.n; i++) {
 		const struct cand *c = &r->sc.c[i];
+		uintptr_t key;
 		size_t j;
 
 		err = fill(c, &r->os.o[c->obj], r->on_disk, s);
@@ -1257,7 +1862,10 @@ int pk_sym_each(const char *spec, int (*fn)(const struct pk_sym *sym, void *ctx)
 			goto out;
 		if (err)
 			continue;	/* an IFUNC that does not resolve: logged */
-		for (j = 0; j < nseen && seen[j] != s->addr; j++)
+		/* An unresolved IFUNC's address is its resolver's: a
+		   function of its own too, not an alias of the IFUNC. */
+		key = s->addr << 1 | !!(s->flags & PK_SYM_F_UNRESOLVED);
+		for (j = 0; j < nseen && seen[j] != key; j++)
 			;
 		if (j < nseen)
 			continue;	/* aliases, IFUNCs sharing a target */
@@ -1265,7 +1873,7 @@ int pk_sym_each(const char *spec, int (*fn)(const struct pk_sym *sym, void *ctx)
 			err = -ENOMEM;
 			goto out;
 		}
-		seen[nseen++] = s->addr;
+		seen[nseen++] = key;
 		err = fn(s, ctx);
 		if (err)
 			goto out;

@@ -76,6 +76,21 @@ PK_HIDDEN int pk_elf_scan(const char *path, unsigned int flags,
 			  int (*fn)(const struct pk_elf_sym *s, void *ctx),
 			  void *ctx, struct pk_elf_info *info);
 
+/*
+ * pk_elf_irelative() - the slot an R_X86_64_IRELATIVE relocation of the
+ * ELF file at @path fills with what the resolver at file address
+ * @resolver returns: its file address into *@slot (the dynamic linker
+ * wrote the IFUNC's target there when it loaded the object, as it does
+ * for IRELATIVE relocations even under lazy binding).
+ * Return: 0, or -ENOENT (no such file, no such relocation: the IFUNC is
+ * never called or its address never taken through a relocation).
+ */
+PK_HIDDEN int pk_elf_irelative(const char *path, uint64_t resolver,
+			       uint64_t *slot);
+
+/* pk_elf_build_id() - the build id of the ELF file at @path into @id (up to @cap bytes): its length, 0 if none or unreadable. */
+PK_HIDDEN size_t pk_elf_build_id(const char *path, uint8_t *id, size_t cap);
+
 /* pk_elf_debug_dir() - where debug files are looked for ("": nowhere). */
 PK_HIDDEN const char *pk_elf_debug_dir(void);
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* libsymcxx.cc - C++ functions test_sym_spec names as written: a method, its overload, a static member, a template, a function in an anonymous namespace. */
+/* libsymcxx.cc - C++ functions test_sym_spec names as written: a method, its overload, a static member, a template, a function in an anonymous namespace, one with an ABI tag. */
 
 #include <string>
 
@@ -42,6 +42,25 @@ template <typename T> API T twice(T x)
 template int twice<int>(int);
 } // namespace ns
 
+/* Names whose words the mangled name does not spell as written. */
+namespace a {
+API int f(unsigned long x)
+{
+	volatile unsigned long v = x;
+
+	return (int)v + 4;
+}
+} // namespace a
+
+namespace {
+__attribute__((noipa)) int hid(int x)
+{
+	volatile int v = x;
+
+	return v + 5;
+}
+} // namespace
+
 /* Something of libstdc++'s, so that the library needs it (and its demangler). */
 API std::string label(int x)
 {
@@ -53,5 +72,5 @@ extern "C" API int symcxx_call(int x)
 	ns::Cls c;
 
 	return c.method(x) + c.method(1.0) + ns::Cls::only(x) + ns::twice(x) +
-	       (int)label(x).size() - 1;
+	       (int)label(x).size() - 1 + a::f(0) + hid(0) - 9;
 }

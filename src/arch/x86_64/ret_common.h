@@ -149,24 +149,25 @@
 	"	vmovaps %ymm14, 448(%rsp)\n"                                       \
 	"	vmovaps %ymm15, 480(%rsp)\n"                                       \
 	/* r14b: every upper half is zero (tramp.c's ymm_uppers_zero()). */        \
-	"	vmovdqa 16(%rsp), %xmm0\n"                                         \
-	"	vpor 48(%rsp), %xmm0, %xmm0\n"                                     \
-	"	vpor 80(%rsp), %xmm0, %xmm0\n"                                     \
-	"	vpor 112(%rsp), %xmm0, %xmm0\n"                                    \
-	"	vpor 144(%rsp), %xmm0, %xmm0\n"                                    \
-	"	vpor 176(%rsp), %xmm0, %xmm0\n"                                    \
-	"	vpor 208(%rsp), %xmm0, %xmm0\n"                                    \
-	"	vpor 240(%rsp), %xmm0, %xmm0\n"                                    \
-	"	vpor 272(%rsp), %xmm0, %xmm0\n"                                    \
-	"	vpor 304(%rsp), %xmm0, %xmm0\n"                                    \
-	"	vpor 336(%rsp), %xmm0, %xmm0\n"                                    \
-	"	vpor 368(%rsp), %xmm0, %xmm0\n"                                    \
-	"	vpor 400(%rsp), %xmm0, %xmm0\n"                                    \
-	"	vpor 432(%rsp), %xmm0, %xmm0\n"                                    \
-	"	vpor 464(%rsp), %xmm0, %xmm0\n"                                    \
-	"	vpor 496(%rsp), %xmm0, %xmm0\n"                                    \
+	"	vorps %ymm1, %ymm0, %ymm0\n"                                       \
+	"	vorps %ymm3, %ymm2, %ymm2\n"                                       \
+	"	vorps %ymm5, %ymm4, %ymm4\n"                                       \
+	"	vorps %ymm7, %ymm6, %ymm6\n"                                       \
+	"	vorps %ymm9, %ymm8, %ymm8\n"                                       \
+	"	vorps %ymm11, %ymm10, %ymm10\n"                                    \
+	"	vorps %ymm13, %ymm12, %ymm12\n"                                    \
+	"	vorps %ymm15, %ymm14, %ymm14\n"                                    \
+	"	vorps %ymm2, %ymm0, %ymm0\n"                                       \
+	"	vorps %ymm6, %ymm4, %ymm4\n"                                       \
+	"	vorps %ymm10, %ymm8, %ymm8\n"                                      \
+	"	vorps %ymm14, %ymm12, %ymm12\n"                                    \
+	"	vorps %ymm4, %ymm0, %ymm0\n"                                       \
+	"	vorps %ymm12, %ymm8, %ymm8\n"                                      \
+	"	vorps %ymm8, %ymm0, %ymm0\n"                                       \
+	"	vextractf128 $1, %ymm0, %xmm0\n"                                   \
 	"	vptest %xmm0, %xmm0\n"                                             \
 	"	sete %r14b\n"                                                      \
+	"	vzeroupper\n"                                                      \
 	"9:	call " #dispatch "\n"                                              \
 	"	mov pk_arch_vsave+16(%rip), %eax\n"                                \
 	"	cmp $1, %eax\n"                                                    \

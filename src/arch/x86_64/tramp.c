@@ -14,8 +14,8 @@
  * the call, the vector state around it on a 64-byte aligned area below
  * (as tramp.h's "Vector state" says), DF cleared.
  * The call and the stub's ret pair up, so the return stack buffer predicts
- * both. Skipping the saved flags (the fast stub) instead of popf saves more
- * than the rest of the stub costs.
+ * both. The fast stub skips the saved flags; the others restore them
+ * without popf (flags_code()).
  */
 #include <cpuid.h>
 #include <errno.h>
@@ -26,6 +26,7 @@
 
 /* The chunk head (tramp.h's picture). */
 #define STUB_FAST 0
+#define STUB_POST 480
 #define HEAD_DIVERT 960
 #define STUB_FULL 1024
 #define HEAD_DISPATCH 2032
@@ -78,6 +79,7 @@ static size_t put(uint8_t *b, const void *bytes, size_t len)
 /* How a stub saves its vector state: PK_VSAVE_* (tramp.h). */
 static struct {
 	struct pk_arch_vsave full;	/* the full stub's */
+	int sahf;			/* LAHF/SAHF in 64-bit mode */
 } vec;
 
 /* The fast stub's and the return trampoline's (PK_ARCH_RET_COMMON reads it). */
@@ -137,6 +139,7 @@ static void vec_init_once(void)
 	int xsavec = 0;
 
 	vec.full = (struct pk_arch_vsave){ .mode = PK_VSAVE_FX, .size = 512 };
+	vec.sahf = __get_cpuid(0x80000001, &a, &b, &c, &d) && (c & bit_LAHF_LM);
 	pk_arch_vsave = (struct pk_arch_vsave){ .mode = PK_VSAVE_XMM, .size = 256 };
 	if (__get_cpuid(1, &a, &b, &c, &d) && (c & bit_OSXSAVE) &&
 	    __get_cpuid_max(0, NULL) >= 0xd) {
@@ -183,6 +186,14 @@ void pk_arch_tramp_test_modes(const struct pk_arch_vsave *fast,
 	pk_arch_vsave = *fast;
 	vec.full = *full;
 }
+
+/* The same: stubs built from now on restore the flags by popf (@sahf 0). */
+void pk_arch_tramp_test_sahf(int sahf);
+void pk_arch_tramp_test_sahf(int sahf)
+{
+	vec_init();
+	vec.sahf = sahf;
+}
 #endif
 
 /* The ModRM, SIB and displacement of [rsp + @disp] with register @reg. */
@@ -215,16 +226,22 @@ static size_t xmm_moves(uint8_t *b, int load)
 	return n;
 }
 
-/* vmovaps ymm@r <-> [rsp + 32 r], r = 0..15. */
+/*
+ * vmovaps ymm@r <-> [rsp + 32 r], r = 0..15, through rax = rsp + 128 and
+ * rdx = rsp + 384 (saved, so scratch here): every move a 5-byte VEX2 with
+ * an 8-bit displacement, so that both entry stubs fit the chunk head.
+ */
 static size_t ymm_moves(uint8_t *b, int load)
 {
-	size_t n = 0;
+	size_t n = put(b, "\x48\x8d\x84\x24\x80\x00\x00\x00"	/* lea rax,[rsp+128] */
+		       "\x48\x8d\x94\x24\x80\x01\x00\x00", 16);	/* lea rdx,[rsp+384] */
 
 	for (unsigned int r = 0; r < 16; r++) {
 		b[n++] = 0xc5;				/* VEX2 */
 		b[n++] = r >= 8 ? 0x7c : 0xfc;		/* ~R, vvvv=1111, L=1 */
 		b[n++] = load ? 0x28 : 0x29;
-		n += modrm_rsp(b + n, r, (int32_t)(32 * r));
+		b[n++] = (uint8_t)(0x40 | (r & 7) << 3 | (r < 8 ? 0 : 2));
+		b[n++] = (uint8_t)(32 * (r & 7) - 128);	/* disp8 */
 	}
 	return n;
 }
@@ -232,19 +249,33 @@ static size_t ymm_moves(uint8_t *b, int load)
 /*
  * After ymm_moves(): r12b = 1 if every saved upper half is zero (then
  * vzeroupper after the restore gives back exactly that, with the upper
- * state clean for SSE code). xmm0 is scratch (saved).
+ * state clean for SSE code). In the registers, all saved now: a tree of
+ * vorps (depth 4), then the upper half of the result tested. Not from the
+ * saved area: 128-bit loads of the upper halves of 256-bit stores just
+ * made are not store-forwarded on every CPU, and a chain of 16 dependent
+ * vpor on them cost more than the whole save.
  */
+static size_t vorps_ymm(uint8_t *b, unsigned int d, unsigned int s)
+{
+	b[0] = 0xc4;					/* VEX3, map 0F */
+	b[1] = (uint8_t)((d < 8) << 7 | 1 << 6 | (s < 8) << 5 | 0x01);
+	b[2] = (uint8_t)((~d & 15) << 3 | 1 << 2);	/* vvvv = d, L = 1 */
+	b[3] = 0x56;					/* vorps */
+	b[4] = (uint8_t)(0xc0 | (d & 7) << 3 | (s & 7));
+	return 5;
+}
+
 static size_t ymm_uppers_zero(uint8_t *b)
 {
-	size_t n = put(b, "\xc5\xf9\x6f", 3);		/* vmovdqa xmm0,[rsp+16] */
+	size_t n = 0;
 
-	n += modrm_rsp(b + n, 0, 16);
-	for (int32_t r = 1; r < 16; r++) {
-		n += put(b + n, "\xc5\xf9\xeb", 3);	/* vpor xmm0,xmm0,[..] */
-		n += modrm_rsp(b + n, 0, 32 * r + 16);
-	}
-	return n + put(b + n, "\xc4\xe2\x79\x17\xc0"	/* vptest xmm0,xmm0 */
-		       "\x41\x0f\x94\xc4", 9);		/* sete r12b */
+	for (unsigned int step = 1; step < 16; step *= 2)
+		for (unsigned int r = 0; r < 16; r += 2 * step)
+			n += vorps_ymm(b + n, r, r + step);	/* ymm r |= ymm r+step */
+	return n + put(b + n, "\xc4\xe3\x7d\x19\xc0\x01"	/* vextractf128 $1,ymm0,xmm0 */
+		       "\xc4\xe2\x79\x17\xc0"		/* vptest xmm0,xmm0 */
+		       "\x41\x0f\x94\xc4"		/* sete r12b */
+		       "\xc5\xf8\x77", 18);		/* vzeroupper */
 }
 
 /* mov $@m's halves, %eax / %edx: the XSAVE feature request. */
@@ -328,8 +359,43 @@ static size_t vec_code(uint8_t *b, const struct pk_arch_vsave *v, int full,
 
 /* ------------------------------------------------------------ chunk head */
 
-/* A stub, at @off in its chunk: the register save around a dispatcher. */
-static size_t build_stub(uint8_t *b, size_t off, int full, int32_t dsp)
+/*
+ * The flags back from the saved image (rsp + 16, above the saved rcx and
+ * rax, which are scratch until popped after this): DF, OF (0x7f + 1
+ * overflows, 0x7f + 0 does not), then SF ZF AF PF CF by sahf. The flags a
+ * handler may change (PK_ARCH_USER_FLAGS) are exactly these; popf would
+ * restore the others too, which no handler changes, and costs 4-5 ns
+ * (microcoded) where this costs under 1. Without LAHF/SAHF in 64-bit mode
+ * (the first x86-64 CPUs): popf.
+ */
+static size_t flags_code(uint8_t *b)
+{
+	static const uint8_t code[] = {
+		0x48, 0x8b, 0x44, 0x24, 0x10,		/* mov rax,[rsp+16] */
+		0xfc,					/* cld */
+		0xa9, 0x00, 0x04, 0x00, 0x00,		/* test eax,0x400 (DF) */
+		0x74, 0x01,				/* jz +1 */
+		0xfd,					/* std */
+		0x89, 0xc1,				/* mov ecx,eax */
+		0xc1, 0xe9, 0x0b,			/* shr ecx,11 */
+		0x83, 0xe1, 0x01,			/* and ecx,1 (OF) */
+		0x80, 0xc1, 0x7f,			/* add cl,0x7f: OF */
+		0x88, 0xc4,				/* mov ah,al */
+		0x9e,					/* sahf */
+	};
+
+	return put(b, code, sizeof(code));
+}
+
+/*
+ * A stub, at @off in its chunk: the register save around a dispatcher.
+ * @kind: STUB_FAST (pre-handlers at an entry: the vector save of
+ * pk_arch_vsave, flags not restored, the divert test), STUB_POST
+ * (post-handlers after an entry's first instruction: the same vector
+ * save, the flags restored) or STUB_FULL (inside a function: vec.full,
+ * the flags restored).
+ */
+static size_t build_stub(uint8_t *b, size_t off, int kind, int32_t dsp)
 {
 	static const uint8_t save[] = {
 		0x9c, 0x50, 0x51, 0x52, 0x53,		/* pushf; rax rcx rdx rbx */
@@ -350,19 +416,20 @@ static size_t build_stub(uint8_t *b, size_t off, int full, int32_t dsp)
 		0x41, 0x5b, 0x41, 0x5a, 0x41, 0x59, 0x41, 0x58, /* r11-r8 */
 		0x5f, 0x5e, 0x5d,			/* rdi rsi rbp */
 		0x48, 0x83, 0xc4, 0x08,			/* skip rsp */
-		0x5b, 0x5a, 0x59, 0x58,			/* rbx rdx rcx rax */
+		0x5b, 0x5a,				/* rbx rdx */
 	};
-	/* The fast stub skips the saved flags; the full one restores them. */
+	static const uint8_t pop_rcx_rax[] = {
+		0x59, 0x58,				/* rcx rax */
+	};
+	/* Past the saved flags (restored or not, no flag changes here). */
 	static const uint8_t skip_flags[] = {
 		0x48, 0x8d, 0x64, 0x24, 0x08,		/* lea rsp,[rsp+8] */
 	};
 	static const uint8_t divert_test[] = {
 		0x64, 0x48, 0x39, 0x24, 0x25,		/* cmp %rsp,%fs:disp32 */
 	};
-	static const uint8_t pop_flags[] = {
-		0x9d,					/* popf */
-	};
 
+	int full = kind == STUB_FULL;
 	const struct pk_arch_vsave *v = full ? &vec.full : &pk_arch_vsave;
 	size_t n = put(b, save, sizeof(save));
 
@@ -371,20 +438,27 @@ static size_t build_stub(uint8_t *b, size_t off, int full, int32_t dsp)
 	b[n++] = 0xfc;					/* cld */
 	n += put(b + n, "\xff\x15", 2);		/* call [rip+rel32] */
 	n += pk_tramp_put32(b + n,
-			    (int32_t)((full ? HEAD_DISPATCH_FULL : HEAD_DISPATCH) -
-				      (off + n + 4)));
+			    (int32_t)((kind == STUB_FAST ? HEAD_DISPATCH :
+				       HEAD_DISPATCH_FULL) - (off + n + 4)));
 	n += vec_code(b + n, v, full, 1);
 	n += put(b + n, restore, sizeof(restore));
-	if (full) {
-		n += put(b + n, pop_flags, sizeof(pop_flags));
-	} else {
+	if (kind == STUB_FAST) {
+		n += put(b + n, pop_rcx_rax, sizeof(pop_rcx_rax));
 		n += put(b + n, skip_flags, sizeof(skip_flags));
 		/*
-		 * ZF: this call is to be diverted. Not in the full stub: its
-		 * popf must come last, and its slots hold a NOP for the je.
+		 * ZF: this call is to be diverted. Not in the other stubs:
+		 * their flags are the program's, and their slots hold a NOP
+		 * for the je.
 		 */
 		n += put(b + n, divert_test, sizeof(divert_test));
 		n += pk_tramp_put32(b + n, dsp);
+	} else if (vec.sahf) {
+		n += flags_code(b + n);
+		n += put(b + n, pop_rcx_rax, sizeof(pop_rcx_rax));
+		n += put(b + n, skip_flags, sizeof(skip_flags));
+	} else {
+		n += put(b + n, pop_rcx_rax, sizeof(pop_rcx_rax));
+		b[n++] = 0x9d;				/* popf */
 	}
 	b[n++] = 0xc3;				/* ret into the slot */
 	return n;
@@ -424,8 +498,9 @@ int pk_arch_tramp_head(uint8_t *buf, const struct pk_tramp_env *env)
 
 	vec_init();
 	memset(buf, PK_ARCH_TRAP_BYTE, PK_TRAMP_HEAD);
-	if (build_stub(buf + STUB_FAST, STUB_FAST, 0, dsp) > HEAD_DIVERT - STUB_FAST ||
-	    build_stub(buf + STUB_FULL, STUB_FULL, 1, dsp) > HEAD_DISPATCH - STUB_FULL ||
+	if (build_stub(buf + STUB_FAST, STUB_FAST, STUB_FAST, dsp) > STUB_POST - STUB_FAST ||
+	    build_stub(buf + STUB_POST, STUB_POST, STUB_POST, dsp) > HEAD_DIVERT - STUB_POST ||
+	    build_stub(buf + STUB_FULL, STUB_FULL, STUB_FULL, dsp) > HEAD_DISPATCH - STUB_FULL ||
 	    build_divert(buf + HEAD_DIVERT, env) != DIVERT_LEN)
 		return -E2BIG;
 	memcpy(buf + HEAD_DISPATCH, &env->dispatch, sizeof(env->dispatch));
@@ -449,11 +524,53 @@ static void call_seq(uint8_t *b, uintptr_t at, uintptr_t stub)
 	put(b + n, "\x48\x8d\xa4\x24\x80\x00\x00\x00", 8);
 }
 
+/*
+ * Whether instruction @code (@len bytes) leaves the x87/MMX state as it
+ * found it: then after it, at a function's entry, that state is still
+ * the empty x87 stack of a call boundary, and post-handlers there go
+ * through the post stub (the entry's vector save) instead of the full
+ * one (XSAVEC and XRSTOR: 130 ns where this was measured). Conservative:
+ * no x87 escape (D8-DF), no fwait, and of the 0F map only opcodes that
+ * cannot name an MMX register or the x87/SSE state (fxsave, ldmxcsr,
+ * xrstor, ... are 0F AE and 0F C7).
+ */
+static int keeps_x87(const uint8_t *code, size_t len)
+{
+	size_t i = 0;
+	uint8_t op;
+
+	while (i < len && (code[i] == 0x66 || code[i] == 0x67 || code[i] == 0xf0 ||
+			   code[i] == 0xf2 || code[i] == 0xf3 || code[i] == 0x2e ||
+			   code[i] == 0x36 || code[i] == 0x3e || code[i] == 0x26 ||
+			   code[i] == 0x64 || code[i] == 0x65))
+		i++;
+	if (i < len && (code[i] & 0xf0) == 0x40)	/* REX */
+		i++;
+	if (i >= len)
+		return 0;
+	op = code[i];
+	if ((op >= 0xd8 && op <= 0xdf) || op == 0x9b)
+		return 0;
+	if (op != 0x0f)
+		return 1;	/* one-byte map; VEX, EVEX, XOP: no x87 or MMX */
+	if (++i >= len)
+		return 0;
+	op = code[i];
+	return op == 0x05 || op == 0x0b || (op >= 0x10 && op <= 0x1f) ||
+	       op == 0x28 || op == 0x29 || op == 0x2e || op == 0x2f ||
+	       (op >= 0x40 && op <= 0x4f) || (op >= 0x80 && op <= 0x9f) ||
+	       op == 0xa2 || op == 0xa3 || op == 0xab || op == 0xaf ||
+	       op == 0xb0 || op == 0xb1 || (op >= 0xb3 && op <= 0xbf) ||
+	       op == 0xc0 || op == 0xc1 || (op >= 0xc8 && op <= 0xcf);
+}
+
 int pk_arch_tramp_slot(uint8_t *slot, const struct pk_tramp_slot *s,
 		       struct pk_reloc_map *map)
 {
 	const size_t cap = PK_TRAMP_SLOT_SIZE - PK_ARCH_JMP_LEN;
 	uintptr_t full = s->head + STUB_FULL;
+	uintptr_t post = !s->full && keeps_x87(s->code, s->first_len) ?
+			 s->head + STUB_POST : full;
 	struct pk_reloc_map rest;
 	size_t at = PK_TRAMP_SLOT_COPY, first;
 	int n, ft = 1;
@@ -485,7 +602,7 @@ int pk_arch_tramp_slot(uint8_t *slot, const struct pk_tramp_slot *s,
 	if (s->post) {
 		if (!ft || at + PK_TRAMP_CALL_LEN > cap)
 			return -E2BIG;
-		call_seq(slot + at, s->at + at, full);
+		call_seq(slot + at, s->at + at, post);
 		at += PK_TRAMP_CALL_LEN;
 	}
 	if (first < s->len) {

@@ -23,10 +23,15 @@
  *         (none is live at an entry: SysV ABI, DF clear), then
  *         "cmp %rsp, %fs:divert.sp; ret": ZF tells the slot whether this
  *         thread diverts the call (see "divert" below)
+ *   +480  post stub: the same save, calling the full dispatcher, the
+ *         flags restored (post-handlers after a function's first
+ *         instruction, where flags may be live but the x87/MMX state is
+ *         still a call boundary's: tramp.c's keeps_x87())
  *   +960  divert code
  *   +1024 full stub: the same with all the vector, x87 and MXCSR state,
- *         calling the full dispatcher and ending in popf; ret (inside a
- *         function, post-handlers: any flag may be live)
+ *         calling the full dispatcher, the flags restored (inside a
+ *         function: pre-handlers, and post-handlers where the first
+ *         instruction may touch the x87/MMX state)
  *   +2032 the fast dispatcher's address, +2040 the full one's
  *   +2048 (PK_TRAMP_HEAD) slot 0, then one slot per PK_TRAMP_SLOT_SIZE
  *
@@ -38,10 +43,11 @@
  *   +13  call stub (fast, or full where flags are live)
  *   +18  (PK_TRAMP_SLOT_RET, the pre-handlers' return address)
  *        lea rsp,[rsp+128]
- *   +26  je divert (fast stub) or a 6-byte NOP (full: its popf came last)
+ *   +26  je divert (fast stub) or a 6-byte NOP (full: its flags are the
+ *        program's)
  *   +32  (PK_TRAMP_SLOT_COPY) the displaced instructions, relocated; with
  *        post-handlers, after the first of them a stub call like the one
- *        at +8 (PK_TRAMP_CALL_LEN bytes, to the full stub)
+ *        at +8 (PK_TRAMP_CALL_LEN bytes, to the post or the full stub)
  *        jmp P + len (none after a call copied as push + jmp)
  *
  * Divert (return probes, src/probe/ret.c): a pre-handler at a function's
@@ -79,8 +85,14 @@
  *   AVX-512 vmovaps ymm0-15, then, if every upper half was zero,
  *   vzeroupper after the restore (the same values, and the upper state
  *   left clean, not "in use", for SSE code after; XGETBV(1) would tell
- *   directly, but costs 38 ns where this was measured); with AVX-512
- *   XSAVEC (else XSAVE) of the SSE, AVX, opmask and ZMM components.
+ *   directly, but costs 15-38 ns where this was measured), and a
+ *   vzeroupper before the handler in any case (all is saved: the handler
+ *   starts with the upper state clean whatever the caller left); with
+ *   AVX-512 XSAVEC (else XSAVE) of the SSE, AVX, opmask and ZMM
+ *   components.
+ * - After a function's first instruction (the post stub): as at an
+ *   entry, where that instruction cannot touch the x87 or MMX state (the
+ *   full stub's otherwise).
  * - At a return (PK_ARCH_RET_COMMON): the same as at an entry (-fipa-ra
  *   callers again), and the x87 return values: st0 and st1, stored and
  *   reloaded while fxam finds them non-empty (the status word's

@@ -1,0 +1,577 @@
+// SPDX-License-Identifier: MIT
+/* xcache.c - the symbol layer's and branch index's answers shared by the processes of a run: each exec'd program would otherwise read and index libc again (~5 ms). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "probe/probe.h"
+#include "probe/xref.h"
+
+/*
+ * A jump probe is placed only where no direct branch of the object lands
+ * in its displaced bytes (src/probe/xref.h): the first such check in an
+ * object builds an index of the whole object's branches, 4 ms of CPU for
+ * libc, and a process does that for every object it probes. Every
+ * process of a run probes the same libc, so the agent keeps the answers,
+ * not the index, in the run's directory (.xref: the command ignores
+ * names starting with a dot, and removes it at the end), and a process
+ * that finds its answer there never builds an index at all.
+ *
+ * An answer depends on the object's bytes and on the window asked about,
+ * nothing else: it is keyed by the object's GNU build id (read from its
+ * loaded notes, not its file, so a file replaced on disk since cannot be
+ * mistaken for it) and the window's offset from the load bias and
+ * length. Objects without a build id, and answers other than "none lands
+ * there" and "one does, here" (errors are about this process: an
+ * unreadable file, no memory), are never cached.
+ *
+ * The file is a sequence of fixed-size entries, appended with O_APPEND
+ * (one write each: processes of a run append at once); each carries a
+ * check word, and reading stops at the first entry that fails it (a
+ * short write on a full file system, or anything a program put there).
+ * A wrong entry can only come from a program of the run writing into
+ * the run's private directory: it could as well write into its own
+ * memory. The file is open only while the agent arms (pka_xcache_open()
+ * to pka_xcache_close()): the program sees no descriptor of ours.
+ * Reached through --wrap=pk_xref_lands_in (agent/CMakeLists.txt), in
+ * the agent only: the library itself caches indexes per process.
+ *
+ * The same holds for pk_sym_func_at() (--wrap too): the extent of the
+ * function covering an address is read from the object's symbol tables,
+ * which the symbol layer loads and sorts whole on its first question
+ * about an object (0.7 ms for libc's). Its answer (start, size, table, name,
+ * the __pk_jump_table section) is kept the same way, relative to the
+ * bias; the object's name is this process's, found as the symbol layer
+ * finds it. Only found functions are kept.
+ */
+#define XC_MAGIC 0x70786333u	/* "pxc3" */
+#define XC_ID_MAX 40
+
+enum { XC_XREF = 1, XC_FUNC = 2, XC_SPEC = 3, XC_PLACE = 4 };
+
+struct xc_ent {
+	uint32_t magic;
+	uint16_t kind;		/* XC_XREF, XC_FUNC */
+	uint16_t id_len;
+	uint8_t id[XC_ID_MAX];
+	uint64_t off, len;	/* the question: offsets from the load bias */
+	int64_t ret;		/* the answer: 0 or 1 (XREF), 0 (FUNC) */
+	uint64_t v[5];		/* and its figures, from the bias */
+	char name[256];		/* XC_FUNC: the symbol's name, or "" */
+	uint64_t check;
+};
+
+static int xc_fd = -1;
+static struct xc_ent *xc;
+static size_t xc_n, xc_cap;
+/* xc's entries by key (open addressing: index + 1, 0 empty), 2x xc_cap. */
+static uint32_t *xc_tab;
+static size_t xc_mask;
+
+/* A word at a time (FNV-1a's scheme on 64-bit words): 46 steps an entry. */
+static uint64_t xc_sum(const struct xc_ent *e)
+{
+	const uint64_t *w = (const uint64_t *)e;
+	uint64_t h = 1469598103934665603ull;
+
+	_Static_assert(offsetof(struct xc_ent, check) % 8 == 0,
+		       "the check word follows whole words");
+	for (size_t i = 0; i < offsetof(struct xc_ent, check) / 8; i++) {
+		h = (h ^ w[i]) * 1099511628211ull;
+		h ^= h >> 29;
+	}
+	return h;
+}
+
+/* The hash of what an entry answers: its kind and question. */
+static size_t xc_hash(const struct xc_ent *e)
+{
+	uint64_t h = 1469598103934665603ull;
+	const uint8_t *p = (const uint8_t *)&e->kind;
+
+	for (size_t i = 0; i < offsetof(struct xc_ent, ret) -
+				offsetof(struct xc_ent, kind); i++)
+		h = (h ^ p[i]) * 1099511628211ull;
+	return (size_t)(h ^ (h >> 29));
+}
+
+static int xc_same(const struct xc_ent *a, const struct xc_ent *b)
+{
+	return a->kind == b->kind && a->off == b->off && a->len == b->len &&
+	       a->id_len == b->id_len && !memcmp(a->id, b->id, a->id_len);
+}
+
+static void xc_index(size_t i)
+{
+	size_t h = xc_hash(&xc[i]) & xc_mask;
+
+	while (xc_tab[h])
+		h = (h + 1) & xc_mask;
+	xc_tab[h] = (uint32_t)i + 1;
+}
+
+static const struct xc_ent *xc_find(const struct xc_ent *k)
+{
+	if (!xc_tab)
+		return NULL;
+	for (size_t h = xc_hash(k) & xc_mask; xc_tab[h]; h = (h + 1) & xc_mask)
+		if (xc_same(&xc[xc_tab[h] - 1], k))
+			return &xc[xc_tab[h] - 1];
+	return NULL;
+}
+
+/* Room for @n entries, and the index rebuilt for them if it grew. */
+static int xc_reserve(size_t n)
+{
+	size_t cap = xc_cap ? xc_cap : 64;
+	struct xc_ent *ne;
+	uint32_t *t;
+
+	if (n <= xc_cap && xc_tab)
+		return 0;
+	while (cap < n)
+		cap *= 2;
+	ne = realloc(xc, cap * sizeof(*ne));
+	if (!ne)
+		return -ENOMEM;
+	xc = ne;
+	t = calloc(2 * cap, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	free(xc_tab);
+	xc_tab = t;
+	xc_mask = 2 * cap - 1;
+	xc_cap = cap;
+	for (size_t i = 0; i < xc_n; i++)
+		xc_index(i);
+	return 0;
+}
+
+static int xc_add(const struct xc_ent *e)
+{
+	if (xc_reserve(xc_n + 1))
+		return -ENOMEM;
+	xc[xc_n] = *e;
+	xc_index(xc_n++);
+	return 0;
+}
+
+void pka_xcache_open(const char *dir)
+{
+	char path[4096];
+	struct stat st;
+	size_t n = 0;
+	ssize_t got;
+
+	if (xc_fd >= 0 || (size_t)snprintf(path, sizeof(path), "%s/.xref",
+					   dir) >= sizeof(path))
+		return;
+	xc_fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC |
+			   O_NOFOLLOW, 0600);
+	if (xc_fd < 0)
+		return;
+	/* One read of the whole file, then as many entries as check out. */
+	if (fstat(xc_fd, &st) || st.st_size < (off_t)sizeof(*xc) ||
+	    st.st_size > (off_t)(1u << 26))
+		return;
+	if (xc_reserve((size_t)st.st_size / sizeof(*xc) + 1))
+		return;
+	got = pread(xc_fd, xc, (size_t)st.st_size / sizeof(*xc) * sizeof(*xc),
+		    0);
+	while (got > 0 && n < (size_t)got / sizeof(*xc)) {
+		const struct xc_ent *e = &xc[n];
+
+		if (e->magic != XC_MAGIC || e->id_len > XC_ID_MAX ||
+		    e->kind < XC_XREF || e->kind > XC_PLACE ||
+		    e->check != xc_sum(e))
+			break;
+		n++;
+	}
+	/* A question answered twice (two processes at once): the first. */
+	for (size_t i = 0; i < n; i++)
+		if (!xc_find(&xc[i])) {
+			xc[xc_n] = xc[i];
+			xc_index(xc_n++);
+		}
+}
+
+void pka_xcache_close(void)
+{
+	if (xc_fd >= 0)
+		close(xc_fd);
+	xc_fd = -1;
+	free(xc);
+	free(xc_tab);
+	xc = NULL;
+	xc_tab = NULL;
+	xc_n = xc_cap = 0;
+}
+
+struct xc_find {
+	uintptr_t addr;
+	uintptr_t bias;
+	const uint8_t *id;
+	uint32_t id_len;
+	int found;
+};
+
+/* The build id among @ph's notes, if it has one. */
+static void note_id(struct dl_phdr_info *info, const ElfW(Phdr) *ph,
+		    struct xc_find *f)
+{
+	const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+	const uint8_t *end = p + ph->p_memsz;
+
+	while (p + sizeof(ElfW(Nhdr)) <= end) {
+		const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)p;
+		const uint8_t *name = p + sizeof(*n);
+		const uint8_t *desc = name + ((n->n_namesz + 3) & ~3u);
+
+		if (desc + n->n_descsz > end)
+			return;
+		if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 &&
+		    !memcmp(name, "GNU", 4) && n->n_descsz &&
+		    n->n_descsz <= XC_ID_MAX) {
+			f->id = desc;
+			f->id_len = n->n_descsz;
+			return;
+		}
+		p = desc + ((n->n_descsz + 3) & ~3u);
+	}
+}
+
+static int find_obj(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct xc_find *f = arg;
+	int in = 0;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum && !in; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+
+		in = ph->p_type == PT_LOAD && (ph->p_flags & PF_X) &&
+		     f->addr >= lo && f->addr - lo < ph->p_memsz;
+	}
+	if (!in)
+		return 0;
+	f->found = 1;
+	f->bias = info->dlpi_addr;
+	for (int i = 0; i < info->dlpi_phnum && !f->id; i++)
+		if (info->dlpi_phdr[i].p_type == PT_NOTE)
+			note_id(info, &info->dlpi_phdr[i], f);
+	return 1;
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ ((const uint8_t *)p)[i]) * 1099511628211ull;
+	return h;
+}
+
+/* The object holding @addr and its build id into @e; 0 if uncacheable. */
+static int xc_key(struct xc_ent *e, uint16_t kind, uintptr_t addr,
+		  uint64_t len, uintptr_t *bias)
+{
+	struct xc_find f = { .addr = addr };
+
+	if (xc_fd < 0)
+		return 0;
+	dl_iterate_phdr(find_obj, &f);
+	if (!f.found || !f.id)
+		return 0;
+	memset(e, 0, sizeof(*e));
+	e->magic = XC_MAGIC;
+	e->kind = kind;
+	e->id_len = (uint16_t)f.id_len;
+	memcpy(e->id, f.id, f.id_len);
+	e->off = addr - f.bias;
+	e->len = len;
+	*bias = f.bias;
+	return 1;
+}
+
+
+/* Append @e (one write: entries of several processes never interleave). */
+static void xc_put(struct xc_ent *e)
+{
+	e->check = xc_sum(e);
+	if (write(xc_fd, e, sizeof(*e)) != (ssize_t)sizeof(*e)) {
+		/* No room: the next process asks the library again. */
+	}
+	xc_add(e);
+}
+
+int __real_pk_xref_lands_in(uintptr_t lo, size_t len, uintptr_t *at);
+int __wrap_pk_xref_lands_in(uintptr_t lo, size_t len, uintptr_t *at);
+
+int __wrap_pk_xref_lands_in(uintptr_t lo, size_t len, uintptr_t *at)
+{
+	const struct xc_ent *c;
+	struct xc_ent e;
+	uintptr_t bias;
+	int ret;
+
+	if (!xc_key(&e, XC_XREF, lo, len, &bias))
+		return __real_pk_xref_lands_in(lo, len, at);
+	c = xc_find(&e);
+	if (c) {
+		if (c->ret == 1)
+			*at = bias + (uintptr_t)c->v[0];
+		return (int)c->ret;
+	}
+	ret = __real_pk_xref_lands_in(lo, len, at);
+	if (ret != 0 && ret != 1)
+		return ret;
+	e.ret = ret;
+	e.v[0] = ret == 1 ? *at - bias : 0;
+	xc_put(&e);
+	return ret;
+}
+
+int __real_pk_sym_func_at(uintptr_t addr, struct pk_func *out);
+int __wrap_pk_sym_func_at(uintptr_t addr, struct pk_func *out);
+
+/* out->object as the symbol layer names it (src/probe/sym.c, find_object). */
+static int object_name(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct pk_func *out = arg;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t s = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type != PT_LOAD || out->start < s ||
+		    out->start >= s + ph->p_memsz)
+			continue;
+		if (info->dlpi_name && *info->dlpi_name) {
+			snprintf(out->object, sizeof(out->object), "%s",
+				 info->dlpi_name);
+		} else {
+			ssize_t l = readlink("/proc/self/exe", out->object,
+					     sizeof(out->object) - 1);
+
+			out->object[l > 0 ? l : 0] = 0;
+		}
+		return 1;
+	}
+	return 0;
+}
+
+int __wrap_pk_sym_func_at(uintptr_t addr, struct pk_func *out)
+{
+	const struct xc_ent *c;
+	struct xc_ent e;
+	uintptr_t bias;
+	int ret;
+
+	if (!xc_key(&e, XC_FUNC, addr, 0, &bias))
+		return __real_pk_sym_func_at(addr, out);
+	c = xc_find(&e);
+	if (c) {
+		memset(out, 0, sizeof(*out));
+		out->start = bias + (uintptr_t)c->v[0];
+		out->size = (size_t)c->v[1];
+		out->table = (int)c->v[2];
+		out->jump_table = c->v[3] ? bias + (uintptr_t)c->v[3] : 0;
+		out->jump_table_size = (size_t)c->v[4];
+		snprintf(out->name, sizeof(out->name), "%s", c->name);
+		dl_iterate_phdr(object_name, out);
+		return 0;
+	}
+	ret = __real_pk_sym_func_at(addr, out);
+	if (ret)
+		return ret;
+	e.v[0] = out->start - bias;
+	e.v[1] = out->size;
+	e.v[2] = (uint64_t)out->table;
+	e.v[3] = out->jump_table ? out->jump_table - bias : 0;
+	e.v[4] = out->jump_table_size;
+	snprintf(e.name, sizeof(e.name), "%s", out->name);
+	xc_put(&e);
+	return 0;
+}
+
+/*
+ * Specs: what a spec names depends on every object of the link map (the
+ * lookup order) and nothing else, so its answer (the function's object,
+ * by its place in the link map, and its offset there) is keyed by the
+ * spec and the build ids of all objects in order. Any object without
+ * one: not cached. A hit saves the symbol lookup (~100 us a spec, most of
+ * it a name search through every object's symbol table); the probe is
+ * then created at the address, and checked as any other.
+ */
+struct lm_sig {
+	uint64_t h;
+	int ok;
+	int n;
+	/* pka_xcache_spec_get(): object @want's bias */
+	int want;
+	uintptr_t bias;
+	/* pka_xcache_spec_put(): which object holds @addr */
+	uintptr_t addr;
+	int found;
+};
+
+static int lm_each(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct lm_sig *g = arg;
+	struct xc_find f = { 0 };
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum && !f.id; i++)
+		if (info->dlpi_phdr[i].p_type == PT_NOTE)
+			note_id(info, &info->dlpi_phdr[i], &f);
+	if (!f.id)
+		g->ok = 0;
+	else
+		g->h = fnv(g->h, f.id, f.id_len);
+	if (g->n == g->want)
+		g->bias = info->dlpi_addr;
+	if (g->addr && !g->found) {
+		f.addr = g->addr;
+		if (find_obj(info, sizeof(*info), &f)) {
+			g->found = 1;
+			g->want = g->n;
+			g->bias = info->dlpi_addr;
+		}
+	}
+	g->n++;
+	return 0;
+}
+
+static int spec_key(struct xc_ent *e, const char *spec, struct lm_sig *g)
+{
+	uint64_t k[4];
+	size_t len = strlen(spec);
+
+	if (xc_fd < 0)
+		return 0;
+	g->h = 1469598103934665603ull;
+	g->ok = 1;
+	dl_iterate_phdr(lm_each, g);
+	if (!g->ok || (g->addr && !g->found))
+		return 0;
+	k[0] = g->h;
+	k[1] = fnv(1469598103934665603ull, spec, len);
+	k[2] = fnv(0x9e3779b97f4a7c15ull, spec, len);
+	k[3] = len;
+	memset(e, 0, sizeof(*e));
+	e->magic = XC_MAGIC;
+	e->kind = XC_SPEC;
+	e->id_len = sizeof(k);
+	memcpy(e->id, k, sizeof(k));
+	return 1;
+}
+
+void *pka_xcache_spec_get(const char *spec)
+{
+	struct lm_sig g = { .want = -1 };
+	const struct xc_ent *c;
+	struct xc_ent e;
+
+	if (!spec_key(&e, spec, &g) || !(c = xc_find(&e)))
+		return NULL;
+	g = (struct lm_sig){ .want = (int)c->v[0] };
+	dl_iterate_phdr(lm_each, &g);
+	if (g.want >= g.n)
+		return NULL;
+	return (void *)(g.bias + (uintptr_t)c->v[1]);
+}
+
+void pka_xcache_spec_put(const char *spec, void *addr)
+{
+	struct lm_sig g = { .want = -1, .addr = (uintptr_t)addr };
+	struct xc_ent e;
+
+	if (!addr || !spec_key(&e, spec, &g) || xc_find(&e))
+		return;
+	e.v[0] = (uint64_t)g.want;
+	e.v[1] = (uintptr_t)addr - g.bias;
+	xc_put(&e);
+}
+
+/*
+ * Placement: where in a function a probe goes and whether it can be a
+ * jump (pk_probe_place(), --wrap too) is decided from the function's
+ * original bytes, its extent and static-key table, and the branch index,
+ * all of the object: decoding the whole function is most of what
+ * creating a probe costs (~80 us for malloc). Keyed by the object's build
+ * id, the function's offset and size, a hash of the bytes it was given,
+ * and of the bytes after it it was given (avail), the probe's offset
+ * and flags; only placements that succeeded are kept
+ * (a refusal's message is the process's own).
+ */
+int __real_pk_probe_place(const struct pk_func *fn, const uint8_t *code,
+			  size_t avail, size_t offset, int post,
+			  int force_int3, const char *what,
+			  struct pk_probe_place *out);
+int __wrap_pk_probe_place(const struct pk_func *fn, const uint8_t *code,
+			  size_t avail, size_t offset, int post,
+			  int force_int3, const char *what,
+			  struct pk_probe_place *out);
+
+int __wrap_pk_probe_place(const struct pk_func *fn, const uint8_t *code,
+			  size_t avail, size_t offset, int post,
+			  int force_int3, const char *what,
+			  struct pk_probe_place *out)
+{
+	const struct xc_ent *c;
+	struct xc_ent e;
+	uintptr_t bias;
+	uint64_t h, o = offset;
+	uint32_t flags = (post ? 1u : 0) | (force_int3 ? 2u : 0);
+	int ret;
+
+	if (!xc_key(&e, XC_PLACE, fn->start, fn->size, &bias) ||
+	    e.id_len + sizeof(h) + sizeof(o) + sizeof(flags) > XC_ID_MAX)
+		return __real_pk_probe_place(fn, code, avail, offset, post,
+					     force_int3, what, out);
+	h = fnv(1469598103934665603ull, code, avail);
+	h = fnv(h, &avail, sizeof(avail));
+	h = fnv(h, &fn->jump_table_size, sizeof(fn->jump_table_size));
+	memcpy(e.id + e.id_len, &h, sizeof(h));
+	memcpy(e.id + e.id_len + sizeof(h), &o, sizeof(o));
+	memcpy(e.id + e.id_len + sizeof(h) + sizeof(o), &flags, sizeof(flags));
+	e.id_len = (uint16_t)(e.id_len + sizeof(h) + sizeof(o) + sizeof(flags));
+	c = xc_find(&e);
+	if (c) {
+		memset(out, 0, sizeof(*out));
+		out->addr = bias + (uintptr_t)c->v[0];
+		out->len = (uint8_t)c->v[1];
+		out->first_len = (uint8_t)c->v[2];
+		out->kind = (uint8_t)c->v[3];
+		out->full = (uint8_t)c->v[4];
+		out->reason = (uint8_t)(c->v[4] >> 8);
+		return 0;
+	}
+	ret = __real_pk_probe_place(fn, code, avail, offset, post, force_int3,
+				    what, out);
+	if (ret)
+		return ret;
+	e.v[0] = out->addr - bias;
+	e.v[1] = out->len;
+	e.v[2] = out->first_len;
+	e.v[3] = out->kind;
+	e.v[4] = out->full | (uint64_t)out->reason << 8;
+	xc_put(&e);
+	return 0;
+}
+
+/* Each wrapper has its function's type: a changed signature fails here. */
+static __typeof__(pk_probe_place) *const chk_place
+	__attribute__((unused)) = __wrap_pk_probe_place;
+static __typeof__(pk_sym_func_at) *const chk_func
+	__attribute__((unused)) = __wrap_pk_sym_func_at;
+static __typeof__(pk_xref_lands_in) *const chk_xref
+	__attribute__((unused)) = __wrap_pk_xref_lands_in;
