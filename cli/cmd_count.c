@@ -150,8 +150,9 @@ static void tick(double el, void *arg)
 
 /*
  * The ':' after OBJECT in @spec, or NULL: as the library splits a spec
- * (src/sym/sym.c), the first ':' that is not part of a '::' (C++ names
- * hold any number of those, and OBJECT none).
+ * (src/sym/sym.c's obj_colon(), which this must follow), the first ':'
+ * that is not part of a '::' (C++ names hold any number of those, and
+ * OBJECT none) nor of an ABI tag's "[abi:".
  */
 static const char *obj_colon(const char *spec)
 {
@@ -160,6 +161,8 @@ static const char *obj_colon(const char *spec)
 			p++;
 			continue;
 		}
+		if (p - spec >= 4 && !strncmp(p - 4, "[abi", 4))
+			continue;
 		return p;
 	}
 	return NULL;
