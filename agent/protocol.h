@@ -45,7 +45,17 @@
  *     (the figures move as it reads), and once after COMMAND ended,
  *     removing them. A record names its process (pid) and the program
  *     image it was made in (exe_dev, exe_ino), so the command can tell
- *     which processes of COMMAND loaded no agent.
+ *     which processes of COMMAND loaded no agent; a process of that image
+ *     with the same env_start is one of its fork()ed (or vfork()ed)
+ *     children that has not exec()ed, whose hits land in that record.
+ *     A process seen only once it had ended (a zombie: its name is all
+ *     that is left) named as a record's process (comm) is taken for a
+ *     fork()ed child of it.
+ *  4. One more kind of file, never a record (the command only reads its
+ *     name): <pid>-XXXXXX.fsize, an empty file: process <pid> made no
+ *     record because its file size limit (RLIMIT_FSIZE, ulimit -f) is
+ *     below the record's size; the agent never grows a file past the
+ *     limit (the kernel would kill the program with SIGXFSZ).
  *
  * A mode the agent does not serve is refused, not ignored: the record has
  * mode PKA_MODE_NONE, status -EINVAL and the reason in why, and nothing is
@@ -61,11 +71,13 @@
 #define PKA_ENV_MODE "PROBEKIT_AGENT_MODE"
 #define PKA_ENV_SPECS "PROBEKIT_AGENT_SPECS"
 #define PKA_SPECS_FILE ".specs"	/* in the run's directory: never a record */
+#define PKA_FSIZE_SUFFIX ".fsize" /* <pid>-XXXXXX.fsize: over ulimit -f */
 
 #define PKA_MAGIC 0x706b6167u	/* "pkag" */
-/* 5: specs in a file, arrays sized by the record; 4: at most 64 specs;
+/* 6: env_start and comm in the header, .fsize files;
+ * 5: specs in a file, arrays sized by the record; 4: at most 64 specs;
  * 3: why was 96 bytes; 2: libprobekit-count.so */
-#define PKA_VERSION 5
+#define PKA_VERSION 6
 /* Specs per run: a bound on the record's size (32-bit offsets), no more. */
 #define PKA_SPECS_MAX (1u << 20)
 #define PKA_SEP '\n'
@@ -144,6 +156,12 @@ struct pka_header {
 	uint32_t probe_at;
 	uint64_t exe_dev;	/* its program image: /proc/self/exe's */
 	uint64_t exe_ino;	/* st_dev and st_ino, 0 if unknown */
+	uint64_t env_start;	/* where its environment strings begin (the
+				 * kernel's env_start, /proc/PID/stat field
+				 * 50): the same in the fork()ed children that
+				 * did not exec, new in every exec; 0 if
+				 * unknown */
+	char comm[16];		/* its name then (PR_GET_NAME) */
 	char why[2 * PKA_WHY_LEN]; /* the refusal, for the command to print */
 };
 

@@ -1,12 +1,18 @@
 // SPDX-License-Identifier: MIT
 /* record.c - a process's record: one shared file mapping per program image, kept by forked children. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -28,8 +34,81 @@
  * file on a full file system cannot be allocated when first written, and
  * the kernel says so with SIGBUS, which would kill the program before its
  * main(). Without room the file is left empty (the command reports it as
- * a process that found no room) and nothing is mapped.
+ * a process that found no room) and nothing is mapped. Nor is a file
+ * ever grown past the process's file size limit (RLIMIT_FSIZE, ulimit -f):
+ * the kernel would say so with SIGXFSZ, which kills the program too. The
+ * process leaves an empty <pid>-XXXXXX.fsize instead, for the command to
+ * say why it has no record.
+ *
+ * The record keeps the process's name (comm) too: the command sees a
+ * fork()ed child that ends within a few milliseconds only once it has
+ * ended, with nothing left of it but its name, and takes one named as a
+ * process with a record for a child of it (nothing is done at fork: a
+ * note per fork would cost every fork a file).
  */
+
+/*
+ * Where this image's environment strings begin: envp[0] of the
+ * constructors' arguments is the first string the kernel laid out
+ * (env_start). Run before the agent's own constructor.
+ */
+static uint64_t env_start;
+
+__attribute__((constructor(101))) static void note_env(int argc, char **argv,
+							char **envp)
+{
+	(void)argc;
+	(void)argv;
+	if (envp && envp[0])
+		env_start = (uint64_t)(uintptr_t)envp[0];
+}
+
+/* Whether @size bytes would pass the file size limit. */
+static int over_fsize(uint64_t size)
+{
+	struct rlimit rl;
+
+	return !getrlimit(RLIMIT_FSIZE, &rl) && rl.rlim_cur != RLIM_INFINITY &&
+	       size > rl.rlim_cur;
+}
+
+/*
+ * posix_fallocate() with SIGXFSZ blocked in this thread (raw syscalls:
+ * the program's view of its mask, kept by the signal layer, never
+ * changes): should the limit have been lowered since over_fsize() looked,
+ * the signal the kernel sends this thread is taken back, unless one was
+ * pending already. 0, or the error.
+ */
+static int reserve(int fd, uint64_t size)
+{
+	uint64_t set = 1ull << (SIGXFSZ - 1), old = 0, pend = 0;
+	struct timespec zero = { 0, 0 };
+	int err, had;
+
+	if (syscall(SYS_rt_sigprocmask, SIG_BLOCK, &set, &old, sizeof(set)))
+		return over_fsize(size) ? EFBIG : posix_fallocate(fd, 0, (off_t)size);
+	had = !syscall(SYS_rt_sigpending, &pend, sizeof(pend)) && (pend & set);
+	err = posix_fallocate(fd, 0, (off_t)size);
+	if (err == EFBIG && !had)
+		syscall(SYS_rt_sigtimedwait, &set, NULL, &zero, sizeof(set));
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof(old));
+	return err;
+}
+
+/* Leave the sign of a file size limit too low: an empty <pid>-XXXXXX.fsize. */
+static void fsize_sign(const char *dir)
+{
+	char path[4096];
+	int fd;
+
+	if (snprintf(path, sizeof(path), "%s/%d-XXXXXX" PKA_FSIZE_SUFFIX, dir,
+		     (int)getpid()) >= (int)sizeof(path))
+		return;
+	fd = mkostemps(path, (int)strlen(PKA_FSIZE_SUFFIX), O_CLOEXEC);
+	if (fd >= 0)
+		close(fd);
+}
+
 const char *pka_specs_map(const char *path)
 {
 	struct stat st;
@@ -68,7 +147,7 @@ struct pka_header *pka_record_open(const char *dir, uint32_t slot,
 	char path[4096];
 	uint64_t size;
 	void *p;
-	int fd;
+	int fd, err;
 
 	for (const char *s = specs; *s; s++)
 		n += *s == PKA_SEP;
@@ -81,16 +160,25 @@ struct pka_header *pka_record_open(const char *dir, uint32_t slot,
 	if (size > UINT32_MAX)
 		return NULL;
 
+	if (over_fsize(size)) {
+		fsize_sign(dir);
+		return NULL;
+	}
 	if (snprintf(path, sizeof(path), "%s/%d-XXXXXX", dir, (int)getpid()) >=
-	    (int)sizeof(path))
+	    (int)sizeof(path) - (int)sizeof(PKA_FSIZE_SUFFIX))
 		return NULL;
 	fd = mkostemp(path, O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
-	if (posix_fallocate(fd, 0, (off_t)size)) {
+	err = reserve(fd, size);
+	if (err) {
+		char sign[4096 + sizeof(PKA_FSIZE_SUFFIX)];
+
 		/* Undo a partial reservation; keep the empty file as the sign. */
 		if (ftruncate(fd, 0))
 			unlink(path);
+		else if (err == EFBIG)
+			rename(path, strcat(strcpy(sign, path), PKA_FSIZE_SUFFIX));
 		close(fd);
 		return NULL;
 	}
@@ -115,6 +203,9 @@ struct pka_header *pka_record_open(const char *dir, uint32_t slot,
 		h->exe_dev = exe.st_dev;
 		h->exe_ino = exe.st_ino;
 	}
+	h->env_start = env_start;
+	prctl(PR_GET_NAME, h->comm);
+	h->comm[sizeof(h->comm) - 1] = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		struct pka_spec *s = pka_record_spec(h, i);
 

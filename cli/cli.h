@@ -48,7 +48,11 @@ struct pkc_proc {
 	pid_t pid, ppid;
 	unsigned long long start; /* its start time: pids are used again */
 	uint64_t dev, ino;	/* its exe, 0 if it could not be looked at */
+	uint64_t env_start;	/* where its environment begins (stat field
+				 * 50): new at every exec, the same in a
+				 * fork()ed child; 0 if unknown */
 	char *exe;		/* path, or "[comm]" */
+	char comm[16];		/* its name, of one seen only once ended */
 	const char *why;	/* why the agent cannot be in it, or NULL */
 	int counted;		/* a record of it (or its forking parent's) */
 	int alive;		/* still running when COMMAND ended */
@@ -75,6 +79,7 @@ struct pkc_run {
 	pid_t pid;		/* COMMAND */
 	pid_t guard;		/* removes dir if probekit is killed */
 	int guard_fd;		/* its pipe: EOF when probekit is gone */
+	char *specs_path;	/* the specs file, as in the environment */
 	int no_room;		/* processes whose record found no room */
 	char refused[2 * PKA_WHY_LEN + 64]; /* first unusable record's why */
 
@@ -85,9 +90,18 @@ struct pkc_run {
 	pid_t *pre;		/* probekit's children before COMMAND (a shell's */
 	int npre;		/* process substitution it inherited): not ours */
 	int not_counted, outlived; /* among them, after pkc_run_check() */
+	struct pkc_note *notes;	/* the names of the processes with a */
+	int nnotes;		/* record, once each */
+	pid_t *fsize;		/* processes over their file size limit */
+	int nfsize;		/* (<pid>-XXXXXX.fsize) */
 	int fatal;		/* probekit's own failure: 125 whatever */
 	char **problems;	/* what the report lacks, a line each */
 	int nproblems;
+};
+
+/* The name (comm) of a process with a record. */
+struct pkc_note {
+	char comm[16];
 };
 
 /* What arming each spec gave, summed over the records of a run. */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -132,7 +133,7 @@ static int write_specs(const struct pkc_run *r, char **path)
 }
 
 /* The agent first in LD_PRELOAD, and what it is to do (protocol.h). */
-static int set_env(const struct pkc_run *r)
+static int set_env(struct pkc_run *r)
 {
 	const char *pre = getenv("LD_PRELOAD");
 	char *list = NULL, *preload;
@@ -150,7 +151,8 @@ static int set_env(const struct pkc_run *r)
 	    setenv(PKA_ENV_SPECS, list, 1) ||
 	    setenv("LD_PRELOAD", preload, 1))
 		err = -errno;
-	free(list);
+	/* Kept: a process's environment must name this very file. */
+	r->specs_path = list;
 	free(preload);
 	return err ? err : set_audit(r);
 }
@@ -163,7 +165,9 @@ static int set_env(const struct pkc_run *r)
  * SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to probekit by a process
  * (kill(1), a supervisor) are passed on to COMMAND, its first process
  * only; probekit itself waits on, reports and exits with COMMAND's status.
- * SIGPIPE is ignored: a report that cannot be written fails the write.
+ * SIGPIPE is ignored: a report that cannot be written fails the write;
+ * SIGXFSZ too (a file size limit, ulimit -f, makes a write fail with
+ * EFBIG instead of killing probekit).
  * COMMAND gets the dispositions and mask probekit was started with (a
  * signal ignored then, as under nohup, stays ignored).
  *
@@ -174,7 +178,7 @@ static int set_env(const struct pkc_run *r)
 static const int fwd_sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 #define N_FWD (sizeof(fwd_sigs) / sizeof(fwd_sigs[0]))
 static volatile sig_atomic_t fwd_pid, fwd_stop;
-static struct sigaction old_act[N_FWD], old_pipe, old_chld;
+static struct sigaction old_act[N_FWD], old_pipe, old_xfsz, old_chld;
 static sigset_t old_mask;
 
 static void forward(int sig, siginfo_t *si, void *uc)
@@ -207,6 +211,7 @@ static void catch_signals(void)
 	for (size_t i = 0; i < N_FWD; i++)
 		sigaction(fwd_sigs[i], &fwd, &old_act[i]);
 	sigaction(SIGPIPE, &ign, &old_pipe);
+	sigaction(SIGXFSZ, &ign, &old_xfsz);
 	/* SIGCHLD ignored (inherited) would reap COMMAND before we wait. */
 	sigaction(SIGCHLD, &dfl, &old_chld);
 }
@@ -217,6 +222,7 @@ static void restore_signals(void)
 	for (size_t i = 0; i < N_FWD; i++)
 		sigaction(fwd_sigs[i], &old_act[i], NULL);
 	sigaction(SIGPIPE, &old_pipe, NULL);
+	sigaction(SIGXFSZ, &old_xfsz, NULL);
 	sigaction(SIGCHLD, &old_chld, NULL);
 	sigprocmask(SIG_SETMASK, &old_mask, NULL);
 }
@@ -396,10 +402,15 @@ static int start_command(char **argv, pid_t *pid)
  */
 static int check_room(struct pkc_run *r)
 {
-	int fd = openat(r->dir_fd, ".room", O_RDWR | O_CREAT | O_EXCL |
-			O_NOFOLLOW | O_CLOEXEC, 0600);
-	int err;
+	struct rlimit rl;
+	int fd, err;
 
+	/* Every process of COMMAND inherits it: none could make a record. */
+	if (!getrlimit(RLIMIT_FSIZE, &rl) && rl.rlim_cur != RLIM_INFINITY &&
+	    r->rec_size > rl.rlim_cur)
+		return EFBIG;
+	fd = openat(r->dir_fd, ".room", O_RDWR | O_CREAT | O_EXCL |
+		    O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return errno;
 	err = r->rec_size > UINT32_MAX ? EFBIG :
@@ -459,6 +470,12 @@ int pkc_run_start(struct pkc_run *r, char **argv)
 				fprintf(stderr, "probekit: no room for the counts "
 						"in %s (a record is %llu bytes)\n",
 					tmp, (unsigned long long)r->rec_size);
+			else if (err == EFBIG)
+				fprintf(stderr, "probekit: the file size limit "
+						"(ulimit -f) is below a record's "
+						"%llu bytes: no process of the "
+						"command could be counted\n",
+					(unsigned long long)r->rec_size);
 			else
 				fprintf(stderr, "probekit: %s: %s\n", r->dir,
 					strerror(err));
@@ -534,11 +551,12 @@ static int wait_end(pid_t pid, int hang)
  */
 static struct pkc_proc *proc_find(struct pkc_run *r, pid_t pid,
 				  unsigned long long start, uint64_t dev,
-				  uint64_t ino)
+				  uint64_t ino, uint64_t env_start)
 {
 	for (int i = r->nprocs - 1; i >= 0; i--)
 		if (r->procs[i].pid == pid && r->procs[i].start == start &&
-		    r->procs[i].dev == dev && r->procs[i].ino == ino)
+		    r->procs[i].dev == dev && r->procs[i].ino == ino &&
+		    r->procs[i].env_start == env_start)
 			return &r->procs[i];
 	return NULL;
 }
@@ -549,6 +567,44 @@ static int proc_seen_pid(const struct pkc_run *r, pid_t pid)
 		if (r->procs[i].pid == pid)
 			return 1;
 	return 0;
+}
+
+/*
+ * Read all of /proc/@pid/@what into *@buf (NUL-terminated), grown as it
+ * needs (*@cap bytes of room): a children file has no bound. Bytes read,
+ * or -1.
+ */
+static ssize_t proc_read_all(pid_t pid, const char *what, char **buf,
+			     size_t *cap)
+{
+	char path[320];
+	ssize_t got, all = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	for (;;) {
+		if ((size_t)all + 1 >= *cap) {
+			size_t n = *cap ? 2 * *cap : 4096;
+			char *p = realloc(*buf, n);
+
+			if (!p)
+				break;
+			*buf = p;
+			*cap = n;
+		}
+		got = read(fd, *buf + all, *cap - 1 - (size_t)all);
+		if (got <= 0)
+			break;
+		all += got;
+	}
+	close(fd);
+	if (!*buf)
+		return -1;
+	(*buf)[all] = 0;
+	return all;
 }
 
 /* Read /proc/@pid/@what into @buf (NUL-terminated). Bytes read, or -1. */
@@ -606,15 +662,39 @@ out:
 	return st;
 }
 
-/* Whether NUL-separated @env (@len bytes) has "@name=" containing @want. */
-static int env_has(const char *env, size_t len, const char *name,
-		   const char *want)
+/*
+ * The value of @name in NUL-separated @env (@len bytes, NUL-terminated),
+ * or NULL: the first definition (getenv()'s), or with @last the last one
+ * (the dynamic linker's, for LD_PRELOAD).
+ */
+static const char *env_get(const char *env, size_t len, const char *name,
+			   int last)
 {
 	size_t nl = strlen(name);
+	const char *val = NULL;
 
 	for (const char *e = env; e < env + len; e += strlen(e) + 1)
-		if (!strncmp(e, name, nl) && e[nl] == '=')
-			return !want || strstr(e + nl + 1, want) ? 1 : 2;
+		if (!strncmp(e, name, nl) && e[nl] == '=') {
+			val = e + nl + 1;
+			if (!last)
+				break;
+		}
+	return val;
+}
+
+/* Whether LD_PRELOAD list @list (':' or ' ' between) has @want, whole. */
+static int preload_has(const char *list, const char *want)
+{
+	size_t wl = strlen(want);
+
+	for (const char *s = list; *s; ) {
+		size_t n = strcspn(s, ": ");
+
+		if (n == wl && !strncmp(s, want, wl))
+			return 1;
+		s += n;
+		s += strspn(s, ": ");
+	}
 	return 0;
 }
 
@@ -625,9 +705,9 @@ static const char *why_no_agent(const struct pkc_run *r, pid_t pid,
 	static char env[1 << 20];
 	struct timespec ms = { 0, 1000 * 1000 };
 	char status[4096], *u, *g;
+	const char *pre, *dir, *mode, *specs;
 	unsigned int ru, eu, rg, eg;
 	ssize_t len;
-	int pre;
 
 	/*
 	 * In the middle of an exec the new image's exe shows before its
@@ -654,15 +734,20 @@ static const char *why_no_agent(const struct pkc_run *r, pid_t pid,
 		return "static";
 	if (len < 0)
 		return NULL;
-	pre = env_has(env, (size_t)len, "LD_PRELOAD", r->agent);
+	/* Exactly what probekit set: anything else is another run's, or none. */
+	pre = env_get(env, (size_t)len, "LD_PRELOAD", 1);
 	if (!pre)
 		return "no LD_PRELOAD at exec";
-	if (pre == 2)
+	if (!preload_has(pre, r->agent))
 		return "LD_PRELOAD without the agent at exec";
-	if (env_has(env, (size_t)len, PKA_ENV_DIR, r->dir) != 1 ||
-	    !env_has(env, (size_t)len, PKA_ENV_MODE, NULL) ||
-	    !env_has(env, (size_t)len, PKA_ENV_SPECS, NULL))
+	dir = env_get(env, (size_t)len, PKA_ENV_DIR, 0);
+	mode = env_get(env, (size_t)len, PKA_ENV_MODE, 0);
+	specs = env_get(env, (size_t)len, PKA_ENV_SPECS, 0);
+	if (!dir || !mode || !specs)
 		return "no PROBEKIT_AGENT_* variables at exec";
+	if (strcmp(dir, r->dir) || strcmp(mode, r->mode_name) ||
+	    (r->specs_path && strcmp(specs, r->specs_path)))
+		return "PROBEKIT_AGENT_* variables not probekit's at exec";
 	return NULL;
 }
 
@@ -682,48 +767,70 @@ static struct pkc_proc *proc_add(struct pkc_run *r)
 }
 
 /*
+ * Process @pid's /proc/PID/stat into @buf: fields 3, 4, 22 and 50
+ * (proc_pid_stat(5)) after the name, which *@rp points at the end of;
+ * 50, env_start, reads 0 when we may not look (another user's program, a
+ * set-user-ID one), the memory is gone, or an exec has not laid out the
+ * new one yet. 0, or -1.
+ */
+static int read_stat(pid_t pid, char *buf, size_t len, char **rp,
+		     char *state, int *ppid, unsigned long long *start,
+		     unsigned long long *env_start)
+{
+	char *f;
+
+	*env_start = 0;
+	if (proc_read(pid, "stat", buf, len) <= 0 || !(*rp = strrchr(buf, ')')) ||
+	    sscanf(*rp + 1, " %c %d %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+		   "%*s %*s %*s %*s %*s %*s %llu", state, ppid, start) != 3)
+		return -1;
+	f = *rp + 1;
+	for (int k = 3; f && k < 50; k++)
+		f = strchr(f + 1, ' ');
+	if (f)
+		*env_start = strtoull(f + 1, NULL, 10);
+	return 0;
+}
+
+/*
  * Look at process @pid: a new program image is noted; with @end, one
  * still running is marked alive. Whether it is a zombie in *@zombie.
  */
 static void look_at(struct pkc_run *r, pid_t pid, int end, int *zombie)
 {
-	char stat_buf[512], path[64], exe[4096], *rp;
+	unsigned long long start = 0, env_start = 0, start2, env2;
+	char stat_buf[1024], path[64], exe[4096], *rp, state2;
 	struct pkc_proc *p;
 	struct stat st;
-	unsigned long long start = 0;
 	int ppid = 0, ok;
 	char state = '?';
 	ssize_t n;
 
 	*zombie = 0;
-	/* Fields 3, 4 and 22 (proc_pid_stat(5)), after the name. */
-	if (proc_read(pid, "stat", stat_buf, sizeof(stat_buf)) <= 0 ||
-	    !(rp = strrchr(stat_buf, ')')) ||
-	    sscanf(rp + 1, " %c %d %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
-		   "%*s %*s %*s %*s %*s %*s %llu", &state, &ppid, &start) != 3)
+	if (read_stat(pid, stat_buf, sizeof(stat_buf), &rp, &state, &ppid,
+		      &start, &env_start))
 		return;
 	if (state == 'Z' || state == 'X') {
 		char *lp = strchr(stat_buf, '(');
 
 		/*
-		 * Ended unseen. A fork()ed child that did not exec keeps
-		 * its parent's name and counts in its parent's record: only
-		 * one that took another name is noted, as not looked at.
+		 * Ended unseen: only its name is left. One named as a
+		 * process with a record is taken for a fork()ed child of it
+		 * (mark_names(), once every record was read: its parent may
+		 * have ended first and made it probekit's); anything else
+		 * is not counted.
 		 */
 		*zombie = 1;
 		if (end || proc_seen_pid(r, pid) || !lp)
 			return;
 		*rp = 0;
-		if (proc_read(ppid, "comm", exe, sizeof(exe)) > 0) {
-			exe[strcspn(exe, "\n")] = 0;
-			if (!strcmp(exe, lp + 1))
-				return;
-		}
 		p = proc_add(r);
 		if (!p)
 			return;
 		p->pid = pid;
 		p->ppid = ppid;
+		p->start = start;
+		snprintf(p->comm, sizeof(p->comm), "%s", lp + 1);
 		if (asprintf(&p->exe, "[%s]", lp + 1) < 0)
 			p->exe = NULL;
 		p->why = "ended before probekit could look at it";
@@ -735,12 +842,28 @@ static void look_at(struct pkc_run *r, pid_t pid, int end, int *zombie)
 	/* Ending (its memory gone, not yet a zombie): the next scan tells. */
 	if (!ok && errno != EACCES && errno != EPERM)
 		return;
-	p = proc_find(r, pid, start, ok ? st.st_dev : 0, ok ? st.st_ino : 0);
+	/*
+	 * One we may look at with no env_start yet is in the middle of an
+	 * exec (the new exe shows first): the next scan looks again.
+	 */
+	if (ok && !env_start && !end)
+		return;
+	p = proc_find(r, pid, start, ok ? st.st_dev : 0, ok ? st.st_ino : 0,
+		      env_start);
 	if (p) {
 		p->alive |= end;
 		return;
 	}
 	if (end)
+		return;
+	/*
+	 * A new image: its exe and its env_start must be of one memory.
+	 * An exec that completed between the two reads (the old image's
+	 * env_start, the new exe) shows as another env_start now: the next
+	 * scan looks again.
+	 */
+	if (read_stat(pid, exe, sizeof(exe), &rp, &state2, &ppid, &start2,
+		      &env2) || env2 != env_start || start2 != start)
 		return;
 	n = ok ? readlink(path, exe, sizeof(exe) - 1) : -1;
 	/*
@@ -759,6 +882,7 @@ static void look_at(struct pkc_run *r, pid_t pid, int end, int *zombie)
 	p->start = start;
 	p->dev = ok ? st.st_dev : 0;
 	p->ino = ok ? st.st_ino : 0;
+	p->env_start = env_start;
 	p->exe = strdup(exe);
 	p->why = why_no_agent(r, pid, path, ok);
 }
@@ -774,12 +898,15 @@ static int pre_child(const struct pkc_run *r, pid_t pid)
 /* Note the children probekit has before it starts COMMAND. */
 static void note_pre_children(struct pkc_run *r)
 {
-	char path[64], buf[4096];
+	char path[64], *buf = NULL;
+	size_t cap = 0;
 	pid_t *p;
 
 	snprintf(path, sizeof(path), "task/%d/children", (int)getpid());
-	if (proc_read(getpid(), path, buf, sizeof(buf)) <= 0)
+	if (proc_read_all(getpid(), path, &buf, &cap) <= 0) {
+		free(buf);
 		return;
+	}
 	for (char *s = buf, *next; *s; s = next) {
 		long c = strtol(s, &next, 10);
 
@@ -789,10 +916,11 @@ static void note_pre_children(struct pkc_run *r)
 			continue;
 		p = realloc(r->pre, (size_t)(r->npre + 1) * sizeof(*p));
 		if (!p)
-			return;
+			break;
 		r->pre = p;
 		r->pre[r->npre++] = (pid_t)c;
 	}
+	free(buf);
 }
 
 /*
@@ -802,8 +930,9 @@ static void note_pre_children(struct pkc_run *r)
  */
 static void walk(struct pkc_run *r, pid_t pid, int depth, int end)
 {
-	char path[300], buf[4096];
+	char path[300], *buf = NULL;
 	struct dirent *e;
+	size_t cap = 0;
 	DIR *d;
 
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
@@ -816,7 +945,8 @@ static void walk(struct pkc_run *r, pid_t pid, int depth, int end)
 		if (e->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof(path), "task/%s/children", e->d_name);
-		if (proc_read(pid, path, buf, sizeof(buf)) <= 0)
+		/* All of them: thousands of children are thousands of pids. */
+		if (proc_read_all(pid, path, &buf, &cap) <= 0)
 			continue;
 		for (s = buf; *s; s = next) {
 			long c = strtol(s, &next, 10);
@@ -835,6 +965,7 @@ static void walk(struct pkc_run *r, pid_t pid, int depth, int end)
 		}
 	}
 	closedir(d);
+	free(buf);
 }
 
 /*
@@ -990,9 +1121,14 @@ static void add_specs(struct pka_header *h, struct pkc_spec *t, int n)
 
 /*
  * The processes seen that record @name (@h, if usable) stands for: its
- * own, and the fork()ed children of its image, which add to it (a
- * process of that image with nothing against the agent and no record of
- * its own is one: an image that exec()ed makes its own record).
+ * own, and the fork()ed (or vfork()ed) children of its image that have
+ * not exec()ed, which add to it. Those share its exe and its env_start
+ * (the same memory layout); an exec, even of the same program, lays out
+ * a new one, and that image must have a record of its own (in its own
+ * pid, the same image is taken for the record's: an ASan runtime, for
+ * one, may exec its program again before any constructor of the agent's
+ * has run). Where env_start is unknown on either side, a process of the
+ * image with nothing against the agent is taken for such a child.
  */
 static void mark_counted(struct pkc_run *r, const char *name,
 			 const struct pka_header *h)
@@ -1004,18 +1140,112 @@ static void mark_counted(struct pkc_run *r, const char *name,
 		int image = h && h->exe_ino && p->dev == h->exe_dev &&
 			    p->ino == h->exe_ino;
 
+		if (image && h->env_start && p->env_start) {
+			if (p->env_start == h->env_start || p->pid == pid)
+				p->counted = 1;
+			continue;
+		}
 		if ((p->pid == pid && (!h || !h->exe_ino || p->unseen || image)) ||
 		    (image && !p->why))
 			p->counted = 1;
 	}
 }
 
-/* Whether @name is as the agent names a record: <pid>-XXXXXX. */
+/*
+ * What @name is as the agent names files (protocol.h): 1 a record,
+ * <pid>-XXXXXX; 2 <pid>-XXXXXX.fsize; 0 neither.
+ */
 static int record_name(const char *name)
 {
 	const char *dash = name + strspn(name, "0123456789");
 
-	return dash != name && *dash == '-' && strlen(dash + 1) == 6;
+	if (dash == name)
+		return 0;
+	if (*dash != '-')
+		return 0;
+	if (strlen(dash + 1) == 6)
+		return 1;
+	if (strlen(dash + 1) == 6 + strlen(PKA_FSIZE_SUFFIX) &&
+	    !strcmp(dash + 7, PKA_FSIZE_SUFFIX))
+		return 2;
+	return 0;
+}
+
+/*
+ * Process @pid made no record: its file size limit is below a record's
+ * size (protocol.h). Said of its images not counted by a record (once
+ * every record was read); if there is none (the image that found the
+ * limit ended unseen, its pid seen only as a fork()ed child before its
+ * exec), of a process of its own.
+ */
+static void mark_fsize(struct pkc_run *r, pid_t pid)
+{
+	static const char why[] = "its file size limit (ulimit -f) is below "
+				  "a record's size";
+	struct pkc_proc *p;
+	int said = 0;
+
+	for (int i = 0; i < r->nprocs; i++)
+		if (r->procs[i].pid == pid && !r->procs[i].counted) {
+			r->procs[i].why = why;
+			said = 1;
+		}
+	if (said || !(p = proc_add(r)))
+		return;
+	p->pid = pid;
+	p->exe = strdup("?");
+	p->why = why;
+}
+
+/* Keep @pid of a <pid>-XXXXXX.fsize for mark_fsize() after the records. */
+static void add_fsize(struct pkc_run *r, pid_t pid)
+{
+	pid_t *p = realloc(r->fsize, (size_t)(r->nfsize + 1) * sizeof(*p));
+
+	if (!p)
+		return;
+	r->fsize = p;
+	r->fsize[r->nfsize++] = pid;
+}
+
+/* Keep the name (comm) of record @h's process, once per name. */
+static void add_name(struct pkc_run *r, const struct pka_header *h)
+{
+	char comm[sizeof(h->comm)];
+	struct pkc_note *n;
+
+	memcpy(comm, h->comm, sizeof(comm));
+	comm[sizeof(comm) - 1] = 0;
+	for (int k = 0; k < r->nnotes; k++)
+		if (!strcmp(r->notes[k].comm, comm))
+			return;
+	n = realloc(r->notes, (size_t)(r->nnotes + 1) * sizeof(*n));
+	if (!n)
+		return;
+	r->notes = n;
+	memcpy(n[r->nnotes].comm, comm, sizeof(comm));
+	r->nnotes++;
+}
+
+/*
+ * The processes seen only once they had ended (only their name is left)
+ * that are taken for fork()ed children of a process with a record: those
+ * named as one. One that ran another program of the same name, loading
+ * no agent, and ended within a scan is taken for one too.
+ */
+static void mark_names(struct pkc_run *r)
+{
+	for (int i = 0; i < r->nprocs; i++) {
+		struct pkc_proc *p = &r->procs[i];
+
+		if (!p->unseen || p->counted)
+			continue;
+		for (int k = 0; k < r->nnotes; k++)
+			if (!strcmp(r->notes[k].comm, p->comm)) {
+				p->counted = 1;
+				break;
+			}
+	}
 }
 
 /*
@@ -1085,11 +1315,15 @@ int pkc_run_collect(struct pkc_run *r, struct pkc_spec *t, int consume,
 	while ((e = readdir(d))) {
 		ssize_t got = -1;
 		off_t size = -1;
-		int fd;
+		int fd, kind = record_name(e->d_name);
 
 		/* Anything else is left for pkc_run_end() to remove. */
-		if (!record_name(e->d_name))
+		if (!kind || (kind > 1 && !consume))
 			continue;
+		if (kind == 2) {
+			add_fsize(r, (pid_t)atoi(e->d_name));
+			continue;
+		}
 		fd = open_record(dirfd(d), e->d_name, &size);
 		if (fd < 0)
 			continue;
@@ -1109,12 +1343,19 @@ int pkc_run_collect(struct pkc_run *r, struct pkc_spec *t, int consume,
 		if (!usable(r, r->buf, got))
 			continue;
 		procs++;
-		if (consume)
+		if (consume) {
 			mark_counted(r, e->d_name, r->buf);
+			add_name(r, r->buf);
+		}
 		add_specs(r->buf, t, r->n);
 		add(r->buf, ctx);
 	}
 	closedir(d);
+	if (consume) {
+		mark_names(r);
+		for (int i = 0; i < r->nfsize; i++)
+			mark_fsize(r, r->fsize[i]);
+	}
 	return procs;
 }
 
@@ -1285,6 +1526,14 @@ void pkc_run_free(struct pkc_run *r)
 	free(r->problems);
 	free(r->buf);
 	free(r->pre);
+	free(r->notes);
+	free(r->fsize);
+	free(r->specs_path);
+	r->fsize = NULL;
+	r->nfsize = 0;
+	r->notes = NULL;
+	r->nnotes = 0;
+	r->specs_path = NULL;
 	r->pre = NULL;
 	r->npre = 0;
 	r->procs = NULL;

@@ -2,7 +2,8 @@
 /* cli_target.c - a program for tests/cli.sh: calls a static function a known number of times, then forks, execs or dies as told. */
 
 /*
- * cli_target N [fork M] [exec K] [sleep MS] [daemon M] [exit CODE | _exit | kill]
+ * cli_target N [fork M] [exec K] [sleep MS] [daemon M] [orphans M]
+ *            [exit CODE | _exit | kill]
  *
  *   N        calls of cli_target_fn() in this process
  *   fork M   a forked child calls it M more times (its counts land in the
@@ -12,6 +13,9 @@
  *   daemon M a double-forked grandchild, in a session of its own, calls it
  *            M times 400 ms later (the command has ended by then) and
  *            ends; the child between them ends at once
+ *   orphans M M times: a forked child forks a grandchild and ends at once;
+ *            the grandchild (an orphan, the subreaper's child) calls it
+ *            once 2 ms later and ends; 20 ms between them
  *   exit C   end with exit(C); _exit: with _exit(0), no destructors;
  *            kill: by SIGTERM
  */
@@ -103,6 +107,26 @@ int main(int argc, char **argv)
 				_exit(0);
 			}
 			waitpid(pid, NULL, 0);
+		} else if (!strcmp(argv[i], "orphans") && i + 1 < argc) {
+			long m = atol(argv[++i]);
+
+			for (long k = 0; k < m; k++) {
+				struct timespec ts = { 0, 2 * 1000000L };
+
+				pid = fork();
+				if (pid == 0) {
+					if (fork())
+						_exit(0);
+					while (nanosleep(&ts, &ts))
+						;
+					calls(1);
+					_exit(0);
+				}
+				waitpid(pid, NULL, 0);
+				ts.tv_nsec = 20 * 1000000L;
+				while (nanosleep(&ts, &ts))
+					;
+			}
 		} else if (!strcmp(argv[i], "exit") && i + 1 < argc) {
 			code = atoi(argv[++i]);
 		} else if (!strcmp(argv[i], "_exit")) {

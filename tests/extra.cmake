@@ -320,6 +320,16 @@ add_test(NAME cli_glob
 set_tests_properties(cli_glob PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end glob10 ----
+# ---- clifix: processes told apart exactly (review of cli10, items 1 4 5 7 12) ----
+# cli_procs.sh: ulimit -f below a record, short-lived orphans, environments
+# that only contain probekit's, an exec()ed image without a record, long
+# C++ names, 820 children at once.
+add_test(NAME cli_procs
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_procs.sh $<TARGET_FILE:probekit_cli>
+          $<TARGET_FILE:cli_target> ${PK_CLI_SANITIZED})
+set_tests_properties(cli_procs PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
+# ---- end clifix ----
 # ---- end cli ----
 
 # ---- noprobe: what probekit's own signal path calls (issue 9, item 2) ----
