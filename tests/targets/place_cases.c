@@ -22,7 +22,8 @@
  *              jmp reads it back from the stack (jmp *-8(%rsp), or mov;
  *              jmp *%reg): int3 probe (a jump probe on main f504f86, and
  *              a probe at a label inside ran the middle of the jmp)
- *   cgoto_static the same through a writable static word
+ *   cgoto_tls  the same through a thread's writable word (per thread: the
+ *              stress test runs it from several)
  *   call_first a call among the first instructions (after a push)
  *   call_only  a call first of all (after the stack adjustment)
  *   zero, ident short functions (3 bytes, 7 with endbr64): the padding
@@ -149,9 +150,9 @@ l2:	acc += 4;
 	return (int)acc;
 }
 
-void *volatile F(cgoto_word);
+__thread void *volatile F(cgoto_word);
 
-NOI int F(cgoto_static)(int op)
+NOI int F(cgoto_tls)(int op)
 {
 	static const int offs[] = { 0, &&l1 - &&l0, &&l2 - &&l0 };
 	long acc = 0;
@@ -210,7 +211,7 @@ NOI int F(run)(int k, int x)
 	case 8: return zp() + x;
 	case 9: return ip(x * 5);
 	case 10: return F(cgoto_stack)(x % 3) + x;
-	case 11: return F(cgoto_static)(x % 3) + x;
+	case 11: return F(cgoto_tls)(x % 3) + x;
 	default: return 0;
 	}
 }
