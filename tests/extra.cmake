@@ -601,3 +601,20 @@ foreach(name test_prof_hist test_prof_tsc test_prof_openmetrics test_prof_trace)
   endif()
 endforeach()
 # ---- end prof11 ----
+
+# ---- probe/placefix: entries no branch names (review of issue 12) ----
+# test_place_reach probes every instruction boundary of place_cases.c's
+# computed gotos through memory, of a g++ -O2 catch (its landing pad,
+# tests/targets/place_eh.cc, built by the compiler alone like the place
+# cases) and of a .cold-shaped function another's jump table enters.
+if(TARGET test_place_reach)
+  set(PK_PEH ${CMAKE_CURRENT_BINARY_DIR}/libplace_eh.so)
+  add_custom_command(OUTPUT ${PK_PEH}
+    COMMAND ${CMAKE_CXX_COMPILER} -O2 -fPIC -shared -o ${PK_PEH}
+            ${CMAKE_CURRENT_SOURCE_DIR}/targets/place_eh.cc
+    DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/targets/place_eh.cc VERBATIM)
+  add_custom_target(place_eh DEPENDS ${PK_PEH})
+  add_dependencies(test_place_reach place_cases place_eh)
+  target_link_options(test_place_reach PRIVATE -rdynamic)
+endif()
+# ---- end probe/placefix ----

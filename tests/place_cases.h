@@ -10,6 +10,7 @@
 static const char *const pc_names[] = {
 	"switch10", "switch_loop", "tail_ops", "tail_tbl", "tail_cb",
 	"cgoto", "call_first", "call_only", "zero", "ident",
+	"cgoto_stack", "cgoto_tls",
 };
 #define PC_N (sizeof(pc_names) / sizeof(pc_names[0]))
 

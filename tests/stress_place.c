@@ -92,7 +92,8 @@ int main(void)
 		SKIP("no place_cases variant built (PK_TARGET_DIR?)");
 	printf("%zu variants, %zu probes, %zu of them jump probes\n", nv, np,
 	       jumps);
-	ASSERT_GE(jumps, np - nv, "all but the computed gotos jump probes");
+	/* cgoto, cgoto_stack, cgoto_tls: int3 where gcc builds them. */
+	ASSERT_GE(jumps, np - 3 * nv, "all but the computed gotos jump probes");
 	for (long i = 0; i < NTHREADS; i++)
 		pthread_create(&th[i], NULL, caller, (void *)i);
 	until = t_now() + secs;

@@ -27,7 +27,9 @@
  * call) lands on a function's entry or on an address some code made: the
  * function must make none inside its displaced bytes (a lea or immediate
  * of it: a computed goto's label, &&label), and a word it reads whose
- * address is known must not hold one now. A jmp through a register whose
+ * address is known must not hold one now; where the word's address is not
+ * known or the word is writable, the function must make no address of its
+ * own code at all (&&label + offset, stored and reloaded, lands anywhere). A jmp through a register whose
  * value is not traced to a load (a callback kept in a callee-saved
  * register, a pointer loaded in another block) likewise, where the
  * function makes no address of its own code at all and no table it loads
@@ -79,8 +81,9 @@ struct obj_segs {
 	unsigned int n;
 	struct {
 		uintptr_t lo, hi;
-		int exec;
+		int exec, write;
 	} seg[16];
+	uintptr_t relro_lo, relro_hi;	/* read-only after relocation */
 };
 
 static int find_segs(struct dl_phdr_info *info, size_t size, void *arg)
@@ -108,7 +111,16 @@ static int find_segs(struct dl_phdr_info *info, size_t size, void *arg)
 		o->seg[o->n].lo = info->dlpi_addr + ph->p_vaddr;
 		o->seg[o->n].hi = o->seg[o->n].lo + ph->p_memsz;
 		o->seg[o->n].exec = !!(ph->p_flags & PF_X);
+		o->seg[o->n].write = !!(ph->p_flags & PF_W);
 		o->n++;
+	}
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_GNU_RELRO) {
+			o->relro_lo = info->dlpi_addr + ph->p_vaddr;
+			o->relro_hi = o->relro_lo + ph->p_memsz;
+		}
 	}
 	return 1;
 }
@@ -128,6 +140,20 @@ static size_t readable(const struct obj_segs *o, uint64_t a)
 		if (a >= o->seg[i].lo && a < o->seg[i].hi)
 			return o->seg[i].hi - a;
 	return 0;
+}
+
+/*
+ * Whether the 8 bytes at @a may change at run time: in a writable segment
+ * of the object (not its RELRO part), or not in the object at all.
+ */
+static int writable(const struct obj_segs *o, uint64_t a)
+{
+	if (a >= o->relro_lo && a + 8 <= o->relro_hi)
+		return 0;
+	for (unsigned int i = 0; i < o->n; i++)
+		if (a >= o->seg[i].lo && a + 8 <= o->seg[i].hi)
+			return o->seg[i].write;
+	return 1;
 }
 
 size_t pk_probe_tail(const struct pk_func *fn)
@@ -237,8 +263,8 @@ static int table_lands_in(const struct obj_segs *o, const struct pk_ijmp *j,
  * table loads count. 0, or -ENOTSUP.
  */
 static int ijmp_safe(const struct pk_probe_place *p, const struct obj_segs *o,
-		     const struct pk_ijmp *j, int reg, const struct pk_func *fn,
-		     const char *what)
+		     const struct pk_ijmp *j, int reg, uint64_t own,
+		     const struct pk_func *fn, const char *what)
 {
 	uint64_t lo = p->addr, hi = p->addr + p->len, w;
 	size_t at = (size_t)(j->at - fn->start), entries = 0;
@@ -249,6 +275,22 @@ static int ijmp_safe(const struct pk_probe_place *p, const struct obj_segs *o,
 	case PK_IJMP_REG:
 		return 0;
 	case PK_IJMP_POINTER:
+		/*
+		 * A word on the stack, in a struct, in writable data: it holds
+		 * whatever the program stored there, and where the function
+		 * makes an address of its own code (a computed goto's &&label
+		 * plus an offset, stored and loaded again, as gcc -O0 and a
+		 * volatile do), that address can be anywhere in it.
+		 */
+		if (own && (!j->table || readable(o, j->table) < 8 ||
+			    writable(o, j->table))) {
+			pk_dbg("probe: %s: the jmp at +%zu reads its target from "
+			       "memory that may change, and the instruction at "
+			       "+%zu makes an address of the function's own "
+			       "code: int3 probe", what, at,
+			       (size_t)(own - fn->start));
+			return -ENOTSUP;
+		}
 		if (!j->table || readable(o, j->table) < 8)
 			return 0;	/* a struct's, another object's word */
 		pk_arch_copy_unchecked(&w, (const void *)j->table, 8);
@@ -353,7 +395,7 @@ static int ijmps_safe(struct pk_probe_place *p, const struct pk_func *fn,
 	}
 	err = 0;
 	for (int i = 0; i < n && !err; i++)
-		err = ijmp_safe(p, &o, &js[i], reg, fn, what);
+		err = ijmp_safe(p, &o, &js[i], reg, own, fn, what);
 out:
 	free(js);
 	return err;

@@ -18,6 +18,7 @@
 #include "arch/arch.h"
 #include "internal.h"
 #include "probe/xref.h"
+#include "sym/sym.h"
 #include "util/maps.h"
 
 #define BUILD_ID_MAX 64
@@ -211,6 +212,197 @@ static void eh_starts(struct build *b, Elf_Scn *scn, const GElf_Shdr *sh)
 	for (size_t i = 0; i < count; i++)
 		add_start(b, sh->sh_addr +
 			     (uint64_t)(int64_t)(int32_t)get32(p + 12 + 8 * i));
+}
+
+/* ------------------------- entries that no branch instruction names */
+
+struct asec {
+	uint64_t addr, size;
+	const uint8_t *bytes;
+};
+
+/* The allocated sections with file bytes, for reading by address. */
+static size_t alloc_secs(Elf *e, struct asec **out)
+{
+	struct asec *a = NULL;
+	size_t n = 0, cap = 0;
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    !(sh.sh_flags & SHF_ALLOC) || !sh.sh_size)
+			continue;
+		d = elf_rawdata(scn, NULL);
+		if (!d || !d->d_buf || d->d_size < sh.sh_size)
+			continue;
+		if (PK_GROW(&a, &cap, n + 1))
+			break;
+		a[n++] = (struct asec){ sh.sh_addr, sh.sh_size, d->d_buf };
+	}
+	*out = a;
+	return n;
+}
+
+/* The file's bytes at address @addr, and how many follow in one section. */
+static const uint8_t *at_addr(const struct asec *a, size_t n, uint64_t addr,
+			      size_t *room)
+{
+	for (size_t i = 0; i < n; i++)
+		if (addr >= a[i].addr && addr < a[i].addr + a[i].size) {
+			*room = (size_t)(a[i].addr + a[i].size - addr);
+			return a[i].bytes + (addr - a[i].addr);
+		}
+	*room = 0;
+	return NULL;
+}
+
+#define XTABLE_MAX 65536	/* a jump table's entries read, at most */
+
+/*
+ * Jump tables of int32 offsets from their own address (GCC's and clang's
+ * PIC and PIE tables: lea T(%rip),%b; movslq (%b,%i,4),%r; add %b,%r;
+ * jmp *%r): every lea T(%rip) of a 64-bit register in the code, T read as
+ * such a table for as long as each entry names the object's code. Their
+ * entries land in other functions too (GCC moves cases into f.cold, a
+ * symbol and FDE of its own, whose scan sees no table). No decoding: a
+ * superset (a lea of anything else reads as a table of junk, which adds
+ * destinations, refusing jump probes, never hiding one).
+ */
+static int u64_cmp(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return (a > b) - (a < b);
+}
+
+static void table_entries(struct build *b, const struct asec *a, size_t na)
+{
+	uint64_t *ts = NULL;
+	size_t nt = 0, cap = 0;
+
+	for (size_t i = 0; i < b->nsec; i++) {
+		const struct sec *sc = &b->sec[i];
+		const uint8_t *p = sc->bytes;
+
+		for (size_t j = 0; j + 7 <= sc->size; j++) {
+			const uint8_t *m;
+			uint64_t t;
+
+			/* The lea's opcode byte: memchr skips to the next. */
+			m = memchr(p + j + 1, 0x8d, sc->size - j - 1);
+			if (!m || (size_t)(m - p) + 6 > sc->size)
+				break;
+			j = (size_t)(m - p) - 1;
+			if ((p[j] != 0x48 && p[j] != 0x4c) || p[j + 1] != 0x8d ||
+			    (p[j + 2] & 0xc7) != 0x05)
+				continue;
+			t = sc->addr + j + 7 +
+			    (uint64_t)(int64_t)(int32_t)get32(p + j + 3);
+			/* Tables are 4-aligned data, never in the code. */
+			if ((t & 3) || (t >= b->lo && t < b->hi))
+				continue;
+			if (PK_GROW(&ts, &cap, nt + 1)) {
+				b->oom = 1;
+				free(ts);
+				return;
+			}
+			ts[nt++] = t;
+		}
+	}
+	qsort(ts, nt, sizeof(*ts), u64_cmp);
+	/* Each table up to the next one (GCC and clang put them end to end). */
+	for (size_t i = 0; i < nt; i++) {
+		uint64_t t = ts[i], stop = UINT64_MAX;
+		const uint8_t *q;
+		size_t room;
+
+		if (i && ts[i - 1] == t)
+			continue;
+		for (size_t k = i + 1; k < nt; k++)
+			if (ts[k] != t) {
+				stop = ts[k];
+				break;
+			}
+		q = at_addr(a, na, t, &room);
+		for (size_t k = 0; q && k + 4 <= room && k / 4 < XTABLE_MAX &&
+				   t + k < stop; k += 4) {
+			uint64_t d = t + (uint64_t)(int64_t)(int32_t)get32(q + k);
+
+			if (d < b->lo || d >= b->hi)
+				break;
+			emit(d, b);
+		}
+	}
+	free(ts);
+}
+
+struct pads {
+	struct build *b;
+	const struct asec *a;
+	size_t na;
+};
+
+static void pad_emit(uint64_t pad, void *ctx)
+{
+	emit(pad, ((struct pads *)ctx)->b);
+}
+
+/* One FDE's LSDA: its landing pads, or (not readable) all its bytes. */
+static int lsda_pads(uint64_t start, uint64_t range, uint64_t lsda,
+		     void *ctx)
+{
+	struct pads *pc = ctx;
+	const uint8_t *q;
+	size_t room;
+
+	q = at_addr(pc->a, pc->na, lsda, &room);
+	if (q && !pk_eh_landing_pads(q, room, lsda, start, pad_emit, pc))
+		return 0;
+	pk_dbg("xref: the LSDA of the function at 0x%" PRIx64 " cannot be "
+	       "read: no jump probe in it", start);
+	for (uint64_t x = start + 1; x < start + range && !pc->b->oom; x++)
+		emit(x, pc->b);
+	return 0;
+}
+
+/*
+ * C++ landing pads (and any other personality's LSDA call sites): the
+ * unwinder jumps to them from .gcc_except_table's function-relative
+ * offsets, which neither a branch nor a relocation names. Where
+ * .eh_frame cannot be read through, every byte of the code is a
+ * destination (no jump probe in this object, rather than a wrong one).
+ */
+static void eh_pads(struct build *b, Elf *e, const struct asec *a, size_t na)
+{
+	struct pads pc = { b, a, na };
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(e, &shstrndx))
+		return;
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		const char *nm;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS)
+			continue;
+		nm = elf_strptr(e, shstrndx, sh.sh_name);
+		if (!nm || strcmp(nm, ".eh_frame"))
+			continue;
+		d = elf_rawdata(scn, NULL);
+		if (!d || !d->d_buf)
+			continue;
+		if (pk_eh_each_lsda(d->d_buf, d->d_size, sh.sh_addr, lsda_pads,
+				    &pc) == -EINVAL) {
+			pk_dbg("xref: .eh_frame not read through: landing pads "
+			       "unknown, no jump probe in this object");
+			b->oom = 1;	/* refused as if no index */
+		}
+	}
 }
 
 /* The GNU build id in the notes at @p (@size bytes), or 0 bytes. */
@@ -542,6 +734,15 @@ static int build_fd(int fd, const uint8_t *id, size_t id_len,
 			     (uint64_t)(int64_t)(int32_t)get32(p + at), &b);
 		}
 		x->st.text_bytes += sc->size;
+	}
+	/* Jump table entries and landing pads: entries no branch names. */
+	{
+		struct asec *a = NULL;
+		size_t na = alloc_secs(e, &a);
+
+		table_entries(&b, a, na);
+		eh_pads(&b, e, a, na);
+		free(a);
 	}
 	if (b.oom) {
 		err = -ENOMEM;

@@ -11,6 +11,7 @@
  * pointer encodings). Read from the file's section, not from memory: the
  * same code serves loaded objects and files on disk.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "sym/sym.h"
@@ -231,4 +232,156 @@ int pk_eh_each_fde(const uint8_t *data, size_t len, uint64_t vaddr,
 		off = next;
 	}
 	return n;
+}
+
+/*
+ * A CIE's FDE pointer encoding ('R') and LSDA pointer encoding ('L',
+ * PE_OMIT without one), and whether FDEs carry augmentation data ('z').
+ */
+static int cie_encs(const uint8_t *sec, size_t len, uint64_t vaddr,
+		    size_t off, uint8_t *enc, uint8_t *lenc, int *z)
+{
+	struct cur c = { sec + off, sec + len, 0 };
+	uint64_t l = get_n(&c, 4), id;
+	const char *aug;
+	uint8_t ver;
+
+	*enc = PE_ABSPTR;
+	*lenc = PE_OMIT;
+	*z = 0;
+	if (l == 0xffffffff)
+		l = get_n(&c, 8);
+	if (c.bad || l > (uint64_t)(c.end - c.p))
+		return -1;
+	c.end = c.p + l;
+	id = get_n(&c, 4);
+	ver = (uint8_t)get_n(&c, 1);
+	if (c.bad || id != 0 || (ver != 1 && ver != 3))
+		return -1;
+	aug = (const char *)c.p;
+	c.p = memchr(c.p, 0, (size_t)(c.end - c.p));
+	if (!c.p)
+		return -1;
+	c.p++;
+	if (aug[0] != 'z')
+		return aug[0] ? -1 : 0;
+	*z = 1;
+	get_uleb(&c);
+	get_sleb(&c);
+	if (ver == 1)
+		get_n(&c, 1);
+	else
+		get_uleb(&c);
+	get_uleb(&c);
+	for (const char *a = aug + 1; *a && !c.bad; a++) {
+		uint8_t e;
+
+		switch (*a) {
+		case 'R':
+			*enc = (uint8_t)get_n(&c, 1);
+			break;
+		case 'P':
+			e = (uint8_t)get_n(&c, 1);
+			get_ptr(&c, e, vaddr + (uint64_t)(c.p - sec), 0);
+			break;
+		case 'L':
+			*lenc = (uint8_t)get_n(&c, 1);
+			break;
+		case 'S':
+		case 'B':
+			break;
+		default:
+			return -1;
+		}
+	}
+	return c.bad ? -1 : 0;
+}
+
+int pk_eh_each_lsda(const uint8_t *data, size_t len, uint64_t vaddr,
+		    int (*fn)(uint64_t start, uint64_t range, uint64_t lsda,
+			      void *ctx),
+		    void *ctx)
+{
+	size_t off = 0;
+	int n = 0;
+
+	while (off + 4 <= len) {
+		struct cur c = { data + off, data + len, 0 };
+		uint64_t l = get_n(&c, 4), id, start, range, lsda;
+		uint8_t enc, lenc;
+		size_t body, next;
+		int z, r;
+
+		if (l == 0)
+			break;
+		if (l == 0xffffffff)
+			l = get_n(&c, 8);
+		if (c.bad || l > (uint64_t)(c.end - c.p))
+			return -EINVAL;
+		body = (size_t)(c.p - data);
+		next = body + (size_t)l;
+		c.end = c.p + l;
+		id = get_n(&c, 4);
+		if (c.bad)
+			return -EINVAL;
+		off = next;
+		if (id == 0)
+			continue;		/* a CIE */
+		if (id > body || cie_encs(data, len, vaddr, body - (size_t)id,
+					  &enc, &lenc, &z))
+			return -EINVAL;
+		start = get_ptr(&c, enc, vaddr + (uint64_t)(c.p - data), 1);
+		range = get_ptr(&c, enc & 0x0f, 0, 0);
+		if (c.bad)
+			return -EINVAL;
+		if (!z || lenc == PE_OMIT)
+			continue;
+		get_uleb(&c);			/* augmentation length */
+		lsda = get_ptr(&c, lenc, vaddr + (uint64_t)(c.p - data), 1);
+		if (c.bad)
+			return -EINVAL;
+		if (!lsda || !start)
+			continue;
+		r = fn(start, range, lsda, ctx);
+		if (r)
+			return r;
+		n++;
+	}
+	return n;
+}
+
+int pk_eh_landing_pads(const uint8_t *lsda, size_t len, uint64_t vaddr,
+		       uint64_t start,
+		       void (*fn)(uint64_t pad, void *ctx), void *ctx)
+{
+	struct cur c = { lsda, lsda + len, 0 };
+	uint8_t lpenc, ttenc, csenc;
+	uint64_t lpstart = start, cslen;
+	const uint8_t *end;
+
+	lpenc = (uint8_t)get_n(&c, 1);
+	if (lpenc != PE_OMIT)
+		lpstart = get_ptr(&c, lpenc, vaddr + (uint64_t)(c.p - lsda), 1);
+	ttenc = (uint8_t)get_n(&c, 1);
+	if (ttenc != PE_OMIT)
+		get_uleb(&c);			/* the type table's offset */
+	csenc = (uint8_t)get_n(&c, 1);
+	cslen = get_uleb(&c);
+	if (c.bad || cslen > (uint64_t)(c.end - c.p) || (csenc & 0x70))
+		return -EINVAL;
+	end = c.p + cslen;
+	c.end = end;
+	while (c.p < end) {
+		uint64_t lp;
+
+		get_ptr(&c, csenc, 0, 0);	/* the call site's start */
+		get_ptr(&c, csenc, 0, 0);	/* and length */
+		lp = get_ptr(&c, csenc, 0, 0);
+		get_uleb(&c);			/* the action */
+		if (c.bad)
+			return -EINVAL;
+		if (lp)
+			fn(lpstart + lp, ctx);
+	}
+	return 0;
 }

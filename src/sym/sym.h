@@ -32,6 +32,28 @@ PK_HIDDEN int pk_eh_each_fde(const uint8_t *data, size_t len, uint64_t vaddr,
 			     int (*fn)(uint64_t start, uint64_t range, void *ctx),
 			     void *ctx);
 
+/*
+ * pk_eh_each_lsda() - call @fn for every FDE of the .eh_frame section
+ * @data (as pk_eh_each_fde()) that names an LSDA (a C++ function's
+ * .gcc_except_table entry), with its start, range and the LSDA's file
+ * address. Return: the FDEs passed to @fn, @fn's nonzero return, or
+ * -EINVAL (an entry cannot be read: what follows it is unknown).
+ */
+PK_HIDDEN int pk_eh_each_lsda(const uint8_t *data, size_t len, uint64_t vaddr,
+			      int (*fn)(uint64_t start, uint64_t range,
+					uint64_t lsda, void *ctx),
+			      void *ctx);
+
+/*
+ * pk_eh_landing_pads() - call @fn with the address of every landing pad
+ * of the LSDA @lsda (@len bytes readable, at file address @vaddr) of the
+ * function starting at @start (the default LPStart). The unwinder jumps
+ * to these; no branch names them. Return: 0, or -EINVAL (not readable).
+ */
+PK_HIDDEN int pk_eh_landing_pads(const uint8_t *lsda, size_t len,
+				 uint64_t vaddr, uint64_t start,
+				 void (*fn)(uint64_t pad, void *ctx), void *ctx);
+
 /* One function of a file, as pk_elf_scan() hands it out. */
 struct pk_elf_sym {
 	const char *name;	/* without a version suffix; NULL for an FDE */

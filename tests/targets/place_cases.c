@@ -17,6 +17,13 @@
  *              addresses: read like a jump table where the jmp is traced
  *              to it (clang), else an int3 probe (GCC: the function makes
  *              addresses of its own code)
+ *   cgoto_stack computed goto to &&label + an int32 offset between labels
+ *              (no relocation), the target kept in a volatile local: the
+ *              jmp reads it back from the stack (jmp *-8(%rsp), or mov;
+ *              jmp *%reg): int3 probe (a jump probe on main f504f86, and
+ *              a probe at a label inside ran the middle of the jmp)
+ *   cgoto_tls  the same through a thread's writable word (per thread: the
+ *              stress test runs it from several)
  *   call_first a call among the first instructions (after a push)
  *   call_only  a call first of all (after the stack adjustment)
  *   zero, ident short functions (3 bytes, 7 with endbr64): the padding
@@ -127,6 +134,39 @@ op_end:
 	return x;
 }
 
+NOI int F(cgoto_stack)(int op)
+{
+	static const int offs[] = { 0, &&l1 - &&l0, &&l2 - &&l0 };
+	long acc = 0;
+	void *volatile t;
+
+	t = &&l0 + offs[op];
+	goto *t;
+l0:	__asm__ volatile("add $1, %0" : "+r"(acc) :: "memory");
+l1:	acc += 2;
+	__asm__ volatile("" : "+r"(acc) :: "memory");
+l2:	acc += 4;
+	__asm__ volatile("" : "+r"(acc) :: "memory");
+	return (int)acc;
+}
+
+__thread void *volatile F(cgoto_word);
+
+NOI int F(cgoto_tls)(int op)
+{
+	static const int offs[] = { 0, &&l1 - &&l0, &&l2 - &&l0 };
+	long acc = 0;
+
+	F(cgoto_word) = &&l0 + offs[op];
+	goto *F(cgoto_word);
+l0:	__asm__ volatile("add $3, %0" : "+r"(acc) :: "memory");
+l1:	acc += 5;
+	__asm__ volatile("" : "+r"(acc) :: "memory");
+l2:	acc += 7;
+	__asm__ volatile("" : "+r"(acc) :: "memory");
+	return (int)acc;
+}
+
 NOI int F(call_first)(int x)
 {
 	return F(leaf0)(x) + F(leaf1)(x + 1);
@@ -170,6 +210,8 @@ NOI int F(run)(int k, int x)
 	case 7: return F(call_only)(x);
 	case 8: return zp() + x;
 	case 9: return ip(x * 5);
+	case 10: return F(cgoto_stack)(x % 3) + x;
+	case 11: return F(cgoto_tls)(x % 3) + x;
 	default: return 0;
 	}
 }

@@ -644,6 +644,19 @@ int pk_arch_ijmp_scan(const void *code, size_t size, uint64_t runtime,
 				   o->mem.index == ZYDIS_REGISTER_NONE &&
 				   in.mnemonic == ZYDIS_MNEMONIC_LEA) {
 				a = (uint64_t)o->mem.disp.value;
+			} else if (o->type == ZYDIS_OPERAND_TYPE_MEMORY &&
+				   o->mem.base != ZYDIS_REGISTER_RIP &&
+				   in.mnemonic == ZYDIS_MNEMONIC_LEA &&
+				   o->mem.disp.has_displacement) {
+				/*
+				 * Non-PIC lea label(%reg): a label's address plus
+				 * an offset (clang's &&l0 + offs[i]). Its own code,
+				 * but not itself an address in (lo, hi).
+				 */
+				a = (uint64_t)o->mem.disp.value;
+				if (a >= runtime && a < runtime + size && !*own)
+					*own = runtime + at;
+				continue;
 			} else {
 				continue;
 			}
