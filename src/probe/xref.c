@@ -1079,11 +1079,20 @@ static int near_branches(const struct pk_xref *x, int fd, uint64_t lo,
 	return n.found;
 }
 
-int pk_xref_lands_in(uintptr_t lo, size_t len, uintptr_t *at)
+/*
+ * The query of one pk_xref_*_in(): the index of the object holding @lo,
+ * built or cached, under xref_lock; @q answers from it for the object's
+ * offset @a. @far: the answer when @lo lies beyond what the index covers.
+ */
+typedef int xref_query_fn(struct pk_xref *x, const struct obj *o, uint32_t a,
+			  size_t len, uintptr_t *at);
+
+static int xref_query(uintptr_t lo, size_t len, uintptr_t *at, int far,
+		      xref_query_fn *q)
 {
 	struct obj *o = calloc(1, sizeof(*o));
 	struct pk_xref *x;
-	int ret = 0;
+	int ret;
 
 	if (!o)
 		return -ENOMEM;
@@ -1103,107 +1112,76 @@ int pk_xref_lands_in(uintptr_t lo, size_t len, uintptr_t *at)
 		if (!x->dev && !x->ino)
 			pk_xref_free(x);	/* not cached */
 	} else if (lo >= o->bias && lo - o->bias < UINT32_MAX) {
-		uint32_t a = (uint32_t)(lo - o->bias);
-		size_t i = PK_LOWER_BOUND(x->n, k, x->t[k] <= a);
-		uint64_t hit;
-		struct stat st;
-		int fd;
-
-		if (i < x->n && x->t[i] < a + len) {
-			*at = o->bias + x->t[i];
-			ret = 1;
-		} else if ((fd = open(o->path, O_RDONLY | O_CLOEXEC)) < 0) {
-			ret = -ENOEXEC;
-		} else {
-			/* The bytes the index was made from, or none. */
-			if (fstat(fd, &st) || !same_file(x, o->bias, &st))
-				ret = -ENOEXEC;
-			else
-				ret = near_branches(x, fd, a, (uint64_t)a + len, &hit);
-			if (ret > 0)
-				*at = o->bias + hit;
-			close(fd);
-		}
+		ret = q(x, o, (uint32_t)(lo - o->bias), len, at);
+	} else {
+		ret = far;
 	}
 	pthread_mutex_unlock(&xref_lock);
 	free(o);
 	return ret;
+}
+
+static int lands_q(struct pk_xref *x, const struct obj *o, uint32_t a,
+		   size_t len, uintptr_t *at)
+{
+	size_t i = PK_LOWER_BOUND(x->n, k, x->t[k] <= a);
+	struct stat st;
+	uint64_t hit;
+	int fd, ret;
+
+	if (i < x->n && x->t[i] < a + len) {
+		*at = o->bias + x->t[i];
+		return 1;
+	}
+	fd = open(o->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -ENOEXEC;
+	/* The bytes the index was made from, or none. */
+	if (fstat(fd, &st) || !same_file(x, o->bias, &st))
+		ret = -ENOEXEC;
+	else
+		ret = near_branches(x, fd, a, (uint64_t)a + len, &hit);
+	if (ret > 0)
+		*at = o->bias + hit;
+	close(fd);
+	return ret;
+}
+
+int pk_xref_lands_in(uintptr_t lo, size_t len, uintptr_t *at)
+{
+	return xref_query(lo, len, at, 0, lands_q);
+}
+
+static int start_q(struct pk_xref *x, const struct obj *o, uint32_t a,
+		   size_t len, uintptr_t *at)
+{
+	size_t i = PK_LOWER_BOUND(x->ns, k, x->s[k] < a);
+
+	if (i < x->ns && x->s[i] < (uint64_t)a + len) {
+		*at = o->bias + x->s[i];
+		return 1;
+	}
+	return 0;
 }
 
 int pk_xref_start_in(uintptr_t lo, size_t len, uintptr_t *at)
 {
-	struct obj *o = calloc(1, sizeof(*o));
-	struct pk_xref *x;
-	int ret = 0;
+	return xref_query(lo, len, at, -E2BIG, start_q);
+}
 
-	if (!o)
-		return -ENOMEM;
-	o->addr = lo;
-	dl_iterate_phdr(find_obj, o);
-	if (!o->found) {
-		free(o);
-		return -ENOENT;
-	}
-	mapped_file(o);
-	pthread_mutex_lock(&xref_lock);
-	x = get_index(o);
-	if (!x) {
-		ret = -ENOMEM;
-	} else if (x->err) {
-		ret = x->err;
-		if (!x->dev && !x->ino)
-			pk_xref_free(x);	/* not cached */
-	} else if (lo >= o->bias && lo - o->bias < UINT32_MAX) {
-		uint32_t a = (uint32_t)(lo - o->bias);
-		size_t i = PK_LOWER_BOUND(x->ns, k, x->s[k] < a);
+static int data_q(struct pk_xref *x, const struct obj *o, uint32_t a,
+		  size_t len, uintptr_t *at)
+{
+	size_t i = PK_LOWER_BOUND(x->nd, k, x->d[k] <= a);
 
-		if (i < x->ns && x->s[i] < (uint64_t)a + len) {
-			*at = o->bias + x->s[i];
-			ret = 1;
-		}
-	} else {
-		ret = -E2BIG;
+	if (i < x->nd && x->d[i] < (uint64_t)a + len) {
+		*at = o->bias + x->d[i];
+		return 1;
 	}
-	pthread_mutex_unlock(&xref_lock);
-	free(o);
-	return ret;
+	return 0;
 }
 
 int pk_xref_data_in(uintptr_t lo, size_t len, uintptr_t *at)
 {
-	struct obj *o = calloc(1, sizeof(*o));
-	struct pk_xref *x;
-	int ret = 0;
-
-	if (!o)
-		return -ENOMEM;
-	o->addr = lo;
-	dl_iterate_phdr(find_obj, o);
-	if (!o->found) {
-		free(o);
-		return -ENOENT;
-	}
-	mapped_file(o);
-	pthread_mutex_lock(&xref_lock);
-	x = get_index(o);
-	if (!x) {
-		ret = -ENOMEM;
-	} else if (x->err) {
-		ret = x->err;
-		if (!x->dev && !x->ino)
-			pk_xref_free(x);	/* not cached */
-	} else if (lo >= o->bias && lo - o->bias < UINT32_MAX) {
-		uint32_t a = (uint32_t)(lo - o->bias);
-		size_t i = PK_LOWER_BOUND(x->nd, k, x->d[k] <= a);
-
-		if (i < x->nd && x->d[i] < (uint64_t)a + len) {
-			*at = o->bias + x->d[i];
-			ret = 1;
-		}
-	} else {
-		ret = -E2BIG;
-	}
-	pthread_mutex_unlock(&xref_lock);
-	free(o);
-	return ret;
+	return xref_query(lo, len, at, -E2BIG, data_q);
 }
