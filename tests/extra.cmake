@@ -618,3 +618,9 @@ if(TARGET test_place_reach)
   target_link_options(test_place_reach PRIVATE -rdynamic)
 endif()
 # ---- end probe/placefix ----
+
+# ---- secure: PROBEKIT_* read through pk_getenv() only (issue 9, item 7) ----
+add_test(NAME check_getenv
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/check-getenv.sh ${PROJECT_SOURCE_DIR})
+set_tests_properties(check_getenv PROPERTIES LABELS quick TIMEOUT 30)
+# ---- end secure, getenv ----

@@ -21,7 +21,6 @@
 #include "sym/sym.h"
 #include "util/maps.h"
 
-#define BUILD_ID_MAX 64
 #define CACHE_MAX 64		/* indexes kept; the least recently used goes */
 
 /* An executable section: where its bytes are in the file. */
@@ -405,28 +404,6 @@ static void eh_pads(struct build *b, Elf *e, const struct asec *a, size_t na)
 	}
 }
 
-/* The GNU build id in the notes at @p (@size bytes), or 0 bytes. */
-static size_t note_build_id(const uint8_t *p, size_t size, uint8_t *id)
-{
-	size_t at = 0;
-
-	while (at + 12 <= size) {
-		uint32_t nsz = get32(p + at), dsz = get32(p + at + 4),
-			 type = get32(p + at + 8);
-		size_t name = at + 12, desc = name + ((nsz + 3) & ~3u);
-
-		if (desc + dsz > size || desc < name)
-			break;
-		if (type == NT_GNU_BUILD_ID && nsz == 4 &&
-		    !memcmp(p + name, "GNU", 4) && dsz && dsz <= BUILD_ID_MAX) {
-			memcpy(id, p + desc, dsz);
-			return dsz;
-		}
-		at = desc + ((dsz + 3) & ~3u);
-	}
-	return 0;
-}
-
 static int sec_cmp(const void *a, const void *b)
 {
 	const struct xsec *x = a, *y = b;
@@ -615,7 +592,7 @@ static int build_fd(int fd, const uint8_t *id, size_t id_len,
 		    struct pk_xref *x)
 {
 	struct build b = { .lo = UINT64_MAX };
-	uint8_t fid[BUILD_ID_MAX];
+	uint8_t fid[PK_BUILD_ID_MAX];
 	size_t fid_len = 0, peak;
 	Elf_Scn *scn = NULL;
 	Elf *e;
@@ -637,7 +614,7 @@ static int build_fd(int fd, const uint8_t *id, size_t id_len,
 		if (sh.sh_type == SHT_NOTE && !fid_len) {
 			d = elf_rawdata(scn, NULL);
 			if (d && d->d_buf)
-				fid_len = note_build_id(d->d_buf, d->d_size, fid);
+				fid_len = pk_note_build_id(d->d_buf, d->d_size, fid);
 		}
 		if (sh.sh_type != SHT_PROGBITS || !(sh.sh_flags & SHF_ALLOC) ||
 		    !(sh.sh_flags & SHF_EXECINSTR) || !sh.sh_size)
@@ -857,7 +834,7 @@ struct obj {
 	int found;
 	uintptr_t bias;
 	char path[PATH_MAX];
-	uint8_t id[BUILD_ID_MAX];
+	uint8_t id[PK_BUILD_ID_MAX];
 	size_t id_len;
 	int mapped;		/* the mapping's file is known: */
 	dev_t dev;		/* its device and inode, from the kernel */
@@ -916,7 +893,7 @@ static int find_obj(struct dl_phdr_info *info, size_t size, void *arg)
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 
 		if (ph->p_type == PT_NOTE)
-			o->id_len = note_build_id(
+			o->id_len = pk_note_build_id(
 				(const uint8_t *)(info->dlpi_addr + ph->p_vaddr),
 				ph->p_filesz, o->id);
 	}

@@ -30,6 +30,7 @@
 
 #include <probekit/sym.h>
 
+#include "internal.h"
 #include "sym/sym.h"
 
 #define DEBUG_DIR "/usr/lib/debug"
@@ -106,7 +107,7 @@ static size_t build_id(struct file *f, uint8_t *id, size_t cap)
 
 const char *pk_elf_debug_dir(void)
 {
-	const char *d = getenv("PROBEKIT_DEBUG_DIR");
+	const char *d = pk_getenv("PROBEKIT_DEBUG_DIR");
 
 	return d ? d : DEBUG_DIR;
 }

@@ -57,14 +57,12 @@
 
 /* ------------------------------------------------------------- objects */
 
-#define BUILD_ID_MAX 64
-
 struct object {
 	char path[PATH_MAX];
 	uintptr_t bias;
 	int exe;		/* the executable (dlpi_name "") */
 	uintptr_t addr;		/* where its first PT_LOAD is mapped */
-	uint8_t id[BUILD_ID_MAX];	/* its build id, read in memory */
+	uint8_t id[PK_BUILD_ID_MAX];	/* its build id, read in memory */
 	size_t id_len;
 };
 
@@ -92,8 +90,7 @@ static uint32_t get32(const uint8_t *p)
 	return v;
 }
 
-/* The build id in the notes @p (@size bytes) into @id: its length, or 0. */
-static size_t note_build_id(const uint8_t *p, size_t size, uint8_t *id)
+size_t pk_note_build_id(const uint8_t *p, size_t size, uint8_t *id)
 {
 	size_t at = 0;
 
@@ -105,7 +102,7 @@ static size_t note_build_id(const uint8_t *p, size_t size, uint8_t *id)
 		if (desc + dsz > size || desc < name)
 			break;
 		if (type == NT_GNU_BUILD_ID && nsz == 4 &&
-		    !memcmp(p + name, "GNU", 4) && dsz && dsz <= BUILD_ID_MAX) {
+		    !memcmp(p + name, "GNU", 4) && dsz && dsz <= PK_BUILD_ID_MAX) {
 			memcpy(id, p + desc, dsz);
 			return dsz;
 		}
@@ -125,7 +122,7 @@ static void object_phdrs(struct object *o, const struct dl_phdr_info *info)
 		if (ph->p_type == PT_LOAD && !o->addr)
 			o->addr = info->dlpi_addr + ph->p_vaddr;
 		if (ph->p_type == PT_NOTE && !o->id_len)
-			o->id_len = note_build_id(
+			o->id_len = pk_note_build_id(
 				(const uint8_t *)(info->dlpi_addr + ph->p_vaddr),
 				ph->p_filesz, o->id);
 	}
@@ -212,7 +209,7 @@ static int object_verify(const struct object *o, const struct stat *st,
 	int same = -1, mapped;
 
 	if (o->id_len) {
-		uint8_t fid[BUILD_ID_MAX];
+		uint8_t fid[PK_BUILD_ID_MAX];
 		size_t fl = pk_elf_build_id(o->path, fid, sizeof(fid));
 
 		same = fl == o->id_len && !memcmp(fid, o->id, fl);

@@ -113,6 +113,13 @@ PK_HIDDEN int pk_elf_irelative(const char *path, uint64_t resolver,
 /* pk_elf_build_id() - the build id of the ELF file at @path into @id (up to @cap bytes): its length, 0 if none or unreadable. */
 PK_HIDDEN size_t pk_elf_build_id(const char *path, uint8_t *id, size_t cap);
 
+/*
+ * pk_note_build_id() - the GNU build id in the ELF notes at @p (@size bytes,
+ * as mapped or read) into @id (PK_BUILD_ID_MAX bytes): its length, or 0.
+ */
+#define PK_BUILD_ID_MAX 64
+PK_HIDDEN size_t pk_note_build_id(const uint8_t *p, size_t size, uint8_t *id);
+
 /* pk_elf_debug_dir() - where debug files are looked for ("": nowhere). */
 PK_HIDDEN const char *pk_elf_debug_dir(void);
 
