@@ -27,6 +27,7 @@ struct plan_fn {
 	uint32_t seq;		/* order found: probes keep table order */
 	char *name;		/* NULL: the spec names it (xcache) */
 	char *obj;		/* while planning: its object's file name */
+	int ifunc;		/* an IFUNC's target: this process's choice */
 };
 
 struct pka_plan {
@@ -108,6 +109,7 @@ static int plan_add(struct pka_plan *pl, uint32_t spec, uintptr_t addr,
 	f->spec = spec;
 	f->seq = (uint32_t)pl->nfn;
 	f->name = NULL;
+	f->ifunc = 0;
 	f->obj = NULL;
 	if (name && !(f->name = strdup(name)))
 		return -ENOMEM;
@@ -142,6 +144,26 @@ static int plan_objects(struct pka_plan *pl, size_t at)
 	return 0;
 }
 
+/*
+ * The agent's own object (and the library's, were it loaded) is never a
+ * spec's: its functions are the agent's (its signal interposers are the
+ * program's sigaction on the way to libc's, which is what is counted).
+ */
+extern const char __ehdr_start __attribute__((visibility("hidden")));
+
+static int own_object(const struct pk_sym *s)
+{
+	const char *b = strrchr(s->object, '/');
+
+	b = b ? b + 1 : s->object;
+	return s->base == (uintptr_t)&__ehdr_start ||
+	       !strncmp(b, "libprobekit-agent.so", 20) ||
+	       !strncmp(b, "libprobekit.so", 14);
+}
+
+static size_t own_skipped;	/* functions own_object() left out */
+static size_t first_only;	/* nonzero: keep one function, the first */
+
 /* pk_sym_each() callback: one function of spec cur_spec. */
 static int plan_sym(const struct pk_sym *s, void *ctx)
 {
@@ -151,6 +173,12 @@ static int plan_sym(const struct pk_sym *s, void *ctx)
 
 	/* A file not loaded, or an IFUNC left unresolved: nothing to probe. */
 	if (s->flags & (PK_SYM_F_FILE | PK_SYM_F_UNRESOLVED))
+		return 0;
+	if (own_object(s)) {
+		own_skipped++;
+		return 0;
+	}
+	if (first_only && pl->nfn >= first_only)
 		return 0;
 	snprintf(name, sizeof(name), "%s%s%s%s%s", s->name,
 		 (s->flags & PK_SYM_F_COMPAT) && s->version[0] ? "@" : "",
@@ -162,6 +190,7 @@ static int plan_sym(const struct pk_sym *s, void *ctx)
 
 	if (err)
 		return err;
+	pl->fn[pl->nfn - 1].ifunc = !!(s->flags & PK_SYM_F_IFUNC);
 	obj = obj ? obj + 1 : s->object;
 	/* The executable's path may be empty in its link map entry. */
 	if (*obj && !(pl->fn[pl->nfn - 1].obj = strdup(obj)))
@@ -335,7 +364,24 @@ struct pka_plan *pka_plan(const char *specs)
 				goto fail;
 			continue;
 		}
+		own_skipped = 0;
 		rc = pk_sym_each(s, plan_sym, pl);
+		if (rc > 0 && pl->nfn == before && own_skipped &&
+		    !strchr(s, ':')) {
+			/*
+			 * The name's first definition is the agent's (an
+			 * interposer, "sigaction"): the program's calls go on
+			 * to the next one in load order, which is the spec's.
+			 */
+			char *any;
+
+			if (asprintf(&any, "*:%s", s) < 0)
+				goto fail;
+			first_only = before + 1;
+			rc = pk_sym_each(any, plan_sym, pl);
+			first_only = 0;
+			free(any);
+		}
 		if (plan_objects(pl, before) || rc == -ENOMEM)
 			goto fail;
 		if (rc >= 0 && pl->nfn == before) {
@@ -351,7 +397,13 @@ struct pka_plan *pka_plan(const char *specs)
 			quiet_log(PK_LOG_ERROR, msg, NULL);
 		}
 		pl->status[i] = rc < 0 ? rc : 0;
-		if (!is_glob(s) && pl->nfn == before + 1)
+		/*
+		 * An IFUNC's target is what this process's resolver chose
+		 * (CPU, GLIBC_TUNABLES): another process of the same link
+		 * map may choose another, so it is never cached.
+		 */
+		if (!is_glob(s) && pl->nfn == before + 1 &&
+		    !pl->fn[before].ifunc)
 			pka_xcache_spec_put(s, (void *)pl->fn[before].addr);
 	}
 	cur_spec = -1;

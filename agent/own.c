@@ -15,7 +15,8 @@
  * malloc counts the program's calls only. Initial-exec TLS: one
  * %fs-relative load in the handler, and no allocation to reach it.
  *
- * What stays outside: calls libc makes for the agent's libc calls outside
+ * The library's signal interposers mark their own libc calls (pk_own_enter,
+ * below). What stays outside: calls libc makes for the agent's libc calls outside
  * the constructor (none today: the library's interposers call only the
  * real signal functions, and pthread_create's start record is a wrapped
  * malloc), and a program's signal handler that interrupts the agent's
@@ -76,5 +77,23 @@ void __wrap_free(void *p)
 {
 	pka_busy++;
 	__real_free(p);
+	pka_busy--;
+}
+
+/*
+ * The library's signal interposers (src/sig) call these around their own
+ * libc calls on the program's threads (sigfillset, their lock, the mask):
+ * weak and hidden there, defined only here.
+ */
+void pk_own_enter(void) __attribute__((visibility("hidden")));
+void pk_own_leave(void) __attribute__((visibility("hidden")));
+
+void pk_own_enter(void)
+{
+	pka_busy++;
+}
+
+void pk_own_leave(void)
+{
 	pka_busy--;
 }

@@ -80,19 +80,48 @@ static void rd_unlink(struct rd *d)
 		}
 }
 
-/* A thread that registered exits: out of the registry (never in a section). */
+/*
+ * The agent's busy flag (own.c): the registry's lock is the agent's own
+ * work, never the program's pthread_mutex_lock. Weak: agent_rcu links this
+ * file alone.
+ */
+void pk_own_enter(void) __attribute__((weak, visibility("hidden")));
+void pk_own_leave(void) __attribute__((weak, visibility("hidden")));
+
+static void own_enter(void)
+{
+	if (pk_own_enter)
+		pk_own_enter();
+}
+
+static void own_leave(void)
+{
+	if (pk_own_leave)
+		pk_own_leave();
+}
+
+/*
+ * A thread that registered exits: out of the registry (never in a
+ * section). Its reader pointer goes first, with every signal blocked: a
+ * handler that runs on this thread after it (a probe hit in the rest of
+ * the thread's exit) sees a thread urcu-bp does not know and takes
+ * chain.c's unregistered path, never a reader the grace periods no longer
+ * wait for.
+ */
 static void rd_gone(void *arg)
 {
 	struct rd *d = arg;
 	sigset_t old;
 
+	own_enter();
 	mask_all(&old);
+	__atomic_store_n(&URCU_TLS(urcu_bp_reader), NULL, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&gp_lock);
 	rd_unlink(d);
 	pthread_mutex_unlock(&gp_lock);
 	mask_restore(&old);
-	URCU_TLS(urcu_bp_reader) = NULL;
 	free(d->mem);
+	own_leave();
 }
 
 __attribute__((constructor(101))) static void pka_rcu_init(void)
@@ -121,6 +150,7 @@ void urcu_bp_register_thread(void)
 	d->mem = mem;
 	d->r.tid = pthread_self();
 	d->r.alloc = 1;
+	own_enter();
 	mask_all(&old);
 	pthread_mutex_lock(&gp_lock);
 	d->next = rd_list;
@@ -130,6 +160,7 @@ void urcu_bp_register_thread(void)
 	mask_restore(&old);
 	if (rd_key_ok)
 		pthread_setspecific(rd_key, d);
+	own_leave();
 }
 
 /* The inline read side calls this for a thread not yet registered. */

@@ -178,8 +178,15 @@ void pka_xcache_open(const char *dir)
 			   O_NOFOLLOW, 0600);
 	if (xc_fd < 0)
 		return;
+	/* The measured program may write the run directory: ours, or none. */
+	if (fstat(xc_fd, &st) || !S_ISREG(st.st_mode) ||
+	    st.st_uid != geteuid()) {
+		close(xc_fd);
+		xc_fd = -1;
+		return;
+	}
 	/* One read of the whole file, then as many entries as check out. */
-	if (fstat(xc_fd, &st) || st.st_size < (off_t)sizeof(*xc) ||
+	if (st.st_size < (off_t)sizeof(*xc) ||
 	    st.st_size > (off_t)(1u << 26))
 		return;
 	if (xc_reserve((size_t)st.st_size / sizeof(*xc) + 1))
@@ -324,11 +331,16 @@ int __wrap_pk_xref_lands_in(uintptr_t lo, size_t len, uintptr_t *at)
 	if (!xc_key(&e, XC_XREF, lo, len, &bias))
 		return __real_pk_xref_lands_in(lo, len, at);
 	c = xc_find(&e);
-	if (c) {
+	/* Any program of the run may write the file: a hit is checked. */
+	if (c && (c->ret == 0 ||
+		  (c->ret == 1 && bias + (uintptr_t)c->v[0] >= lo &&
+		   bias + (uintptr_t)c->v[0] - lo < len))) {
 		if (c->ret == 1)
 			*at = bias + (uintptr_t)c->v[0];
 		return (int)c->ret;
 	}
+	if (c)
+		return __real_pk_xref_lands_in(lo, len, at);
 	ret = __real_pk_xref_lands_in(lo, len, at);
 	if (ret != 0 && ret != 1)
 		return ret;
@@ -378,6 +390,10 @@ int __wrap_pk_sym_func_at(uintptr_t addr, struct pk_func *out)
 	if (!xc_key(&e, XC_FUNC, addr, 0, &bias))
 		return __real_pk_sym_func_at(addr, out);
 	c = xc_find(&e);
+	/* Checked: the function found holds @addr. */
+	if (c && (bias + (uintptr_t)c->v[0] > addr || !c->v[1] ||
+		  addr - (bias + (uintptr_t)c->v[0]) >= c->v[1]))
+		return __real_pk_sym_func_at(addr, out);
 	if (c) {
 		memset(out, 0, sizeof(*out));
 		out->start = bias + (uintptr_t)c->v[0];
@@ -521,6 +537,32 @@ int __wrap_pk_probe_place(const struct pk_func *fn, const uint8_t *code,
 			  int force_int3, const char *what,
 			  struct pk_probe_place *out);
 
+/*
+ * A placement read back is what the agent patches: checked to lie in @fn,
+ * its bytes within what was read of it, its kind and reason known ones.
+ */
+static int place_ok(const struct xc_ent *c, const struct pk_func *fn,
+		    uintptr_t bias, size_t avail)
+{
+	uintptr_t addr = bias + (uintptr_t)c->v[0];
+	uint64_t len = c->v[1], first = c->v[2], kind = c->v[3];
+	uint64_t full = c->v[4] & 0xff, why = c->v[4] >> 8;
+
+	if (addr < fn->start || addr - fn->start >= fn->size ||
+	    addr - fn->start >= avail)
+		return 0;
+	if (!len || len > avail - (addr - fn->start) || len > 32 || !first ||
+	    first > len || first > 15 || full > 1)
+		return 0;
+	if (kind == PK_PROBE_JUMP && len < 5)
+		return 0;
+	if (kind != PK_PROBE_JUMP && kind != PK_PROBE_INT3)
+		return 0;
+	return (why >= PK_PROBE_WHY_PLAIN && why <= PK_PROBE_WHY_PADDING) ||
+	       (why >= PK_PROBE_WHY_FORCED && why <= PK_PROBE_WHY_RELOC) ||
+	       why == PK_PROBE_WHY_JOINED;
+}
+
 int __wrap_pk_probe_place(const struct pk_func *fn, const uint8_t *code,
 			  size_t avail, size_t offset, int post,
 			  int force_int3, const char *what,
@@ -545,6 +587,9 @@ int __wrap_pk_probe_place(const struct pk_func *fn, const uint8_t *code,
 	memcpy(e.id + e.id_len + sizeof(h) + sizeof(o), &flags, sizeof(flags));
 	e.id_len = (uint16_t)(e.id_len + sizeof(h) + sizeof(o) + sizeof(flags));
 	c = xc_find(&e);
+	if (c && !place_ok(c, fn, bias, avail))
+		return __real_pk_probe_place(fn, code, avail, offset, post,
+					     force_int3, what, out);
 	if (c) {
 		memset(out, 0, sizeof(*out));
 		out->addr = bias + (uintptr_t)c->v[0];

@@ -115,6 +115,10 @@ static int map_segments(struct zobj *z, int fd, const ElfW(Phdr) *ph,
 			return -ENOTSUP;
 		if (ph[i].p_type != PT_LOAD)
 			continue;
+		/* mmap() maps whole pages: offset and address agree in one. */
+		if ((ph[i].p_offset ^ ph[i].p_vaddr) & (pg - 1) ||
+		    ph[i].p_filesz > ph[i].p_memsz)
+			return -ENOEXEC;
 		if (ph[i].p_vaddr < lo)
 			lo = ph[i].p_vaddr;
 		if (ph[i].p_vaddr + ph[i].p_memsz > hi)
@@ -228,7 +232,8 @@ void *pka_zload(const char *path)
 	if (err)
 		goto fail;
 	for (int i = 0; i < eh.e_phnum; i++)
-		if (ph[i].p_type == PT_DYNAMIC)
+		if (ph[i].p_type == PT_DYNAMIC && ph[i].p_vaddr < z.span &&
+		    ph[i].p_memsz <= z.span - ph[i].p_vaddr)
 			dyn = (const ElfW(Dyn) *)(z.base + ph[i].p_vaddr);
 	err = -ENOEXEC;
 	if (!dyn)
@@ -236,6 +241,11 @@ void *pka_zload(const char *path)
 	for (const ElfW(Dyn) *d = dyn; d->d_tag != DT_NULL; d++) {
 		uint8_t *p = z.base + d->d_un.d_ptr;
 
+		/* A table the file points to lies inside what was mapped. */
+		if ((d->d_tag == DT_RELA || d->d_tag == DT_JMPREL ||
+		     d->d_tag == DT_SYMTAB || d->d_tag == DT_STRTAB) &&
+		    d->d_un.d_ptr >= z.span)
+			goto fail;
 		switch (d->d_tag) {
 		case DT_RELA: rela = (const ElfW(Rela) *)p; break;
 		case DT_RELASZ: relasz = d->d_un.d_val; break;
@@ -246,6 +256,9 @@ void *pka_zload(const char *path)
 		case DT_TEXTREL: goto fail;
 		}
 	}
+	if ((rela && relasz > z.span - (size_t)((uint8_t *)rela - z.base)) ||
+	    (jmp && jmpsz > z.span - (size_t)((uint8_t *)jmp - z.base)))
+		goto fail;
 	z.nsym = pka_dynsym_count(dyn, (uintptr_t)z.base);
 	if (!z.sym || !z.str || !z.nsym)
 		goto fail;

@@ -7,6 +7,7 @@
 #include <Zydis/Zydis.h>
 
 #include "agent.h"
+#include "internal.h"
 
 /*
  * Debian ships no static libZydis, and the program must not find Zydis
@@ -42,6 +43,8 @@ static ZydisRegister (*z_large)(ZydisMachineMode, ZydisRegister);
 #define PKA_ZYDIS_PATH "/usr/lib/x86_64-linux-gnu/" PKA_ZYDIS_SONAME
 #endif
 
+static ZyanU64 (*z_version)(void);
+
 int pka_zydis_load(void)
 {
 	static int done;
@@ -56,11 +59,23 @@ int pka_zydis_load(void)
 	if (h) {
 		sym = pka_zload_sym;
 	} else {
+		pk_log(PK_LOG_INFO, "agent: %s not mapped by the agent itself; "
+		       "loading %s with dlmopen(LM_ID_NEWLM)", PKA_ZYDIS_PATH,
+		       PKA_ZYDIS_SONAME);
 		h = dlmopen(LM_ID_NEWLM, PKA_ZYDIS_SONAME, RTLD_NOW | RTLD_LOCAL);
 		sym = dlsym;
 	}
 	if (!h)
 		return -ENOENT;
+	/* The headers this file was built with must be the library's. */
+	*(void **)&z_version = sym(h, "ZydisGetVersion");
+	if (!z_version || z_version() != ZYDIS_VERSION) {
+		pk_log(PK_LOG_ERROR, "agent: Zydis %s is version %#llx, built "
+		       "for %#llx", PKA_ZYDIS_SONAME,
+		       z_version ? (unsigned long long)z_version() : 0ull,
+		       (unsigned long long)ZYDIS_VERSION);
+		return -ENOENT;
+	}
 	*(void **)&z_init = sym(h, "ZydisDecoderInit");
 	*(void **)&z_mode = sym(h, "ZydisDecoderEnableMode");
 	*(void **)&z_full = sym(h, "ZydisDecoderDecodeFull");

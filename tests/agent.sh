@@ -67,6 +67,16 @@ run count -p f -p malloc -o "$tmp/rep" -- sh -c \
 	'"$0" "$1"; head -c 100 "$PROBEKIT_AGENT_DIR/.xref" >"$PROBEKIT_AGENT_DIR/.x"; mv "$PROBEKIT_AGENT_DIR/.x" "$PROBEKIT_AGENT_DIR/.xref"; exec "$0" "$1"' "$phdr" "$late"
 check "the run's cache cut mid-entry: f still 2 x 4 (got $(count_of f))" \
 	'[ $rc -eq 0 ] && [ "$(count_of f)" = 8 ]'
+# Well-formed entries with wrong answers (placements outside their
+# function, a function not holding the address asked, a branch target
+# outside its window): each is checked, and the library asked again.
+if [ -x /usr/bin/python3 ]; then
+	forge=$(dirname "$0")/agent_xref_forge.py
+	run count -p f -p malloc -p free -o "$tmp/rep" -- sh -c \
+		'"$0" "$1" >/dev/null; n=$(python3 "$2" "$PROBEKIT_AGENT_DIR/.xref") && mv "$PROBEKIT_AGENT_DIR/.xref.f" "$PROBEKIT_AGENT_DIR/.xref" && echo "forged $n" >&2 && exec "$0" "$1"' "$phdr" "$late" "$forge"
+	check "forged entries in the run's cache: f still 2 x 4, exit 0 (rc $rc, got $(count_of f); $(grep -o 'forged [0-9]*' "$tmp/err"))" \
+		'[ $rc -eq 0 ] && [ "$(count_of f)" = 8 ] && grep -q "forged [1-9]" "$tmp/err"'
+fi
 
 if [ -x /usr/bin/python3 ]; then
 	run count -p f -o "$tmp/rep" -- /usr/bin/python3 -c \

@@ -579,6 +579,32 @@ add_test(NAME agent_rcu COMMAND agent_rcu)
 set_tests_properties(agent_rcu PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end agent ----
+# ---- agentfix: review findings on the agent (issue 10) ----
+# agent_review.sh: IFUNC specs not cached across processes; the signal
+# interposers' own libc calls and the agent's own object never counted.
+add_executable(agent_sigloop agent_sigloop.c)
+target_link_libraries(agent_sigloop PRIVATE pthread)
+target_compile_options(agent_sigloop PRIVATE -fno-sanitize=all)
+target_link_options(agent_sigloop PRIVATE -fno-sanitize=all)
+add_test(NAME agent_review
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/agent_review.sh $<TARGET_FILE:probekit_cli>
+          $<TARGET_FILE:agent_sigloop> ${PK_CLI_SANITIZED})
+set_tests_properties(agent_review PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+# agent_rcu_exit: a thread leaving agent/rcu.c's registry forgets its
+# reader before a signal can run on it again (linked with rcu.c alone).
+add_executable(agent_rcu_exit agent_rcu_exit.c ${PROJECT_SOURCE_DIR}/agent/rcu.c)
+target_include_directories(agent_rcu_exit PRIVATE ${PROJECT_SOURCE_DIR}/agent
+  ${PROJECT_SOURCE_DIR}/include)
+target_link_libraries(agent_rcu_exit PRIVATE pthread)
+if(PK_SANITIZE)
+  set_source_files_properties(agent_rcu_exit.c ${PROJECT_SOURCE_DIR}/agent/rcu.c
+    TARGET_DIRECTORY agent_rcu_exit PROPERTIES COMPILE_OPTIONS -fno-sanitize=alignment)
+endif()
+add_test(NAME agent_rcu_exit COMMAND agent_rcu_exit)
+set_tests_properties(agent_rcu_exit PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 60 ENVIRONMENT "${PK_TEST_ENV}")
+# ---- end agentfix ----
 # ---- tramp12: entry and return hit cost ----
 # test_tramp_modes builds chunk heads in every vector save mode and with
 # sahf or popf (hooks compiled only into it, PK_TEST_TRAMP) and calls the

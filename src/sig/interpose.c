@@ -62,6 +62,17 @@
 #include "internal.h"
 #include "sig/sig.h"
 
+/*
+ * The agent's busy flag (agent/own.c), where the library is linked into
+ * libprobekit-agent.so: the interposers' own libc calls on the program's
+ * threads (sigfillset, the lock, the mask) are not the program's, and a
+ * probe on them must not count them. Weak and hidden: NULL elsewhere.
+ */
+void pk_own_enter(void) __attribute__((weak, visibility("hidden")));
+void pk_own_leave(void) __attribute__((weak, visibility("hidden")));
+#define OWN_ENTER() do { if (pk_own_enter) pk_own_enter(); } while (0)
+#define OWN_LEAVE() do { if (pk_own_leave) pk_own_leave(); } while (0)
+
 #define PK_EXPORT __attribute__((visibility("default")))
 
 /* The signals probekit may own, as bits of a sigset_t's first word. */
@@ -857,17 +868,21 @@ static void pact_take(sigset_t *old)
 {
 	sigset_t all;
 
+	OWN_ENTER();
 	sigfillset(&all);
 	set_word(&all, word(&all) & ~(FAULT_SIGS & owned()));
 	pk_sig_real_sigmask(SIG_BLOCK, &all, old);
 	while (__atomic_exchange_n(&pact_lock, 1, __ATOMIC_ACQUIRE))
 		sched_yield();
+	OWN_LEAVE();
 }
 
 static void pact_drop(sigset_t *old)
 {
+	OWN_ENTER();
 	__atomic_store_n(&pact_lock, 0, __ATOMIC_RELEASE);
 	pk_sig_real_sigmask(SIG_SETMASK, old, NULL);
+	OWN_LEAVE();
 }
 
 static int is_handler(const struct sigaction *sa)

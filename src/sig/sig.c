@@ -102,6 +102,17 @@
 #include "arch/arch.h"
 #include "sig/sig.h"
 
+/*
+ * The agent's busy flag (agent/own.c), where the library is linked into
+ * libprobekit-agent.so: the interposers' own libc calls on the program's
+ * threads (sigfillset, the lock, the mask) are not the program's, and a
+ * probe on them must not count them. Weak and hidden: NULL elsewhere.
+ */
+void pk_own_enter(void) __attribute__((weak, visibility("hidden")));
+void pk_own_leave(void) __attribute__((weak, visibility("hidden")));
+#define OWN_ENTER() do { if (pk_own_enter) pk_own_enter(); } while (0)
+#define OWN_LEAVE() do { if (pk_own_leave) pk_own_leave(); } while (0)
+
 #define NSIGS 4
 static const int sig_nums[NSIGS] = { SIGSEGV, SIGBUS, SIGILL, SIGTRAP };
 
@@ -128,22 +139,26 @@ static void sig_lock_take(sigset_t *old)
 {
 	sigset_t all;
 
+	OWN_ENTER();
 	sigfillset(&all);
 	((unsigned long *)&all)[0] &= ~SYNC_BITS;
 	pk_sig_real_sigmask(SIG_BLOCK, &all, old);
 	pthread_mutex_lock(&sig_lock);
+	OWN_LEAVE();
 }
 
 static void sig_lock_drop(sigset_t *old)
 {
 	sigset_t cur;
 
+	OWN_ENTER();
 	pthread_mutex_unlock(&sig_lock);
 	if (pk_sig_real_sigmask(SIG_BLOCK, NULL, &cur) == 0)
 		((unsigned long *)old)[0] =
 			(((unsigned long *)old)[0] & ~SYNC_BITS) |
 			(((unsigned long *)&cur)[0] & SYNC_BITS);
 	pk_sig_real_sigmask(SIG_SETMASK, old, NULL);
+	OWN_LEAVE();
 }
 
 static pk_sig_hook_fn hooks[NSIGS][PK_SIG_NSLOTS];	/* atomic */
