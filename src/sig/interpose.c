@@ -870,10 +870,13 @@ static void pact_drop(sigset_t *old)
 	pk_sig_real_sigmask(SIG_SETMASK, old, NULL);
 }
 
+/*
+ * SIG_IGN and SIG_DFL are values of the handler union whatever the flags
+ * say, as the kernel compares them: SA_SIGINFO with SIG_IGN ignores.
+ */
 static int is_handler(const struct sigaction *sa)
 {
-	return (sa->sa_flags & SA_SIGINFO) ? sa->sa_sigaction != NULL :
-	       sa->sa_handler != SIG_DFL && sa->sa_handler != SIG_IGN;
+	return sa->sa_handler != SIG_DFL && sa->sa_handler != SIG_IGN;
 }
 
 /* @old as the program set it, if the kernel has the wrapper there. */
@@ -983,9 +986,7 @@ void pk_sig_strip_masks(int sig)
 
 		if (s == SIGKILL || s == SIGSTOP ||
 		    pk_sig_real_sigaction(s, NULL, &sa) ||
-		    !(word(&sa.sa_mask) & BIT(sig)) ||
-		    (!(sa.sa_flags & SA_SIGINFO) &&
-		     (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN)))
+		    !(word(&sa.sa_mask) & BIT(sig)) || !is_handler(&sa))
 			continue;
 		set_word(&sa.sa_mask, word(&sa.sa_mask) & ~BIT(sig));
 		if (pk_sig_real_sigaction(s, &sa, NULL) == 0)
