@@ -158,6 +158,27 @@ PK_NOPROBE void pk_sig_defer(int sig, const siginfo_t *si)
 }
 
 /*
+ * The process these memory and TLS belong to (set before main and in a
+ * fork child). A vfork child, or any CLONE_VM child as posix_spawn's,
+ * shares its parent's memory, vmask and pend included, with a pid of its
+ * own: what it blocks before _exit or exec must not become its parent's
+ * virtual mask (a SIGSEGV virtually blocked in the parent makes its next
+ * fault take the default action). Such a child makes the real call only,
+ * without the owned signals, and leaves vmask and pend alone. One system
+ * call; raw, so that errno is untouched. A fork made past glibc's fork()
+ * (_Fork, a raw clone) leaves proc_pid stale: the child then keeps its
+ * virtual mask unchanged too, its owned signals still never blocked.
+ */
+static int proc_pid;		/* atomic */
+
+static int vm_child(void)
+{
+	int pid = __atomic_load_n(&proc_pid, __ATOMIC_RELAXED);
+
+	return pid && pk_sys4(SYS_getpid, 0, 0, 0, 0) != pid;
+}
+
+/*
  * A fork child has no pending signal of its parent's (the kernel clears
  * them): nor of the deferred ones, which the forking thread's copy of pend
  * would otherwise send again in the child at its next unblock.
@@ -165,6 +186,8 @@ PK_NOPROBE void pk_sig_defer(int sig, const siginfo_t *si)
 static void pend_fork_child(void)
 {
 	__atomic_store_n(&pend, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&proc_pid, (int)pk_sys4(SYS_getpid, 0, 0, 0, 0),
+			 __ATOMIC_RELAXED);
 }
 
 PK_ATFORK(sig_pend, PK_RANK_SIG, NULL, NULL, pend_fork_child);
@@ -284,6 +307,8 @@ __attribute__((constructor(101))) static void resolve_all(void)
 	const char *v = secure_getenv("PROBEKIT_PROBE_SIGNAL");
 	int sweep = v ? atoi(v) : SIGRTMAX - 2;
 
+	__atomic_store_n(&proc_pid, (int)pk_sys4(SYS_getpid, 0, 0, 0, 0),
+			 __ATOMIC_RELAXED);
 	for (int i = 0; i < R_N; i++)
 		resolve(i);
 	spawn_init();
@@ -345,8 +370,8 @@ PK_NOPROBE int pk_sig_real_sigmask(int how, const sigset_t *set, sigset_t *old)
 static int mask_set(int how, const sigset_t *set, sigset_t *old, int errno_style)
 {
 	unsigned long was = vmask, now = was, own = owned();
+	int err, child = vm_child();
 	sigset_t adj;
-	int err;
 
 	if (set) {
 		unsigned long w = word(set) & OWNABLE;
@@ -362,7 +387,8 @@ static int mask_set(int how, const sigset_t *set, sigset_t *old, int errno_style
 			set_word(&adj, word(&adj) & ~own);
 		/* Before the real call: a signal arriving in between sees
 		 * the state the program is moving to. */
-		vmask = now;
+		if (!child)
+			vmask = now;
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	}
 	if (errno_style) {
@@ -373,12 +399,13 @@ static int mask_set(int how, const sigset_t *set, sigset_t *old, int errno_style
 		err = pk_sig_real_sigmask(how, set ? &adj : NULL, old);
 	}
 	if (err) {
-		vmask = was;
+		if (!child)
+			vmask = was;
 		return err;
 	}
 	if (old)
 		set_word(old, (word(old) & ~own) | (was & own));
-	if (pend & ~now)
+	if (!child && (pend & ~now))
 		flush_pending(now);
 	return 0;
 }
@@ -408,6 +435,7 @@ PK_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
  */
 struct wait_mask {
 	unsigned long was;
+	int child;		/* vm_child(): vmask and pend left alone */
 	sigset_t adj;
 };
 
@@ -418,6 +446,9 @@ static int wait_enter(const sigset_t *in, struct wait_mask *w)
 	w->was = vmask;
 	w->adj = *in;
 	set_word(&w->adj, word(&w->adj) & ~owned());
+	w->child = vm_child();
+	if (w->child)
+		return 0;
 	vmask = now;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (pend & ~now) {
@@ -434,6 +465,8 @@ static void wait_leave(struct wait_mask *w)
 {
 	int saved = errno;
 
+	if (w->child)
+		return;
 	vmask = w->was;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (pend & ~w->was)
@@ -678,7 +711,7 @@ static int take_deferred(const sigset_t *set, siginfo_t *info)
 	unsigned long ready = pend & word(set) & OWNABLE;
 	int sig;
 
-	if (!ready)
+	if (!ready || vm_child())	/* the parent's deferred ones */
 		return 0;
 	sig = __builtin_ctzl(ready) + 1;
 	__atomic_fetch_and(&pend, ~BIT(sig), __ATOMIC_RELAXED);
