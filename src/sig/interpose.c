@@ -1386,43 +1386,39 @@ PK_EXPORT int thrd_create(thrd_t *t, thrd_start_t fn, void *arg)
  *   - for an ownable signal probekit does not own, from the jmp_buf's
  *     saved mask, which is the real one (vmask follows it);
  *   - for an owned one the saved mask never has it (never really
- *     blocked), so __sigsetjmp itself is interposed by a stub that notes
- *     (env, vmask) per thread and tail-jumps to libc's, leaving the
- *     caller's frame as setjmp must see it. A jmp_buf with no note (the
- *     notes are 16 per thread, newest kept; or one copied elsewhere) gets
- *     the owned signals unblocked: never a signal of the program's held
- *     forever, at worst one delivered that it had blocked before.
+ *     blocked), so __sigsetjmp itself is interposed by a stub that
+ *     stores vmask in the jmp_buf itself and tail-jumps to libc's,
+ *     leaving the caller's frame as setjmp must see it. The note lives
+ *     with the buffer (a copied jmp_buf carries it, a freed one takes it
+ *     along, any number of buffers have one each): glibc's __sigjmp_save
+ *     writes only the kernel's 8 bytes (word 0) of __saved_mask, x86's
+ *     setjmp the shadow stack pointer in word 2 (setjmpP.h's
+ *     __jmpbuf_arch_t); words 14 and 15 of the 16 hold vmask and
+ *     vmask ^ JNOTE_MAGIC. Only when a mask is saved: a cancellation
+ *     buffer (savemask 0) is shorter than a jmp_buf. A jmp_buf without
+ *     a valid note (filled past the stub) gets the owned signals
+ *     unblocked: never a signal of the program's held forever, at worst
+ *     one delivered that it had blocked before.
  *
  * A longjmp from a jmp_buf without a saved mask changes no mask, as the
  * kernel's would not: what the handler ran with stays blocked.
  */
-#define JNOTES 16
+#define JNOTE_WORD 14
+#define JNOTE_MAGIC 0x706b2d6a6d706e74UL	/* "pk-jmpnt" */
 
-struct jnote {
-	const void *env;
-	unsigned long vmask;
-};
-
-static __thread struct jnote jnotes[JNOTES]
-	__attribute__((tls_model("initial-exec")));
-static __thread unsigned int jnext
-	__attribute__((tls_model("initial-exec")));
+_Static_assert(sizeof(__sigset_t) >= (JNOTE_WORD + 2) * sizeof(unsigned long),
+	       "the jmp_buf note fits in __saved_mask");
 
 /* From the stubs below, with the caller's arguments: libc's __sigsetjmp. */
-PK_HIDDEN void *pk_sig_setjmp_note(const void *env, int save);
-void *pk_sig_setjmp_note(const void *env, int save)
+PK_HIDDEN void *pk_sig_setjmp_note(struct __jmp_buf_tag *env, int save);
+void *pk_sig_setjmp_note(struct __jmp_buf_tag *env, int save)
 {
 	if (save) {
-		unsigned int i, n = jnext;
+		unsigned long *w = (unsigned long *)&env->__saved_mask;
+		unsigned long v = vmask;
 
-		for (i = 0; i < JNOTES && jnotes[i].env != env; i++)
-			;
-		if (i == JNOTES) {
-			i = n % JNOTES;
-			jnext = n + 1;
-		}
-		jnotes[i].env = env;
-		jnotes[i].vmask = vmask;
+		w[JNOTE_WORD] = v;
+		w[JNOTE_WORD + 1] = v ^ JNOTE_MAGIC;
 	}
 	return REAL(R_SIGSETJMP);
 }
@@ -1470,13 +1466,13 @@ PK_EXPORT int setjmp(struct __jmp_buf_tag env[1]);
 
 static void jump_mask(struct __jmp_buf_tag *env)
 {
+	const unsigned long *w = (const unsigned long *)&env->__saved_mask;
 	unsigned long own = owned(), now, noted = 0;
 
 	if (!env->__mask_was_saved)
 		return;
-	for (unsigned int i = 0; i < JNOTES; i++)
-		if (jnotes[i].env == env)
-			noted = jnotes[i].vmask;
+	if ((w[JNOTE_WORD] ^ JNOTE_MAGIC) == w[JNOTE_WORD + 1])
+		noted = w[JNOTE_WORD];
 	now = (word(&env->__saved_mask) & OWNABLE & ~own) | (noted & own);
 	vmask = now;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
