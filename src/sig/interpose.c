@@ -600,43 +600,55 @@ PK_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t n,
 
 /*
  * pselect: the fd sets are the call's result, so a restart waits on a
- * copy of what the program passed.
+ * copy of what the program passed: (n + 7) / 8 bytes of each, which may
+ * be more than an fd_set (n past FD_SETSIZE, sets the program allocated):
+ * on the stack up to an fd_set each, allocated beyond. Without the memory
+ * for the copies a spurious EINTR is returned rather than a wrong wait.
  */
 PK_EXPORT int pselect(int n, fd_set *r, fd_set *wr, fd_set *e,
 		      const struct timespec *t, const sigset_t *mask)
 {
-	fd_set in[3];
+	fd_set small[3];
+	fd_set *const sets[3] = { r, wr, e };
+	size_t len = n > 0 ? ((size_t)n + 7) / 8 : 0;
+	unsigned char *in = (unsigned char *)small;
 	struct timespec left;
 	struct wait_mask w;
 	struct restart rs;
-	int ret, masked = mask != NULL;
+	int ret, masked = mask != NULL, copies = 1;
 
+	if (len > sizeof(fd_set)) {
+		in = malloc(3 * len);
+		copies = in != NULL;
+	}
 	if (masked && wait_enter(mask, &w)) {
+		if (in != (unsigned char *)small)
+			free(in);
 		errno = EINTR;
 		return -1;
 	}
-	if (r)
-		in[0] = *r;
-	if (wr)
-		in[1] = *wr;
-	if (e)
-		in[2] = *e;
+	for (int i = 0; i < 3 && copies; i++)
+		if (sets[i])
+			memcpy(in + i * len, sets[i], len);
 	rs_start(&rs, t);
 	for (;;) {
 		ret = ((pselect_fn)REAL(R_PSELECT))(n, r, wr, e, t,
 						    masked ? &w.adj : NULL);
-		if (!rs_again(ret, &rs))
+		if (!copies || !rs_again(ret, &rs))
 			break;
 		t = rs_left(&rs, &left);
-		if (r)
-			*r = in[0];
-		if (wr)
-			*wr = in[1];
-		if (e)
-			*e = in[2];
+		for (int i = 0; i < 3; i++)
+			if (sets[i])
+				memcpy(sets[i], in + i * len, len);
 	}
 	if (masked)
 		wait_leave(&w);
+	if (in != (unsigned char *)small) {
+		int saved = errno;
+
+		free(in);
+		errno = saved;
+	}
 	return ret;
 }
 
