@@ -56,6 +56,7 @@
 #include <sys/syscall.h>
 #include <threads.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "arch/arch.h"
@@ -254,7 +255,8 @@ enum {
 	R_PSELECT, R_EPOLL_PWAIT, R_EPOLL_PWAIT2, R_SIGTIMEDWAIT,
 	R_PTHREAD_CREATE, R_LONGJMP, R_SIGLONGJMP, R__LONGJMP,
 	R_LONGJMP_CHK, R_SIGSETJMP, R_ATTR_SETSIGMASK, R_ATTR_GETSIGMASK,
-	R_THRD_CREATE, R_PPOLL_CHK, R_N
+	R_THRD_CREATE, R_PPOLL_CHK, R_SETCONTEXT, R_SWAPCONTEXT,
+	R_GETCONTEXT, R_MAKECONTEXT, R_N
 };
 static const char *const real_names[R_N] = {
 	"sigaction", "sigprocmask", "pthread_sigmask", "sigsuspend", "ppoll",
@@ -262,6 +264,7 @@ static const char *const real_names[R_N] = {
 	"pthread_create", "longjmp", "siglongjmp", "_longjmp",
 	"__longjmp_chk", "__sigsetjmp", "pthread_attr_setsigmask_np",
 	"pthread_attr_getsigmask_np", "thrd_create", "__ppoll_chk",
+	"setcontext", "swapcontext", "getcontext", "makecontext",
 };
 static void *real[R_N];		/* atomic; set once */
 PK_SIGNAL_DATA(real);
@@ -1520,6 +1523,163 @@ PK_EXPORT _Noreturn void __longjmp_chk(struct __jmp_buf_tag env[1], int val)
 	((longjmp_fn)REAL(R_LONGJMP_CHK))(env, val);
 	__builtin_unreachable();
 }
+
+/* ---------------------------------------------------- contexts */
+
+/*
+ * setcontext(uc) from a handler, with the uc the kernel passed: its
+ * uc_sigmask holds the program's view (prog_enter() put the virtual owned
+ * bits there), which libc's setcontext would make the real mask, owned
+ * signals really blocked. So setcontext and swapcontext take the owned
+ * bits out of the mask they set (in place, as prog_leave() does) into
+ * vmask, and getcontext and swapcontext note vmask in the context they
+ * save, as sigsetjmp does in a jmp_buf: libc writes only word 0 of
+ * uc_sigmask (the kernel's 8 bytes), words 14 and 15 hold vmask and
+ * vmask ^ JNOTE_MAGIC ^ word 0. A context without a valid note (the
+ * kernel's, or one whose mask the program set since) gives its word 0's
+ * owned bits.
+ */
+typedef int (*setcontext_fn)(const ucontext_t *);
+typedef int (*swapcontext_fn)(ucontext_t *, const ucontext_t *);
+
+static void uc_note(ucontext_t *uc)
+{
+	unsigned long *w = (unsigned long *)&uc->uc_sigmask;
+	unsigned long v = vmask, cur = 0;
+
+	/* Bound to the word 0 libc is about to write (this thread's real
+	 * mask): a program that edits uc_sigmask (sigemptyset, sigaddset
+	 * touch word 0 only) makes the note stale, and word 0 counts. */
+	pk_sys4(SYS_rt_sigprocmask, SIG_BLOCK, 0, (long)&cur, 8);
+	w[JNOTE_WORD] = v;
+	w[JNOTE_WORD + 1] = v ^ JNOTE_MAGIC ^ cur;
+}
+
+/* The virtual mask @uc sets; its real mask without the owned signals. */
+static unsigned long uc_take(ucontext_t *uc)
+{
+	unsigned long *w = (unsigned long *)&uc->uc_sigmask;
+	unsigned long own = owned(), v;
+
+	if ((w[JNOTE_WORD] ^ JNOTE_MAGIC ^ w[0]) == w[JNOTE_WORD + 1])
+		v = (w[JNOTE_WORD] & own) | (w[0] & OWNABLE & ~own);
+	else
+		v = w[0] & OWNABLE;
+	w[0] &= ~own;
+	return v;
+}
+
+PK_EXPORT int setcontext(const ucontext_t *uc)
+{
+	unsigned long now = uc_take((ucontext_t *)uc);
+
+	vmask = now;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (pend & ~now)
+		flush_pending(now);
+	return ((setcontext_fn)REAL(R_SETCONTEXT))(uc);
+}
+
+PK_EXPORT int swapcontext(ucontext_t *oucp, const ucontext_t *ucp)
+{
+	unsigned long was = vmask, now;
+	int r;
+
+	uc_note(oucp);
+	now = uc_take((ucontext_t *)ucp);
+	vmask = now;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	r = ((swapcontext_fn)REAL(R_SWAPCONTEXT))(oucp, ucp);
+	/* Back here (or failed): the mask of before. */
+	vmask = was;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (pend & ~was)
+		flush_pending(was);
+	return r;
+}
+
+/* From the getcontext stub, with the caller's argument: libc's getcontext. */
+PK_HIDDEN void *pk_sig_getcontext_note(ucontext_t *uc);
+void *pk_sig_getcontext_note(ucontext_t *uc)
+{
+	uc_note(uc);
+	return REAL(R_GETCONTEXT);
+}
+
+/* getcontext returns twice: a tail jump, as the __sigsetjmp stub. */
+__asm__(".text\n"
+	".globl getcontext\n"
+	".type getcontext, @function\n"
+	"getcontext:\n"
+	"	.cfi_startproc\n"
+	"	endbr64\n"
+	"	push %rdi\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	call pk_sig_getcontext_note\n"
+	"	pop %rdi\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	jmp *%rax\n"
+	"	.cfi_endproc\n"
+	".size getcontext, .-getcontext\n");
+
+/*
+ * makecontext: the program has set the new context's uc_sigmask (word 0
+ * only: sigemptyset and sigaddset leave the note alone), so the note of
+ * the getcontext it started from is dropped and word 0 counts. A stub
+ * (makecontext is variadic): every argument register kept.
+ */
+PK_HIDDEN void *pk_sig_makecontext_note(ucontext_t *uc);
+void *pk_sig_makecontext_note(ucontext_t *uc)
+{
+	unsigned long *w = (unsigned long *)&uc->uc_sigmask;
+
+	w[JNOTE_WORD] = 0;
+	w[JNOTE_WORD + 1] = 0;
+	return REAL(R_MAKECONTEXT);
+}
+
+__asm__(".text\n"
+	".globl makecontext\n"
+	".type makecontext, @function\n"
+	"makecontext:\n"
+	"	.cfi_startproc\n"
+	"	endbr64\n"
+	"	push %rdi\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	push %rsi\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	push %rdx\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	push %rcx\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	push %r8\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	push %r9\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	sub $8, %rsp\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	call pk_sig_makecontext_note\n"
+	"	add $8, %rsp\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	pop %r9\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	pop %r8\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	pop %rcx\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	pop %rdx\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	pop %rsi\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	pop %rdi\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	jmp *%rax\n"
+	"	.cfi_endproc\n"
+	".size makecontext, .-makecontext\n");
+
+/* The stubs' names, exported (scripts/check-abi.sh reads these lines). */
+PK_EXPORT int getcontext(ucontext_t *uc);
+PK_EXPORT void makecontext(ucontext_t *uc, void (*fn)(void), int argc, ...);
 
 /* ---------------------------------------------------- threads that block */
 
