@@ -927,9 +927,19 @@ static int is_handler(const struct sigaction *sa)
 	return sa->sa_handler != SIG_DFL && sa->sa_handler != SIG_IGN;
 }
 
-/* @old as the program set it, if the kernel has the wrapper there. */
+/*
+ * @old as the program set it, if the kernel has the wrapper there, or
+ * SIG_DFL that the kernel put in its place (SA_RESETHAND: the flags kept,
+ * the SA_SIGINFO among them ours, not the program's).
+ */
 static void pact_read_back(struct sigaction *old, const struct pact *p)
 {
+	if (p->fn && (p->flags & SA_RESETHAND) && old->sa_handler == SIG_DFL &&
+	    (old->sa_flags & SA_RESETHAND)) {
+		old->sa_flags = (old->sa_flags & ~SA_SIGINFO) |
+				(p->flags & SA_SIGINFO);
+		return;
+	}
 	if (!(old->sa_flags & SA_SIGINFO) || old->sa_sigaction != wrap_handler)
 		return;
 	/* The kernel's flags (it may have dropped some: SA_UNSUPPORTED's
@@ -966,9 +976,17 @@ static int wrapped_action(int sig, const struct sigaction *act,
 		a.sa_sigaction = wrap_handler;
 		a.sa_flags |= SA_SIGINFO;
 		act = &a;
+	} else if (act) {
+		/* SIG_IGN or SIG_DFL, passed through: no wrapped handler. */
+		struct pact *n = &pacts[sig][(idx + 1) & 1];
+
+		n->fn = NULL;
+		n->flags = act->sa_flags;
+		n->mask = ask;
+		__atomic_store_n(&pact_idx[sig], idx + 1, __ATOMIC_RELEASE);
 	}
 	err = pk_sig_real_sigaction(sig, act, old) ? -errno : 0;
-	if (err && act == &a)
+	if (err && act)
 		__atomic_store_n(&pact_idx[sig], idx, __ATOMIC_RELEASE);
 	pact_drop(&omask);
 	if (!err && old)

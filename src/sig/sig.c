@@ -249,8 +249,9 @@ PK_NOPROBE static int call_prev(int i, int sig, siginfo_t *si, void *ctx)
 		/* Once only: what the kernel would have done to it. */
 		struct sigaction *w = &prev[i][idx & 1];
 
-		__atomic_store_n(&w->sa_flags, 0, __ATOMIC_RELAXED);
-		w->sa_handler = SIG_DFL;
+		/* The kernel keeps sa_flags: read back as it would. SIG_DFL
+		 * is decided on the value, SA_SIGINFO or not (above). */
+		__atomic_store_n(&w->sa_handler, SIG_DFL, __ATOMIC_RELAXED);
 	}
 	/*
 	 * The owned signals of its sa_mask and @sig itself (without
