@@ -56,6 +56,7 @@
 #include <sys/syscall.h>
 #include <threads.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "arch/arch.h"
@@ -169,6 +170,27 @@ PK_NOPROBE void pk_sig_defer(int sig, const siginfo_t *si)
 }
 
 /*
+ * The process these memory and TLS belong to (set before main and in a
+ * fork child). A vfork child, or any CLONE_VM child as posix_spawn's,
+ * shares its parent's memory, vmask and pend included, with a pid of its
+ * own: what it blocks before _exit or exec must not become its parent's
+ * virtual mask (a SIGSEGV virtually blocked in the parent makes its next
+ * fault take the default action). Such a child makes the real call only,
+ * without the owned signals, and leaves vmask and pend alone. One system
+ * call; raw, so that errno is untouched. A fork made past glibc's fork()
+ * (_Fork, a raw clone) leaves proc_pid stale: the child then keeps its
+ * virtual mask unchanged too, its owned signals still never blocked.
+ */
+static int proc_pid;		/* atomic */
+
+static int vm_child(void)
+{
+	int pid = __atomic_load_n(&proc_pid, __ATOMIC_RELAXED);
+
+	return pid && pk_sys4(SYS_getpid, 0, 0, 0, 0) != pid;
+}
+
+/*
  * A fork child has no pending signal of its parent's (the kernel clears
  * them): nor of the deferred ones, which the forking thread's copy of pend
  * would otherwise send again in the child at its next unblock.
@@ -176,6 +198,8 @@ PK_NOPROBE void pk_sig_defer(int sig, const siginfo_t *si)
 static void pend_fork_child(void)
 {
 	__atomic_store_n(&pend, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&proc_pid, (int)pk_sys4(SYS_getpid, 0, 0, 0, 0),
+			 __ATOMIC_RELAXED);
 }
 
 PK_ATFORK(sig_pend, PK_RANK_SIG, NULL, NULL, pend_fork_child);
@@ -242,7 +266,8 @@ enum {
 	R_PSELECT, R_EPOLL_PWAIT, R_EPOLL_PWAIT2, R_SIGTIMEDWAIT,
 	R_PTHREAD_CREATE, R_LONGJMP, R_SIGLONGJMP, R__LONGJMP,
 	R_LONGJMP_CHK, R_SIGSETJMP, R_ATTR_SETSIGMASK, R_ATTR_GETSIGMASK,
-	R_THRD_CREATE, R_PPOLL_CHK, R_N
+	R_THRD_CREATE, R_PPOLL_CHK, R_SETCONTEXT, R_SWAPCONTEXT,
+	R_GETCONTEXT, R_MAKECONTEXT, R_N
 };
 static const char *const real_names[R_N] = {
 	"sigaction", "sigprocmask", "pthread_sigmask", "sigsuspend", "ppoll",
@@ -250,6 +275,7 @@ static const char *const real_names[R_N] = {
 	"pthread_create", "longjmp", "siglongjmp", "_longjmp",
 	"__longjmp_chk", "__sigsetjmp", "pthread_attr_setsigmask_np",
 	"pthread_attr_getsigmask_np", "thrd_create", "__ppoll_chk",
+	"setcontext", "swapcontext", "getcontext", "makecontext",
 };
 static void *real[R_N];		/* atomic; set once */
 PK_SIGNAL_DATA(real);
@@ -295,6 +321,8 @@ __attribute__((constructor(101))) static void resolve_all(void)
 	const char *v = secure_getenv("PROBEKIT_PROBE_SIGNAL");
 	int sweep = v ? atoi(v) : SIGRTMAX - 2;
 
+	__atomic_store_n(&proc_pid, (int)pk_sys4(SYS_getpid, 0, 0, 0, 0),
+			 __ATOMIC_RELAXED);
 	for (int i = 0; i < R_N; i++)
 		resolve(i);
 	spawn_init();
@@ -356,8 +384,8 @@ PK_NOPROBE int pk_sig_real_sigmask(int how, const sigset_t *set, sigset_t *old)
 static int mask_set(int how, const sigset_t *set, sigset_t *old, int errno_style)
 {
 	unsigned long was = vmask, now = was, own = owned();
+	int err, child = vm_child();
 	sigset_t adj;
-	int err;
 
 	if (set) {
 		unsigned long w = word(set) & OWNABLE;
@@ -373,7 +401,8 @@ static int mask_set(int how, const sigset_t *set, sigset_t *old, int errno_style
 			set_word(&adj, word(&adj) & ~own);
 		/* Before the real call: a signal arriving in between sees
 		 * the state the program is moving to. */
-		vmask = now;
+		if (!child)
+			vmask = now;
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	}
 	if (errno_style) {
@@ -384,12 +413,13 @@ static int mask_set(int how, const sigset_t *set, sigset_t *old, int errno_style
 		err = pk_sig_real_sigmask(how, set ? &adj : NULL, old);
 	}
 	if (err) {
-		vmask = was;
+		if (!child)
+			vmask = was;
 		return err;
 	}
 	if (old)
 		set_word(old, (word(old) & ~own) | (was & own));
-	if (pend & ~now)
+	if (!child && (pend & ~now))
 		flush_pending(now);
 	return 0;
 }
@@ -419,6 +449,7 @@ PK_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
  */
 struct wait_mask {
 	unsigned long was;
+	int child;		/* vm_child(): vmask and pend left alone */
 	sigset_t adj;
 };
 
@@ -429,6 +460,9 @@ static int wait_enter(const sigset_t *in, struct wait_mask *w)
 	w->was = vmask;
 	w->adj = *in;
 	set_word(&w->adj, word(&w->adj) & ~owned());
+	w->child = vm_child();
+	if (w->child)
+		return 0;
 	vmask = now;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (pend & ~now) {
@@ -445,6 +479,8 @@ static void wait_leave(struct wait_mask *w)
 {
 	int saved = errno;
 
+	if (w->child)
+		return;
 	vmask = w->was;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (pend & ~w->was)
@@ -578,43 +614,55 @@ PK_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t n,
 
 /*
  * pselect: the fd sets are the call's result, so a restart waits on a
- * copy of what the program passed.
+ * copy of what the program passed: (n + 7) / 8 bytes of each, which may
+ * be more than an fd_set (n past FD_SETSIZE, sets the program allocated):
+ * on the stack up to an fd_set each, allocated beyond. Without the memory
+ * for the copies a spurious EINTR is returned rather than a wrong wait.
  */
 PK_EXPORT int pselect(int n, fd_set *r, fd_set *wr, fd_set *e,
 		      const struct timespec *t, const sigset_t *mask)
 {
-	fd_set in[3];
+	fd_set small[3];
+	fd_set *const sets[3] = { r, wr, e };
+	size_t len = n > 0 ? ((size_t)n + 7) / 8 : 0;
+	unsigned char *in = (unsigned char *)small;
 	struct timespec left;
 	struct wait_mask w;
 	struct restart rs;
-	int ret, masked = mask != NULL;
+	int ret, masked = mask != NULL, copies = 1;
 
+	if (len > sizeof(fd_set)) {
+		in = malloc(3 * len);
+		copies = in != NULL;
+	}
 	if (masked && wait_enter(mask, &w)) {
+		if (in != (unsigned char *)small)
+			free(in);
 		errno = EINTR;
 		return -1;
 	}
-	if (r)
-		in[0] = *r;
-	if (wr)
-		in[1] = *wr;
-	if (e)
-		in[2] = *e;
+	for (int i = 0; i < 3 && copies; i++)
+		if (sets[i])
+			memcpy(in + i * len, sets[i], len);
 	rs_start(&rs, t);
 	for (;;) {
 		ret = ((pselect_fn)REAL(R_PSELECT))(n, r, wr, e, t,
 						    masked ? &w.adj : NULL);
-		if (!rs_again(ret, &rs))
+		if (!copies || !rs_again(ret, &rs))
 			break;
 		t = rs_left(&rs, &left);
-		if (r)
-			*r = in[0];
-		if (wr)
-			*wr = in[1];
-		if (e)
-			*e = in[2];
+		for (int i = 0; i < 3; i++)
+			if (sets[i])
+				memcpy(sets[i], in + i * len, len);
 	}
 	if (masked)
 		wait_leave(&w);
+	if (in != (unsigned char *)small) {
+		int saved = errno;
+
+		free(in);
+		errno = saved;
+	}
 	return ret;
 }
 
@@ -689,7 +737,7 @@ static int take_deferred(const sigset_t *set, siginfo_t *info)
 	unsigned long ready = pend & word(set) & OWNABLE;
 	int sig;
 
-	if (!ready)
+	if (!ready || vm_child())	/* the parent's deferred ones */
 		return 0;
 	sig = __builtin_ctzl(ready) + 1;
 	__atomic_fetch_and(&pend, ~BIT(sig), __ATOMIC_RELAXED);
@@ -885,15 +933,28 @@ static void pact_drop(sigset_t *old)
 	OWN_LEAVE();
 }
 
+/*
+ * SIG_IGN and SIG_DFL are values of the handler union whatever the flags
+ * say, as the kernel compares them: SA_SIGINFO with SIG_IGN ignores.
+ */
 static int is_handler(const struct sigaction *sa)
 {
-	return (sa->sa_flags & SA_SIGINFO) ? sa->sa_sigaction != NULL :
-	       sa->sa_handler != SIG_DFL && sa->sa_handler != SIG_IGN;
+	return sa->sa_handler != SIG_DFL && sa->sa_handler != SIG_IGN;
 }
 
-/* @old as the program set it, if the kernel has the wrapper there. */
+/*
+ * @old as the program set it, if the kernel has the wrapper there, or
+ * SIG_DFL that the kernel put in its place (SA_RESETHAND: the flags kept,
+ * the SA_SIGINFO among them ours, not the program's).
+ */
 static void pact_read_back(struct sigaction *old, const struct pact *p)
 {
+	if (p->fn && (p->flags & SA_RESETHAND) && old->sa_handler == SIG_DFL &&
+	    (old->sa_flags & SA_RESETHAND)) {
+		old->sa_flags = (old->sa_flags & ~SA_SIGINFO) |
+				(p->flags & SA_SIGINFO);
+		return;
+	}
 	if (!(old->sa_flags & SA_SIGINFO) || old->sa_sigaction != wrap_handler)
 		return;
 	/* The kernel's flags (it may have dropped some: SA_UNSUPPORTED's
@@ -930,9 +991,17 @@ static int wrapped_action(int sig, const struct sigaction *act,
 		a.sa_sigaction = wrap_handler;
 		a.sa_flags |= SA_SIGINFO;
 		act = &a;
+	} else if (act) {
+		/* SIG_IGN or SIG_DFL, passed through: no wrapped handler. */
+		struct pact *n = &pacts[sig][(idx + 1) & 1];
+
+		n->fn = NULL;
+		n->flags = act->sa_flags;
+		n->mask = ask;
+		__atomic_store_n(&pact_idx[sig], idx + 1, __ATOMIC_RELEASE);
 	}
 	err = pk_sig_real_sigaction(sig, act, old) ? -errno : 0;
-	if (err && act == &a)
+	if (err && act)
 		__atomic_store_n(&pact_idx[sig], idx, __ATOMIC_RELEASE);
 	pact_drop(&omask);
 	if (!err && old)
@@ -998,9 +1067,7 @@ void pk_sig_strip_masks(int sig)
 
 		if (s == SIGKILL || s == SIGSTOP ||
 		    pk_sig_real_sigaction(s, NULL, &sa) ||
-		    !(word(&sa.sa_mask) & BIT(sig)) ||
-		    (!(sa.sa_flags & SA_SIGINFO) &&
-		     (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN)))
+		    !(word(&sa.sa_mask) & BIT(sig)) || !is_handler(&sa))
 			continue;
 		set_word(&sa.sa_mask, word(&sa.sa_mask) & ~BIT(sig));
 		if (pk_sig_real_sigaction(s, &sa, NULL) == 0)
@@ -1367,43 +1434,39 @@ PK_EXPORT int thrd_create(thrd_t *t, thrd_start_t fn, void *arg)
  *   - for an ownable signal probekit does not own, from the jmp_buf's
  *     saved mask, which is the real one (vmask follows it);
  *   - for an owned one the saved mask never has it (never really
- *     blocked), so __sigsetjmp itself is interposed by a stub that notes
- *     (env, vmask) per thread and tail-jumps to libc's, leaving the
- *     caller's frame as setjmp must see it. A jmp_buf with no note (the
- *     notes are 16 per thread, newest kept; or one copied elsewhere) gets
- *     the owned signals unblocked: never a signal of the program's held
- *     forever, at worst one delivered that it had blocked before.
+ *     blocked), so __sigsetjmp itself is interposed by a stub that
+ *     stores vmask in the jmp_buf itself and tail-jumps to libc's,
+ *     leaving the caller's frame as setjmp must see it. The note lives
+ *     with the buffer (a copied jmp_buf carries it, a freed one takes it
+ *     along, any number of buffers have one each): glibc's __sigjmp_save
+ *     writes only the kernel's 8 bytes (word 0) of __saved_mask, x86's
+ *     setjmp the shadow stack pointer in word 2 (setjmpP.h's
+ *     __jmpbuf_arch_t); words 14 and 15 of the 16 hold vmask and
+ *     vmask ^ JNOTE_MAGIC. Only when a mask is saved: a cancellation
+ *     buffer (savemask 0) is shorter than a jmp_buf. A jmp_buf without
+ *     a valid note (filled past the stub) gets the owned signals
+ *     unblocked: never a signal of the program's held forever, at worst
+ *     one delivered that it had blocked before.
  *
  * A longjmp from a jmp_buf without a saved mask changes no mask, as the
  * kernel's would not: what the handler ran with stays blocked.
  */
-#define JNOTES 16
+#define JNOTE_WORD 14
+#define JNOTE_MAGIC 0x706b2d6a6d706e74UL	/* "pk-jmpnt" */
 
-struct jnote {
-	const void *env;
-	unsigned long vmask;
-};
-
-static __thread struct jnote jnotes[JNOTES]
-	__attribute__((tls_model("initial-exec")));
-static __thread unsigned int jnext
-	__attribute__((tls_model("initial-exec")));
+_Static_assert(sizeof(__sigset_t) >= (JNOTE_WORD + 2) * sizeof(unsigned long),
+	       "the jmp_buf note fits in __saved_mask");
 
 /* From the stubs below, with the caller's arguments: libc's __sigsetjmp. */
-PK_HIDDEN void *pk_sig_setjmp_note(const void *env, int save);
-void *pk_sig_setjmp_note(const void *env, int save)
+PK_HIDDEN void *pk_sig_setjmp_note(struct __jmp_buf_tag *env, int save);
+void *pk_sig_setjmp_note(struct __jmp_buf_tag *env, int save)
 {
 	if (save) {
-		unsigned int i, n = jnext;
+		unsigned long *w = (unsigned long *)&env->__saved_mask;
+		unsigned long v = vmask;
 
-		for (i = 0; i < JNOTES && jnotes[i].env != env; i++)
-			;
-		if (i == JNOTES) {
-			i = n % JNOTES;
-			jnext = n + 1;
-		}
-		jnotes[i].env = env;
-		jnotes[i].vmask = vmask;
+		w[JNOTE_WORD] = v;
+		w[JNOTE_WORD + 1] = v ^ JNOTE_MAGIC;
 	}
 	return REAL(R_SIGSETJMP);
 }
@@ -1451,13 +1514,13 @@ PK_EXPORT int setjmp(struct __jmp_buf_tag env[1]);
 
 static void jump_mask(struct __jmp_buf_tag *env)
 {
+	const unsigned long *w = (const unsigned long *)&env->__saved_mask;
 	unsigned long own = owned(), now, noted = 0;
 
 	if (!env->__mask_was_saved)
 		return;
-	for (unsigned int i = 0; i < JNOTES; i++)
-		if (jnotes[i].env == env)
-			noted = jnotes[i].vmask;
+	if ((w[JNOTE_WORD] ^ JNOTE_MAGIC) == w[JNOTE_WORD + 1])
+		noted = w[JNOTE_WORD];
 	now = (word(&env->__saved_mask) & OWNABLE & ~own) | (noted & own);
 	vmask = now;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -1493,6 +1556,163 @@ PK_EXPORT _Noreturn void __longjmp_chk(struct __jmp_buf_tag env[1], int val)
 	((longjmp_fn)REAL(R_LONGJMP_CHK))(env, val);
 	__builtin_unreachable();
 }
+
+/* ---------------------------------------------------- contexts */
+
+/*
+ * setcontext(uc) from a handler, with the uc the kernel passed: its
+ * uc_sigmask holds the program's view (prog_enter() put the virtual owned
+ * bits there), which libc's setcontext would make the real mask, owned
+ * signals really blocked. So setcontext and swapcontext take the owned
+ * bits out of the mask they set (in place, as prog_leave() does) into
+ * vmask, and getcontext and swapcontext note vmask in the context they
+ * save, as sigsetjmp does in a jmp_buf: libc writes only word 0 of
+ * uc_sigmask (the kernel's 8 bytes), words 14 and 15 hold vmask and
+ * vmask ^ JNOTE_MAGIC ^ word 0. A context without a valid note (the
+ * kernel's, or one whose mask the program set since) gives its word 0's
+ * owned bits.
+ */
+typedef int (*setcontext_fn)(const ucontext_t *);
+typedef int (*swapcontext_fn)(ucontext_t *, const ucontext_t *);
+
+static void uc_note(ucontext_t *uc)
+{
+	unsigned long *w = (unsigned long *)&uc->uc_sigmask;
+	unsigned long v = vmask, cur = 0;
+
+	/* Bound to the word 0 libc is about to write (this thread's real
+	 * mask): a program that edits uc_sigmask (sigemptyset, sigaddset
+	 * touch word 0 only) makes the note stale, and word 0 counts. */
+	pk_sys4(SYS_rt_sigprocmask, SIG_BLOCK, 0, (long)&cur, 8);
+	w[JNOTE_WORD] = v;
+	w[JNOTE_WORD + 1] = v ^ JNOTE_MAGIC ^ cur;
+}
+
+/* The virtual mask @uc sets; its real mask without the owned signals. */
+static unsigned long uc_take(ucontext_t *uc)
+{
+	unsigned long *w = (unsigned long *)&uc->uc_sigmask;
+	unsigned long own = owned(), v;
+
+	if ((w[JNOTE_WORD] ^ JNOTE_MAGIC ^ w[0]) == w[JNOTE_WORD + 1])
+		v = (w[JNOTE_WORD] & own) | (w[0] & OWNABLE & ~own);
+	else
+		v = w[0] & OWNABLE;
+	w[0] &= ~own;
+	return v;
+}
+
+PK_EXPORT int setcontext(const ucontext_t *uc)
+{
+	unsigned long now = uc_take((ucontext_t *)uc);
+
+	vmask = now;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (pend & ~now)
+		flush_pending(now);
+	return ((setcontext_fn)REAL(R_SETCONTEXT))(uc);
+}
+
+PK_EXPORT int swapcontext(ucontext_t *oucp, const ucontext_t *ucp)
+{
+	unsigned long was = vmask, now;
+	int r;
+
+	uc_note(oucp);
+	now = uc_take((ucontext_t *)ucp);
+	vmask = now;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	r = ((swapcontext_fn)REAL(R_SWAPCONTEXT))(oucp, ucp);
+	/* Back here (or failed): the mask of before. */
+	vmask = was;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (pend & ~was)
+		flush_pending(was);
+	return r;
+}
+
+/* From the getcontext stub, with the caller's argument: libc's getcontext. */
+PK_HIDDEN void *pk_sig_getcontext_note(ucontext_t *uc);
+void *pk_sig_getcontext_note(ucontext_t *uc)
+{
+	uc_note(uc);
+	return REAL(R_GETCONTEXT);
+}
+
+/* getcontext returns twice: a tail jump, as the __sigsetjmp stub. */
+__asm__(".text\n"
+	".globl getcontext\n"
+	".type getcontext, @function\n"
+	"getcontext:\n"
+	"	.cfi_startproc\n"
+	"	endbr64\n"
+	"	push %rdi\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	call pk_sig_getcontext_note\n"
+	"	pop %rdi\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	jmp *%rax\n"
+	"	.cfi_endproc\n"
+	".size getcontext, .-getcontext\n");
+
+/*
+ * makecontext: the program has set the new context's uc_sigmask (word 0
+ * only: sigemptyset and sigaddset leave the note alone), so the note of
+ * the getcontext it started from is dropped and word 0 counts. A stub
+ * (makecontext is variadic): every argument register kept.
+ */
+PK_HIDDEN void *pk_sig_makecontext_note(ucontext_t *uc);
+void *pk_sig_makecontext_note(ucontext_t *uc)
+{
+	unsigned long *w = (unsigned long *)&uc->uc_sigmask;
+
+	w[JNOTE_WORD] = 0;
+	w[JNOTE_WORD + 1] = 0;
+	return REAL(R_MAKECONTEXT);
+}
+
+__asm__(".text\n"
+	".globl makecontext\n"
+	".type makecontext, @function\n"
+	"makecontext:\n"
+	"	.cfi_startproc\n"
+	"	endbr64\n"
+	"	push %rdi\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	push %rsi\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	push %rdx\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	push %rcx\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	push %r8\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	push %r9\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	sub $8, %rsp\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	call pk_sig_makecontext_note\n"
+	"	add $8, %rsp\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	pop %r9\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	pop %r8\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	pop %rcx\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	pop %rdx\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	pop %rsi\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	pop %rdi\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	jmp *%rax\n"
+	"	.cfi_endproc\n"
+	".size makecontext, .-makecontext\n");
+
+/* The stubs' names, exported (scripts/check-abi.sh reads these lines). */
+PK_EXPORT int getcontext(ucontext_t *uc);
+PK_EXPORT void makecontext(ucontext_t *uc, void (*fn)(void), int argc, ...);
 
 /* ---------------------------------------------------- threads that block */
 

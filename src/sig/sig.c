@@ -249,22 +249,24 @@ PK_NOPROBE static int call_prev(int i, int sig, siginfo_t *si, void *ctx)
 		}
 		return 0;
 	}
-	if (!(p.sa_flags & SA_SIGINFO) &&
-	    (p.sa_handler == SIG_DFL || p.sa_handler == SIG_IGN)) {
+	/* The handler's value decides, whatever the flags (the kernel's
+	 * rule): SA_SIGINFO with SIG_IGN ignores, with SIG_DFL defaults. */
+	if (p.sa_handler == SIG_DFL || p.sa_handler == SIG_IGN) {
 		/* A synchronous fault cannot be ignored: the kernel would kill. */
 		if (p.sa_handler == SIG_IGN && !sync_fault(sig, si) &&
 		    !(sig == SIGTRAP && pk_arch_trap_hit(si)))
 			return 1;
 		return 0;
 	}
-	if (is_ours(i, &p) || (p.sa_flags & SA_SIGINFO ? !p.sa_sigaction : 0))
+	if (is_ours(i, &p))
 		return 0;	/* never loop into ourselves */
 	if (p.sa_flags & SA_RESETHAND) {
 		/* Once only: what the kernel would have done to it. */
 		struct sigaction *w = &prev[i][idx & 1];
 
-		__atomic_store_n(&w->sa_flags, 0, __ATOMIC_RELAXED);
-		w->sa_handler = SIG_DFL;
+		/* The kernel keeps sa_flags: read back as it would. SIG_DFL
+		 * is decided on the value, SA_SIGINFO or not (above). */
+		__atomic_store_n(&w->sa_handler, SIG_DFL, __ATOMIC_RELAXED);
 	}
 	/*
 	 * The owned signals of its sa_mask and @sig itself (without
