@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "sym/spec.h"
 
 /* What the interval reports need between two ticks. */
 struct tick_ctx {
@@ -393,33 +394,13 @@ static void tick(double el, void *arg)
 }
 
 /*
- * The ':' after OBJECT in @spec, or NULL: as the library splits a spec
- * (src/sym/sym.c's obj_colon(), which this must follow), the first ':'
- * that is not part of a '::' (C++ names hold any number of those, and
- * OBJECT none) nor of an ABI tag's "[abi:".
- */
-static const char *obj_colon(const char *spec)
-{
-	for (const char *p = spec; (p = strchr(p, ':')); p++) {
-		if (p[1] == ':') {
-			p++;
-			continue;
-		}
-		if (p - spec >= 4 && !strncmp(p - 4, "[abi", 4))
-			continue;
-		return p;
-	}
-	return NULL;
-}
-
-/*
  * Why @spec can name no function in any process, or NULL: NAME or
  * OBJECT:NAME (split where the library splits it), neither part empty,
  * OBJECT under 256 bytes; NAME may be of any length.
  */
 static const char *bad_spec(const char *spec)
 {
-	const char *colon = obj_colon(spec);
+	const char *colon = pk_spec_obj_colon(spec);
 
 	if (!*spec || strchr(spec, PKA_SEP))
 		return "empty or multi-line probe spec";

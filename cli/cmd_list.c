@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "sym/spec.h"
 /* Types only: the functions are dlsym()ed (key.h would register a module). */
 #include <probekit/probe.h>
 #include <probekit/sym.h>
@@ -289,21 +290,6 @@ static int base_matches(const char *path, const char *want)
 	}
 }
 
-/* The first ':' not part of a "::" nor of an ABI tag ("[abi:cxx11]"): where OBJECT ends. */
-static const char *obj_colon(const char *s)
-{
-	for (const char *p = s; (p = strchr(p, ':')); p++) {
-		if (p[1] == ':') {
-			p++;
-			continue;
-		}
-		if (p - s >= 4 && !strncmp(p - 4, "[abi", 4))
-			continue;
-		return p;
-	}
-	return NULL;
-}
-
 /* Whether @s holds a glob character (an ABI tag's '[' is none). */
 static int has_glob(const char *s)
 {
@@ -454,7 +440,7 @@ static int print_sym(const struct pk_sym *s, void *ctx)
 static int list_spec(const char *spec, const struct objs *os, struct out *o,
 		     char *err, size_t errlen)
 {
-	const char *colon = obj_colon(spec), *name = colon ? colon + 1 : spec;
+	const char *colon = pk_spec_obj_colon(spec), *name = colon ? colon + 1 : spec;
 	char obj[PATH_MAX], full[PATH_MAX * 2];
 	int glob = has_glob(name), any = 0, r = -ENOENT;
 	struct stat st;

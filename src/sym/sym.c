@@ -53,6 +53,7 @@
 #include "internal.h"
 #include "probe/probe.h"
 #include "sym/sym.h"
+#include "sym/spec.h"
 #include "util/maps.h"
 
 /* ------------------------------------------------------------- objects */
@@ -318,24 +319,6 @@ static int has_glob(const char *s)
 	return !!strpbrk(s, "*?[");
 }
 
-/*
- * The first ':' that is not part of a "::" nor of a C++ ABI tag
- * ("label[abi:cxx11]"): where OBJECT ends.
- */
-static const char *obj_colon(const char *s)
-{
-	for (const char *p = s; (p = strchr(p, ':')); p++) {
-		if (p[1] == ':') {
-			p++;
-			continue;
-		}
-		if (p - s >= 4 && !strncmp(p - 4, "[abi", 4))
-			continue;
-		return p;
-	}
-	return NULL;
-}
-
 static void squeeze(char *dst, size_t cap, const char *src)
 {
 	size_t n = 0;
@@ -454,7 +437,7 @@ static int spec_parse(const char *text, struct spec *sp)
 		return -EINVAL;
 	strcpy(sp->buf, text);
 	name = sp->buf;
-	colon = (char *)obj_colon(sp->buf);
+	colon = (char *)pk_spec_obj_colon(sp->buf);
 	if (colon) {
 		if (colon == sp->buf || !colon[1])
 			return -EINVAL;
