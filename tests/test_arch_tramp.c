@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 
 #include "harness.h"
+#include "tramp_test.h"
 #include "arch/arch.h"
 
 void pk_arch_tramp_test_modes(const struct pk_arch_vsave *fast,
@@ -75,28 +76,11 @@ static void clobber(void)
 
 	calls++;
 	a = a / b;	/* MXCSR PE */
-	__asm__ volatile("vpcmpeqd %%ymm0, %%ymm0, %%ymm0\n\t"
-			 "vpcmpeqd %%ymm1, %%ymm1, %%ymm1\n\t"
-			 "vpcmpeqd %%ymm2, %%ymm2, %%ymm2\n\t"
-			 "vpcmpeqd %%ymm3, %%ymm3, %%ymm3\n\t"
-			 "vpcmpeqd %%ymm4, %%ymm4, %%ymm4\n\t"
-			 "vpcmpeqd %%ymm5, %%ymm5, %%ymm5\n\t"
-			 "vpcmpeqd %%ymm6, %%ymm6, %%ymm6\n\t"
-			 "vpcmpeqd %%ymm7, %%ymm7, %%ymm7\n\t"
-			 "vpcmpeqd %%ymm8, %%ymm8, %%ymm8\n\t"
-			 "vpcmpeqd %%ymm9, %%ymm9, %%ymm9\n\t"
-			 "vpcmpeqd %%ymm10, %%ymm10, %%ymm10\n\t"
-			 "vpcmpeqd %%ymm11, %%ymm11, %%ymm11\n\t"
-			 "vpcmpeqd %%ymm12, %%ymm12, %%ymm12\n\t"
-			 "vpcmpeqd %%ymm13, %%ymm13, %%ymm13\n\t"
-			 "vpcmpeqd %%ymm14, %%ymm14, %%ymm14\n\t"
-			 "vpcmpeqd %%ymm15, %%ymm15, %%ymm15\n\t"
+	__asm__ volatile(TT_SET_YMM0_15
 			 "mov $-1, %%rcx\n\tmov $-1, %%rsi\n\tmov $-1, %%rdi\n\t"
 			 "mov $-1, %%r8\n\tmov $-1, %%r9\n\tmov $-1, %%r10\n\t"
 			 "mov $-1, %%r11"
-			 ::: "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6",
-			 "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13",
-			 "xmm14", "xmm15", "rcx", "rsi", "rdi", "r8", "r9", "r10",
+			 ::: TT_XMM0_15, "rcx", "rsi", "rdi", "r8", "r9", "r10",
 			 "r11");
 	if (x87_clobber)
 		__asm__ volatile("fld1\n\tfld1\n\tfld1\n\tfld1\n\t"
@@ -135,8 +119,6 @@ __asm__(".text\n"
 	"	lea 8(%rsp), %rsp\n"
 	"	jmp t_ret_common\n"
 	".size t_ret_enter, .-t_ret_enter\n");
-
-static __thread uintptr_t dv_sp, dv_to, dv_cont;
 
 static void fill(struct vstate *s)
 {
@@ -187,30 +169,6 @@ static void run(void *target, int want, int x87, const char *what)
 		bad++;
 	}
 	ASSERT_EQ(bad, 0, what);
-}
-
-static uint8_t *map_head(void)
-{
-	struct pk_tramp_env env = {
-		.dispatch = (uintptr_t)t_dispatch,
-		.dispatch_full = (uintptr_t)t_dispatch,
-		.divert_sp = &dv_sp, .divert_to = &dv_to, .divert_cont = &dv_cont,
-	};
-	static uint8_t buf[PK_TRAMP_HEAD];
-	uint8_t *m;
-
-	if (!ASSERT_OK(pk_arch_tramp_head(buf, &env), "pk_arch_tramp_head"))
-		return NULL;
-	m = mmap(NULL, PK_TRAMP_HEAD, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (!ASSERT_TRUE(m != MAP_FAILED, "mmap"))
-		return NULL;
-	memcpy(m, buf, sizeof(buf));
-	if (!ASSERT_OK(mprotect(m, PK_TRAMP_HEAD, PROT_READ | PROT_EXEC), "mprotect")) {
-		munmap(m, PK_TRAMP_HEAD);
-		return NULL;
-	}
-	return m;
 }
 
 static struct pk_arch_vsave xs(uint32_t mode, uint64_t mask)
@@ -343,7 +301,7 @@ int main(void)
 		uint8_t *head;
 
 		pk_arch_tramp_test_modes(&modes[i].fast, &modes[i].full);
-		head = map_head();
+		head = tt_map_head((uintptr_t)t_dispatch);
 		if (!head)
 			continue;
 		/* The fast stub: at an entry, the x87 stack is empty (ABI). */

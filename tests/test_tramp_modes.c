@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 
 #include "harness.h"
+#include "tramp_test.h"
 #include "arch/arch.h"
 
 void pk_arch_tramp_test_modes(const struct pk_arch_vsave *fast,
@@ -79,58 +80,15 @@ static int calls, flip;
 static void m_dispatch(struct pk_regs *r)
 {
 	calls++;
-	__asm__ volatile("vpcmpeqd %%ymm0, %%ymm0, %%ymm0\n\t"
-			 "vpcmpeqd %%ymm1, %%ymm1, %%ymm1\n\t"
-			 "vpcmpeqd %%ymm2, %%ymm2, %%ymm2\n\t"
-			 "vpcmpeqd %%ymm3, %%ymm3, %%ymm3\n\t"
-			 "vpcmpeqd %%ymm4, %%ymm4, %%ymm4\n\t"
-			 "vpcmpeqd %%ymm5, %%ymm5, %%ymm5\n\t"
-			 "vpcmpeqd %%ymm6, %%ymm6, %%ymm6\n\t"
-			 "vpcmpeqd %%ymm7, %%ymm7, %%ymm7\n\t"
-			 "vpcmpeqd %%ymm8, %%ymm8, %%ymm8\n\t"
-			 "vpcmpeqd %%ymm9, %%ymm9, %%ymm9\n\t"
-			 "vpcmpeqd %%ymm10, %%ymm10, %%ymm10\n\t"
-			 "vpcmpeqd %%ymm11, %%ymm11, %%ymm11\n\t"
-			 "vpcmpeqd %%ymm12, %%ymm12, %%ymm12\n\t"
-			 "vpcmpeqd %%ymm13, %%ymm13, %%ymm13\n\t"
-			 "vpcmpeqd %%ymm14, %%ymm14, %%ymm14\n\t"
-			 "vpcmpeqd %%ymm15, %%ymm15, %%ymm15\n\t"
+	__asm__ volatile(TT_SET_YMM0_15
 			 "mov $-1, %%rcx\n\tmov $-1, %%rsi\n\tmov $-1, %%rdi\n\t"
 			 "mov $-1, %%r8\n\tmov $-1, %%r9\n\tmov $-1, %%r10\n\t"
 			 "mov $-1, %%r11\n\t"
 			 "xor %%eax, %%eax"	/* ZF set, the others clear */
-			 ::: "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6",
-			 "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13",
-			 "xmm14", "xmm15", "rax", "rcx", "rsi", "rdi", "r8", "r9",
+			 ::: TT_XMM0_15, "rax", "rcx", "rsi", "rdi", "r8", "r9",
 			 "r10", "r11", "cc");
 	if (flip)
 		r->flags ^= USER_FLAGS;
-}
-
-static __thread uintptr_t dv_sp, dv_to, dv_cont;
-
-static uint8_t *map_head(void)
-{
-	struct pk_tramp_env env = {
-		.dispatch = (uintptr_t)m_dispatch,
-		.dispatch_full = (uintptr_t)m_dispatch,
-		.divert_sp = &dv_sp, .divert_to = &dv_to, .divert_cont = &dv_cont,
-	};
-	static uint8_t buf[PK_TRAMP_HEAD];
-	uint8_t *m;
-
-	if (!ASSERT_OK(pk_arch_tramp_head(buf, &env), "pk_arch_tramp_head"))
-		return NULL;
-	m = mmap(NULL, PK_TRAMP_HEAD, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (!ASSERT_TRUE(m != MAP_FAILED, "mmap"))
-		return NULL;
-	memcpy(m, buf, sizeof(buf));
-	if (!ASSERT_OK(mprotect(m, PK_TRAMP_HEAD, PROT_READ | PROT_EXEC), "mprotect")) {
-		munmap(m, PK_TRAMP_HEAD);
-		return NULL;
-	}
-	return m;
 }
 
 /*
@@ -233,7 +191,7 @@ int main(void)
 			uint8_t *head;
 
 			pk_arch_tramp_test_modes(&modes[i].fast, &modes[i].full);
-			head = map_head();
+			head = tt_map_head((uintptr_t)m_dispatch);
 			if (!head)
 				continue;
 			for (size_t f = 0; f < sizeof(flag_sets) / sizeof(flag_sets[0]); f++)

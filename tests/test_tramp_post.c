@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "tramp_test.h"
 #include "probekit.h"
 
 /*
@@ -133,22 +134,7 @@ static void clobber(void)
 
 	snprintf(buf, sizeof(buf), "post-handler %d, %s", post_hits, "clobbering");
 	post_hits += strlen(buf) > 0;
-	__asm__ volatile("vpcmpeqd %%ymm0, %%ymm0, %%ymm0\n\t"
-			 "vpcmpeqd %%ymm1, %%ymm1, %%ymm1\n\t"
-			 "vpcmpeqd %%ymm2, %%ymm2, %%ymm2\n\t"
-			 "vpcmpeqd %%ymm3, %%ymm3, %%ymm3\n\t"
-			 "vpcmpeqd %%ymm4, %%ymm4, %%ymm4\n\t"
-			 "vpcmpeqd %%ymm5, %%ymm5, %%ymm5\n\t"
-			 "vpcmpeqd %%ymm6, %%ymm6, %%ymm6\n\t"
-			 "vpcmpeqd %%ymm7, %%ymm7, %%ymm7\n\t"
-			 "vpcmpeqd %%ymm8, %%ymm8, %%ymm8\n\t"
-			 "vpcmpeqd %%ymm9, %%ymm9, %%ymm9\n\t"
-			 "vpcmpeqd %%ymm10, %%ymm10, %%ymm10\n\t"
-			 "vpcmpeqd %%ymm11, %%ymm11, %%ymm11\n\t"
-			 "vpcmpeqd %%ymm12, %%ymm12, %%ymm12\n\t"
-			 "vpcmpeqd %%ymm13, %%ymm13, %%ymm13\n\t"
-			 "vpcmpeqd %%ymm14, %%ymm14, %%ymm14\n\t"
-			 "vpcmpeqd %%ymm15, %%ymm15, %%ymm15\n\t"
+	__asm__ volatile(TT_SET_YMM0_15
 			 "fld1\n\tfld1\n\tfld1\n\tfld1\n\t"
 			 "fld1\n\tfld1\n\tfld1\n\tfld1\n\t"
 			 "fstp %%st(0)\n\tfstp %%st(0)\n\tfstp %%st(0)\n\t"
@@ -157,9 +143,7 @@ static void clobber(void)
 			 "mov $-1, %%rcx\n\tmov $-1, %%rdx\n\tmov $-1, %%rsi\n\t"
 			 "mov $-1, %%rdi\n\tmov $-1, %%r8\n\tmov $-1, %%r9\n\t"
 			 "mov $-1, %%r10\n\tmov $-1, %%r11"
-			 ::: "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6",
-			 "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13",
-			 "xmm14", "xmm15", "st", "st(1)", "st(2)", "st(3)", "st(4)",
+			 ::: TT_XMM0_15, "st", "st(1)", "st(2)", "st(3)", "st(4)",
 			 "st(5)", "st(6)", "st(7)", "rcx", "rdx", "rsi", "rdi", "r8",
 			 "r9", "r10", "r11", "cc");
 	/* The flags the stub finds when the dispatcher returns. */
