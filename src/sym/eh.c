@@ -124,116 +124,6 @@ static uint64_t get_ptr(struct cur *c, uint8_t enc, uint64_t here, int apply)
 	return v;
 }
 
-/* The FDE pointer encoding a CIE gives ('R'), absptr without one. */
-static int cie_fde_enc(const uint8_t *sec, size_t len, uint64_t vaddr,
-		       size_t off, uint8_t *enc)
-{
-	struct cur c = { sec + off, sec + len, 0 };
-	uint64_t l = get_n(&c, 4), id;
-	const char *aug;
-	uint8_t ver;
-
-	if (l == 0xffffffff)
-		l = get_n(&c, 8);
-	if (c.bad || l > (uint64_t)(c.end - c.p))
-		return -1;
-	c.end = c.p + l;
-	id = get_n(&c, 4);
-	ver = (uint8_t)get_n(&c, 1);
-	if (c.bad || id != 0 || (ver != 1 && ver != 3))
-		return -1;
-	aug = (const char *)c.p;
-	c.p = memchr(c.p, 0, (size_t)(c.end - c.p));
-	if (!c.p)
-		return -1;
-	c.p++;
-	*enc = PE_ABSPTR;
-	if (aug[0] != 'z')
-		return aug[0] ? -1 : 0;		/* no augmentation: absptr */
-	get_uleb(&c);				/* code alignment */
-	get_sleb(&c);				/* data alignment */
-	if (ver == 1)
-		get_n(&c, 1);			/* return register */
-	else
-		get_uleb(&c);
-	get_uleb(&c);				/* augmentation length */
-	for (const char *a = aug + 1; *a && !c.bad; a++) {
-		uint8_t e;
-
-		switch (*a) {
-		case 'R':
-			*enc = (uint8_t)get_n(&c, 1);
-			return c.bad ? -1 : 0;
-		case 'P':
-			e = (uint8_t)get_n(&c, 1);
-			get_ptr(&c, e, vaddr + (uint64_t)(c.p - sec), 0);
-			break;
-		case 'L':
-			get_n(&c, 1);
-			break;
-		case 'S':
-		case 'B':
-			break;
-		default:
-			return -1;	/* unknown: the rest cannot be parsed */
-		}
-	}
-	return c.bad ? -1 : 0;
-}
-
-int pk_eh_each_fde(const uint8_t *data, size_t len, uint64_t vaddr,
-		   int (*fn)(uint64_t start, uint64_t range, void *ctx),
-		   void *ctx)
-{
-	size_t off = 0, cached_cie = (size_t)-1;
-	uint8_t enc = 0;
-	int n = 0;
-
-	while (off + 4 <= len) {
-		struct cur c = { data + off, data + len, 0 };
-		uint64_t l = get_n(&c, 4), id, start, range;
-		size_t body, next;
-
-		if (l == 0)
-			break;			/* the terminator */
-		if (l == 0xffffffff)
-			l = get_n(&c, 8);
-		if (c.bad || l > (uint64_t)(c.end - c.p))
-			break;
-		body = (size_t)(c.p - data);
-		next = body + (size_t)l;
-		c.end = c.p + l;
-		id = get_n(&c, 4);
-		if (c.bad)
-			break;
-		if (id != 0) {			/* an FDE: id is its CIE's distance */
-			size_t cie;
-
-			if (id > body)
-				break;
-			cie = body - (size_t)id;
-			if (cie != cached_cie) {
-				if (cie_fde_enc(data, len, vaddr, cie, &enc))
-					break;
-				cached_cie = cie;
-			}
-			start = get_ptr(&c, enc, vaddr + (uint64_t)(c.p - data), 1);
-			range = get_ptr(&c, enc & 0x0f, 0, 0);
-			if (c.bad)
-				break;
-			if (start && range) {
-				int r = fn(start, range, ctx);
-
-				if (r)
-					return r;
-				n++;
-			}
-		}
-		off = next;
-	}
-	return n;
-}
-
 /*
  * A CIE's FDE pointer encoding ('R') and LSDA pointer encoding ('L',
  * PE_OMIT without one), and whether FDEs carry augmentation data ('z').
@@ -295,6 +185,62 @@ static int cie_encs(const uint8_t *sec, size_t len, uint64_t vaddr,
 		}
 	}
 	return c.bad ? -1 : 0;
+}
+
+int pk_eh_each_fde(const uint8_t *data, size_t len, uint64_t vaddr,
+		   int (*fn)(uint64_t start, uint64_t range, void *ctx),
+		   void *ctx)
+{
+	size_t off = 0, cached_cie = (size_t)-1;
+	uint8_t enc = 0;
+	int n = 0;
+
+	while (off + 4 <= len) {
+		struct cur c = { data + off, data + len, 0 };
+		uint64_t l = get_n(&c, 4), id, start, range;
+		size_t body, next;
+
+		if (l == 0)
+			break;			/* the terminator */
+		if (l == 0xffffffff)
+			l = get_n(&c, 8);
+		if (c.bad || l > (uint64_t)(c.end - c.p))
+			break;
+		body = (size_t)(c.p - data);
+		next = body + (size_t)l;
+		c.end = c.p + l;
+		id = get_n(&c, 4);
+		if (c.bad)
+			break;
+		if (id != 0) {			/* an FDE: id is its CIE's distance */
+			size_t cie;
+
+			if (id > body)
+				break;
+			cie = body - (size_t)id;
+			if (cie != cached_cie) {
+				uint8_t lenc;
+				int z;
+
+				if (cie_encs(data, len, vaddr, cie, &enc, &lenc, &z))
+					break;
+				cached_cie = cie;
+			}
+			start = get_ptr(&c, enc, vaddr + (uint64_t)(c.p - data), 1);
+			range = get_ptr(&c, enc & 0x0f, 0, 0);
+			if (c.bad)
+				break;
+			if (start && range) {
+				int r = fn(start, range, ctx);
+
+				if (r)
+					return r;
+				n++;
+			}
+		}
+		off = next;
+	}
+	return n;
 }
 
 int pk_eh_each_lsda(const uint8_t *data, size_t len, uint64_t vaddr,
