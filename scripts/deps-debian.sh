@@ -7,7 +7,7 @@
 # or an install attempt fails on stale lists, then apt-get install.
 set -eu
 
-PKGS="cmake pkg-config gcc g++ make liburcu-dev libzydis-dev libelf-dev libsigsegv-dev zlib1g-dev man-db xz-utils liblzma-dev python3 python3-prometheus-client protobuf-compiler"
+PKGS="cmake pkg-config gcc g++ make liburcu-dev libzydis-dev libelf-dev libsigsegv-dev zlib1g-dev man-db xz-utils liblzma-dev python3 python3-prometheus-client protobuf-compiler clang libxml2-utils"
 
 missing=""
 for p in $PKGS; do
