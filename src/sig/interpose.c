@@ -1834,9 +1834,24 @@ static int64_t mono_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/*
+ * glibc (2.35 on) blocks every signal but SIGSETXID (33, which setuid() in
+ * another thread needs this one to take) for a thread's last steps in
+ * start_thread: releasing its stack (madvise, the stack cache's lock,
+ * munmap) and exit. Such a thread may sleep in one call for a while under
+ * load, but it is ending, not parked for good: it is waited for.
+ */
+static int task_exiting(const struct pk_sig_task *t)
+{
+	return (t->sigblk | BIT(SIGKILL) | BIT(SIGSTOP)) == ~BIT(33);
+}
+
 /* What a blocker is, for the refusal's message. */
 static const char *blocker_kind(const struct pk_sig_task *t)
 {
+	if (task_exiting(t))
+		return "blocks every signal but SIGSETXID (glibc's thread-exit "
+		       "window, which lasted)";
 	/* glibc's helpers block every signal (SigBlk fffffffe7ffbfeff). */
 	if ((t->sigblk | BIT(SIGKILL) | BIT(SIGSTOP) | BIT(32) | BIT(33)) ==
 	    ~0UL) {
@@ -1892,7 +1907,8 @@ int pk_sig_check_blocked(int sig, const char *what, unsigned int flags)
 	 * Only those seen blocked are read again: a transient one unblocks.
 	 * One that is parked (asleep in the same call at the same place, not
 	 * run since: task_parked()) while blocking is not in one of glibc's
-	 * short windows; it is refused at once rather than after ~2 s.
+	 * short windows; it is refused at once rather than after ~2 s, unless
+	 * it is in glibc's thread-exit window (task_exiting()).
 	 */
 	for (unsigned int pause = 1000; n && pause <= 1024000; pause *= 2) {
 		usleep(pause);
@@ -1902,7 +1918,8 @@ int pk_sig_check_blocked(int sig, const char *what, unsigned int flags)
 
 			if (pk_sig_task_look(tids[i], &now) || !(now.sigblk & bit))
 				continue;
-			if (pause >= 4000 && task_parked(&seen[i], &now))
+			if (pause >= 4000 && !task_exiting(&now) &&
+			    task_parked(&seen[i], &now))
 				parked = left;
 			tids[left] = tids[i];
 			seen[left++] = now;
