@@ -229,6 +229,10 @@ add_test(NAME man_pages
 set_tests_properties(man_pages PROPERTIES SKIP_RETURN_CODE 77)
 set_tests_properties(abi_check noprobe_check header_parts header_misuse install_consumer man_pages PROPERTIES
   LABELS quick TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+# scripts/bench-summary on figures the test writes (no benchmark runs).
+add_test(NAME bench_summary
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/bench-summary.sh ${PROJECT_SOURCE_DIR})
+set_tests_properties(bench_summary PROPERTIES LABELS quick TIMEOUT 60)
 # scripts/bench --quick once; checks the JSON lines and tests/bench_required.txt.
 if(PK_BUILD_BENCH)
   add_test(NAME bench_smoke
