@@ -559,7 +559,7 @@ static int place_ok(const struct xc_ent *c, const struct pk_func *fn,
 	if (kind != PK_PROBE_JUMP && kind != PK_PROBE_INT3)
 		return 0;
 	return (why >= PK_PROBE_WHY_PLAIN && why <= PK_PROBE_WHY_PADDING) ||
-	       (why >= PK_PROBE_WHY_FORCED && why <= PK_PROBE_WHY_RELOC) ||
+	       (why >= PK_PROBE_WHY_FORCED && why <= PK_PROBE_WHY_RSEQ) ||
 	       why == PK_PROBE_WHY_JOINED;
 }
 

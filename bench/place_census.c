@@ -51,6 +51,7 @@ static const struct {
 	{ PK_PROBE_WHY_XREF, "int3_xref" },
 	{ PK_PROBE_WHY_NO_XREF, "int3_no_xref" },
 	{ PK_PROBE_WHY_RELOC, "int3_reloc" },
+	{ PK_PROBE_WHY_RSEQ, "int3_rseq" },
 };
 #define NREASONS (sizeof(reasons) / sizeof(reasons[0]))
 

@@ -397,6 +397,10 @@ endif()
 if(TARGET test_probe_redzone)
   set_target_properties(test_probe_redzone PROPERTIES ENABLE_EXPORTS ON)
 endif()
+# test_probe_rseq's functions are assembly in the executable too.
+if(TARGET test_probe_rseq)
+  set_target_properties(test_probe_rseq PROPERTIES ENABLE_EXPORTS ON)
+endif()
 # ---- end probe, red zone ----
 # ---- sym: symbol specs (issue 10, Resolution): versions, IFUNCs, globs, C++ names, files, offsets ----
 # libsymtarget.so has a second source file with a static of the same name.

@@ -114,7 +114,8 @@ struct pk_probe_opts {
  * nor emulated; a post-handler after a branch, call, ret or trap), -E2BIG
  * (@opts->sz over 4096: no options struct is that large), -EPERM (a
  * function probekit's own signal path calls where a hit would be fatal:
- * pthread_sigmask; probekit(7), PROBES), -ENOMEM, -EDEADLK (called from a
+ * pthread_sigmask; probekit(7), PROBES; or a point inside a restartable
+ * sequence, an rseq(2) critical section), -ENOMEM, -EDEADLK (called from a
  * handler, or a signal handler inside a probe call).
  */
 PK_API int pk_probe_create(const struct pk_probe_opts *opts,
@@ -207,6 +208,8 @@ enum pk_probe_reason {
 				   inside */
 	PK_PROBE_WHY_NO_XREF = 26, /* no branch index of the object */
 	PK_PROBE_WHY_RELOC = 27, /* the displaced bytes do not relocate */
+	PK_PROBE_WHY_RSEQ = 28,	/* they hold part of a restartable sequence
+				   (rseq(2) critical section) */
 	PK_PROBE_WHY_JOINED = 32, /* armed as the kind of another probe on
 				   the same address */
 };

@@ -59,6 +59,7 @@
 #include "arch/arch.h"
 #include "internal.h"
 #include "probe/probe.h"
+#include "probe/rseq.h"
 #include "probe/xref.h"
 
 static int key_site_in(const struct pk_func *fn, uintptr_t at, size_t len)
@@ -484,6 +485,17 @@ static int place_jump(struct pk_probe_place *p, int post,
 		p->reason = PK_PROBE_WHY_RELOC;
 		return -ENOTSUP;
 	}
+	/* Run in the trampoline, a critical section's part aborts nothing. */
+	err = pk_rseq_cs_in(p->addr, off, &hit);
+	if (err < 0)
+		return err;
+	if (err) {
+		pk_dbg("probe: %s: the displaced bytes hold part of the "
+		       "restartable sequence at %#" PRIxPTR ": int3 probe", what,
+		       hit);
+		p->reason = PK_PROBE_WHY_RSEQ;
+		return -ENOTSUP;
+	}
 	/* No branch of the function may land inside them after their first byte. */
 	for (uintptr_t at = fn->start; at < end;) {
 		struct pk_insn in;
@@ -596,7 +608,7 @@ int pk_probe_place(const struct pk_func *fn, const uint8_t *code,
 		   size_t avail, size_t offset, int post, int force_int3, const char *what,
 		   struct pk_probe_place *p)
 {
-	uintptr_t entry = fn->start + pk_arch_entry_skip(code, fn->size);
+	uintptr_t entry = fn->start + pk_arch_entry_skip(code, fn->size), cs;
 	struct pk_insn in0;
 	int err;
 
@@ -637,6 +649,21 @@ int pk_probe_place(const struct pk_func *fn, const uint8_t *code,
 	if (key_site_in(fn, p->addr, in0.len)) {
 		pk_err("probe: %s: a static key's branch site is there", what);
 		return -EINVAL;
+	}
+	/*
+	 * An int3 signalled in a critical section (at its first instruction
+	 * or after, or where the trap's return address is its start) sends
+	 * the thread to the section's abort handler, not to the probe.
+	 */
+	err = pk_rseq_cs_in(p->addr, 2, &cs);
+	if (err < 0)
+		return err;
+	if (err) {
+		pk_err("probe: %s: inside the restartable sequence (rseq(2)) "
+		       "that starts at %#" PRIxPTR ": the kernel would abort it "
+		       "at a probe's trap, and not in a trampoline; refused",
+		       what, cs);
+		return -EPERM;
 	}
 	if (in0.kind == PK_INSN_TRAP) {
 		pk_err("probe: %s: there is an int3 there already", what);
