@@ -210,18 +210,20 @@ static void open_failed(struct ev *e, int i, int err, int forced)
 		return;
 	}
 	e->state = EV_NOT_COUNTED;
-	if (err == EACCES || err == EPERM) {
+	if (forced) {
+		snprintf(e->why, sizeof(e->why), "perf_event_open: %s%s",
+			 strerror(err), tail);
+	} else if (err == EACCES || err == EPERM) {
 		p = paranoid();
 		snprintf(e->why, sizeof(e->why), "perf_event_open: %s "
 			 "(perf_event_paranoid is %d; root or CAP_PERFMON "
-			 "counts more)%s", strerror(err), p, tail);
+			 "counts more)", strerror(err), p);
 	} else if (err == ENOSYS) {
 		snprintf(e->why, sizeof(e->why), "no perf_event_open(2) on this "
-			 "kernel or in this container (%s)%s", strerror(err),
-			 tail);
+			 "kernel or in this container (%s)", strerror(err));
 	} else {
-		snprintf(e->why, sizeof(e->why), "perf_event_open: %s%s",
-			 strerror(err), tail);
+		snprintf(e->why, sizeof(e->why), "perf_event_open: %s",
+			 strerror(err));
 	}
 }
 
@@ -231,7 +233,8 @@ static void open_one(struct stat_ctx *c, int i, pid_t pid)
 	struct ev *e = &c->ev[i];
 	struct perf_event_attr a;
 	int forced = listed(c->fail, ev_defs[i].name);
-	long fd;
+	int no_kernel = listed(c->fail, "kernel");
+	long fd = -1;
 
 	e->fd = -1;
 	memset(&a, 0, sizeof(a));
@@ -256,21 +259,39 @@ static void open_one(struct stat_ctx *c, int i, pid_t pid)
 		}
 		a.config = id;
 	}
-	fd = perf_open(&a, pid);
+	if (no_kernel)
+		errno = EACCES;
+	else
+		fd = perf_open(&a, pid);
 	if (fd < 0 && (errno == EACCES || errno == EPERM) &&
 	    a.type != PERF_TYPE_TRACEPOINT) {
 		a.exclude_kernel = 1;
 		a.exclude_hv = 1;
 		fd = perf_open(&a, pid);
 		e->user_only = fd >= 0;
-		if (fd < 0)
-			a.exclude_kernel = 0;
 	}
 	if (fd < 0) {
-		open_failed(e, i, errno, 0);
+		open_failed(e, i, errno, no_kernel && errno == EACCES);
 		return;
 	}
 	e->fd = (int)fd;
+	/*
+	 * The scheduler counts switches and migrations in the kernel's
+	 * context, which exclude_kernel leaves out: they would read 0.
+	 * (task-clock is the task's whole CPU time whatever it excludes.)
+	 */
+	if (e->user_only && (i == EV_CS || i == EV_MIGR)) {
+		close(e->fd);
+		e->fd = -1;
+		e->state = EV_NOT_COUNTED;
+		snprintf(e->why, sizeof(e->why), "user space only here "
+			 "(perf_event_paranoid %d, not root nor CAP_PERFMON), "
+			 "where the scheduler's counts read 0%s", paranoid(),
+			 no_kernel ? " (forced by PROBEKIT_STAT_FAIL=kernel, a "
+			 "test hook)" : "");
+	}
+	if (i == EV_TASK_CLOCK)
+		e->user_only = 0;
 }
 
 /* pkc_spawn()'s @ready: the child waits before its exec meanwhile. */
@@ -634,6 +655,14 @@ static int stat_main(int argc, char **argv)
 	memset(&ru, 0, sizeof(ru));
 	code = pkc_spawn_wait(pid, &ru, &t1);
 	read_all(&c, getenv("PROBEKIT_STAT_HALVE"));
+	/* What the kernel does count of them without perf: said beside. */
+	if (c.ev[EV_CS].user_only && c.ev[EV_CS].state == EV_NOT_COUNTED) {
+		size_t n = strlen(c.ev[EV_CS].why);
+
+		snprintf(c.ev[EV_CS].why + n, sizeof(c.ev[EV_CS].why) - n,
+			 "; COMMAND's rusage: %ld voluntary + %ld involuntary",
+			 ru.ru_nvcsw, ru.ru_nivcsw);
+	}
 	wall_ns = (double)(t1.tv_sec - c.t0.tv_sec) * 1e9 +
 		  (double)(t1.tv_nsec - c.t0.tv_nsec);
 	if (json)
