@@ -5,7 +5,9 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "protocol.h"
 
@@ -27,6 +29,7 @@ struct pkc_cmd {
 
 extern const struct pkc_cmd pkc_cmd_count;
 extern const struct pkc_cmd pkc_cmd_list;
+extern const struct pkc_cmd pkc_cmd_stat;
 
 /* pkc_usage() - the usage of @cmd, or of every subcommand if NULL. */
 void pkc_usage(FILE *f, const struct pkc_cmd *cmd);
@@ -183,5 +186,26 @@ int pkc_run_verdict(const struct pkc_run *r, int code);
 
 /* pkc_run_free() - what the run allocated. */
 void pkc_run_free(struct pkc_run *r);
+
+/*
+ * pkc_spawn() - start @argv without the agent (probekit stat): signals
+ * caught and passed on, and probekit a child subreaper, as with
+ * pkc_run_start(). The child waits before its exec until @ready(pid, @ctx)
+ * has returned in the parent (a pipe: a byte written once it has), so
+ * what @ready attaches to it (perf counters enabled on exec) is there
+ * from COMMAND's first instruction on. 0 with *@pid, or the exit status
+ * to give after saying why (exec failures: 126, 127).
+ */
+int pkc_spawn(char **argv, pid_t *pid, void (*ready)(pid_t pid, void *ctx),
+	      void *ctx);
+
+/*
+ * pkc_spawn_wait() - block until COMMAND @pid (from pkc_spawn()) ends;
+ * the time it was seen ended (CLOCK_MONOTONIC) in *@end, then reap it
+ * with its rusage in *@ru (its own and its waited-for descendants'), and
+ * reap the adopted orphans that have ended. COMMAND's status mapped as
+ * pkc_run_wait() maps it, or PKC_EXIT_OWN.
+ */
+int pkc_spawn_wait(pid_t pid, struct rusage *ru, struct timespec *end);
 
 #endif /* PK_CLI_CLI_H */

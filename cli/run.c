@@ -353,15 +353,25 @@ static int start_guard(struct pkc_run *r)
  * Fork and exec @argv. 0 with *@pid, or the exit status to give: exec
  * failures come back through a close-on-exec pipe. COMMAND gets SIGTERM
  * if probekit dies before it (PR_SET_PDEATHSIG), rather than running on
- * unwatched.
+ * unwatched. With @ready (pkc_spawn()), the child waits on a pipe before
+ * its exec until @ready(pid, @ctx) has returned in the parent: it execs
+ * on the byte the parent writes then, and ends (125) on EOF without it.
  */
-static int start_command(char **argv, pid_t *pid)
+static int start_command(char **argv, pid_t *pid,
+			 void (*ready)(pid_t pid, void *ctx), void *ctx)
 {
 	pid_t parent = getpid();
-	int err[2], e;
+	int err[2], go[2] = { -1, -1 }, e;
+	char c;
 
 	if (pipe2(err, O_CLOEXEC)) {
 		fprintf(stderr, "probekit: pipe: %s\n", strerror(errno));
+		return PKC_EXIT_OWN;
+	}
+	if (ready && pipe2(go, O_CLOEXEC)) {
+		fprintf(stderr, "probekit: pipe: %s\n", strerror(errno));
+		close(err[0]);
+		close(err[1]);
 		return PKC_EXIT_OWN;
 	}
 	*pid = fork();
@@ -369,6 +379,15 @@ static int start_command(char **argv, pid_t *pid)
 		restore_signals();
 		if (prctl(PR_SET_PDEATHSIG, SIGTERM) || getppid() != parent)
 			_exit(PKC_EXIT_OWN);
+		if (ready) {
+			ssize_t got;
+
+			close(go[1]);
+			while ((got = read(go[0], &c, 1)) < 0 && errno == EINTR)
+				;
+			if (got != 1)
+				_exit(PKC_EXIT_OWN);
+		}
 		execvp(argv[0], argv);
 		/* The parent maps errno to the status; this one goes unseen. */
 		e = errno;
@@ -377,13 +396,24 @@ static int start_command(char **argv, pid_t *pid)
 		_exit(PKC_EXIT_CANNOT_RUN);
 	}
 	close(err[1]);
+	if (ready)
+		close(go[0]);
 	if (*pid < 0) {
 		fprintf(stderr, "probekit: fork: %s\n", strerror(errno));
 		close(err[0]);
+		if (ready)
+			close(go[1]);
 		return PKC_EXIT_OWN;
 	}
 	fwd_pid = *pid;
 	unblock_signals();
+	if (ready) {
+		ready(*pid, ctx);
+		c = 1;
+		while (write(go[1], &c, 1) < 0 && errno == EINTR)
+			;
+		close(go[1]);
+	}
 	if (read(err[0], &e, sizeof(e)) == (ssize_t)sizeof(e)) {
 		fprintf(stderr, "probekit: %s: %s\n", argv[0], strerror(e));
 		close(err[0]);
@@ -497,7 +527,7 @@ int pkc_run_start(struct pkc_run *r, char **argv)
 	 */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	note_pre_children(r);
-	code = start_command(argv, &r->pid);
+	code = start_command(argv, &r->pid, NULL, NULL);
 	if (!code)
 		return 0;
 fail:
@@ -1541,4 +1571,39 @@ void pkc_run_free(struct pkc_run *r)
 	r->buf = NULL;
 	r->nprocs = r->nproblems = 0;
 	r->buf_len = 0;
+}
+
+int pkc_spawn(char **argv, pid_t *pid, void (*ready)(pid_t pid, void *ctx),
+	      void *ctx)
+{
+	int code;
+
+	catch_signals();
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	code = start_command(argv, pid, ready, ctx);
+	if (code)
+		unblock_signals();
+	return code;
+}
+
+int pkc_spawn_wait(pid_t pid, struct rusage *ru, struct timespec *end)
+{
+	int status = -1, err;
+
+	err = wait_end(pid, 1);
+	clock_gettime(CLOCK_MONOTONIC, end);
+	fwd_pid = 0;
+	if (!err)
+		while (wait4(pid, &status, 0, ru) < 0 && errno == EINTR)
+			;
+	if (status == -1) {
+		fprintf(stderr, "probekit: waitpid: %s\n",
+			strerror(err ? -err : errno));
+		return PKC_EXIT_OWN;
+	}
+	/* Orphans of the command that became ours and have ended. */
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+	return WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+				   : WEXITSTATUS(status);
 }

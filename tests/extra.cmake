@@ -334,6 +334,18 @@ add_test(NAME cli_procs
 set_tests_properties(cli_procs PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end clifix ----
+# ---- stat11: probekit stat, perf-stat counters (issue 11, Counters) ----
+# cli-stat.sh: counters against cli_stat_target's own getrusage() and
+# /proc figures, threads and processes summed, statuses, usage failures,
+# counters forced to fail (PROBEKIT_STAT_FAIL), scaling (PROBEKIT_STAT_HALVE).
+add_executable(cli_stat_target cli_stat_target.c)
+target_link_libraries(cli_stat_target PRIVATE pthread)
+add_test(NAME cli_stat
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli-stat.sh $<TARGET_FILE:probekit_cli>
+          $<TARGET_FILE:cli_stat_target> ${PK_CLI_SANITIZED})
+set_tests_properties(cli_stat PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+# ---- end stat11 ----
 # ---- end cli ----
 
 # ---- noprobe: what probekit's own signal path calls (issue 9, item 2) ----

@@ -1,0 +1,689 @@
+// SPDX-License-Identifier: MIT
+/* cmd_stat.c - probekit stat: perf-stat counters (task clock, faults, switches, migrations, cycles, instructions, syscalls) of COMMAND and every process it starts. */
+
+/*
+ * probekit stat [--json] [-o FILE] -- COMMAND [ARG]...
+ *
+ * The counters are perf_event_open(2) events opened on COMMAND's first
+ * process before it execs, one event each (no group: an inherited group
+ * cannot be read as one on older kernels), each with:
+ *   - pid = the child, cpu = -1: the task wherever it runs;
+ *   - inherit: every thread and process it creates from then on gets a
+ *     child event whose count is added to ours when it ends, and read()
+ *     adds those still running, so the figures are the whole command's;
+ *   - disabled + enable_on_exec: counting starts at the exec, so the
+ *     child's own work between fork() and exec (and probekit's) is not
+ *     in them;
+ *   - read_format TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING: an event the
+ *     PMU multiplexed (running < enabled) is scaled to the time enabled,
+ *     and said to be, as perf stat does.
+ *
+ * The handshake (pkc_spawn(), run.c): the child blocks reading a pipe
+ * before its execvp(); the parent opens the events on its pid, takes the
+ * start time, then writes the byte that lets it exec. This is perf stat's
+ * own order (its workload waits on a pipe too); the events cannot miss
+ * the exec because they exist before the child can reach it.
+ *
+ * Events that cannot be opened with the kernel's side counted
+ * (perf_event_paranoid > 1, not root nor CAP_PERFMON: EACCES) are opened
+ * again for user space only (exclude_kernel, exclude_hv), named NAME:u as
+ * perf stat names them. The syscalls tracepoint fires in the kernel and
+ * would read 0 so: it is not counted then, and said why. Hardware events
+ * that do not exist (a VM without a PMU: ENOENT, EOPNOTSUPP, ENODEV) read
+ * "<not supported>"; anything else that is not counted "<not counted>",
+ * with the reason, in the text and in the JSON.
+ *
+ * Test hooks (documented in probekit(1)): PROBEKIT_STAT_FAIL=all or a
+ * comma-separated list of counter names makes their perf_event_open()
+ * fail with EACCES, as a container without perf does;
+ * PROBEKIT_STAT_HALVE=NAME,... reads those counters as if the PMU had
+ * run them half the time they were enabled (the scaling, where no
+ * software event is ever multiplexed).
+ *
+ * Wall time is CLOCK_MONOTONIC from the byte written to COMMAND's end
+ * (seen by waitid(), before it is reaped); user and sys are the wait4()
+ * rusage of COMMAND (its own and its waited-for descendants').
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <linux/perf_event.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+enum {
+	EV_TASK_CLOCK,
+	EV_FAULTS,
+	EV_MINOR,
+	EV_MAJOR,
+	EV_CS,
+	EV_MIGR,
+	EV_CYCLES,
+	EV_INSN,
+	EV_SYSCALLS,
+	N_EV
+};
+
+struct ev_def {
+	const char *name;
+	uint32_t type;
+	uint64_t config;	/* the tracepoint's is read from tracefs */
+};
+
+static const struct ev_def ev_defs[N_EV] = {
+	[EV_TASK_CLOCK] = { "task-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK },
+	[EV_FAULTS] = { "page-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS },
+	[EV_MINOR] = { "minor-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MIN },
+	[EV_MAJOR] = { "major-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MAJ },
+	[EV_CS] = { "context-switches", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES },
+	[EV_MIGR] = { "cpu-migrations", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS },
+	[EV_CYCLES] = { "cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES },
+	[EV_INSN] = { "instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS },
+	[EV_SYSCALLS] = { "syscalls", PERF_TYPE_TRACEPOINT, 0 },
+};
+
+/* Where the raw_syscalls:sys_enter tracepoint's id is, first found wins. */
+static const char *const tp_id_paths[] = {
+	"/sys/kernel/tracing/events/raw_syscalls/sys_enter/id",
+	"/sys/kernel/debug/tracing/events/raw_syscalls/sys_enter/id",
+};
+
+enum ev_state { EV_COUNTED, EV_NOT_SUPPORTED, EV_NOT_COUNTED };
+
+struct ev {
+	int fd;			/* -1: not opened */
+	int user_only;		/* opened again with exclude_kernel */
+	int halve;		/* PROBEKIT_STAT_HALVE names it */
+	enum ev_state state;
+	char why[256];		/* when not counted */
+	uint64_t raw, enabled, running;
+	double value;		/* raw, scaled to enabled if multiplexed */
+	int scaled;
+};
+
+struct stat_ctx {
+	struct ev ev[N_EV];
+	struct timespec t0;
+	const char *fail;	/* PROBEKIT_STAT_FAIL */
+};
+
+/* Whether comma-separated @list names @name, or is "all". */
+static int listed(const char *list, const char *name)
+{
+	size_t nl = strlen(name);
+
+	if (!list)
+		return 0;
+	for (const char *s = list; *s; ) {
+		size_t n = strcspn(s, ",");
+
+		if ((n == nl && !strncmp(s, name, nl)) ||
+		    (n == 3 && !strncmp(s, "all", 3)))
+			return 1;
+		s += n;
+		s += strspn(s, ",");
+	}
+	return 0;
+}
+
+static long perf_open(struct perf_event_attr *a, pid_t pid)
+{
+	return syscall(SYS_perf_event_open, a, pid, -1, -1,
+		       PERF_FLAG_FD_CLOEXEC);
+}
+
+/* /proc/sys/kernel/perf_event_paranoid, or -99 if it cannot be read. */
+static int paranoid(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
+	int v = -99;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = -99;
+		fclose(f);
+	}
+	return v;
+}
+
+/*
+ * The tracepoint's id into *@id. 0, or -errno with why in @why: tracefs
+ * is root's (mode 0700) on most systems.
+ */
+static int tp_id(uint64_t *id, char *why, size_t len)
+{
+	int err = 0;
+
+	for (size_t i = 0; i < sizeof(tp_id_paths) / sizeof(tp_id_paths[0]); i++) {
+		FILE *f = fopen(tp_id_paths[i], "re");
+		unsigned long long v;
+		int e;
+
+		if (!f) {
+			e = errno;
+			/* The first path's reason, unless it is merely absent. */
+			if (!err || (err == ENOENT && e != ENOENT)) {
+				err = e;
+				snprintf(why, len, "cannot read the raw_syscalls:"
+					 "sys_enter tracepoint's id (%s: %s)%s",
+					 tp_id_paths[i], strerror(e),
+					 e == EACCES ? "; tracefs needs root" : "");
+			}
+			continue;
+		}
+		e = fscanf(f, "%llu", &v);
+		fclose(f);
+		if (e == 1) {
+			*id = v;
+			return 0;
+		}
+		if (!err) {
+			err = EINVAL;
+			snprintf(why, len, "%s holds no id", tp_id_paths[i]);
+		}
+	}
+	if (err == ENOENT)
+		snprintf(why, len, "no raw_syscalls:sys_enter tracepoint (tracefs "
+			 "not mounted at /sys/kernel/tracing or "
+			 "/sys/kernel/debug/tracing)");
+	return -err;
+}
+
+/* Why @err from perf_event_open() of event @i, in words, into e->why. */
+static void open_failed(struct ev *e, int i, int err, int forced)
+{
+	const char *tail = forced ? " (forced by PROBEKIT_STAT_FAIL, a test hook)" : "";
+	int p;
+
+	if (ev_defs[i].type == PERF_TYPE_HARDWARE && !forced &&
+	    (err == ENOENT || err == EOPNOTSUPP || err == ENODEV)) {
+		e->state = EV_NOT_SUPPORTED;
+		snprintf(e->why, sizeof(e->why), "no such hardware counter "
+			 "here (perf_event_open: %s)", strerror(err));
+		return;
+	}
+	e->state = EV_NOT_COUNTED;
+	if (forced) {
+		snprintf(e->why, sizeof(e->why), "perf_event_open: %s%s",
+			 strerror(err), tail);
+	} else if (err == EACCES || err == EPERM) {
+		p = paranoid();
+		snprintf(e->why, sizeof(e->why), "perf_event_open: %s "
+			 "(perf_event_paranoid is %d; root or CAP_PERFMON "
+			 "counts more)", strerror(err), p);
+	} else if (err == ENOSYS) {
+		snprintf(e->why, sizeof(e->why), "no perf_event_open(2) on this "
+			 "kernel or in this container (%s)", strerror(err));
+	} else {
+		snprintf(e->why, sizeof(e->why), "perf_event_open: %s",
+			 strerror(err));
+	}
+}
+
+/* Open counter @i on @pid into c->ev[i]; what went wrong is kept there. */
+static void open_one(struct stat_ctx *c, int i, pid_t pid)
+{
+	struct ev *e = &c->ev[i];
+	struct perf_event_attr a;
+	int forced = listed(c->fail, ev_defs[i].name);
+	int no_kernel = listed(c->fail, "kernel");
+	long fd = -1;
+
+	e->fd = -1;
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.type = ev_defs[i].type;
+	a.config = ev_defs[i].config;
+	a.disabled = 1;
+	a.enable_on_exec = 1;
+	a.inherit = 1;
+	a.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED |
+			PERF_FORMAT_TOTAL_TIME_RUNNING;
+	if (forced) {
+		open_failed(e, i, EACCES, 1);
+		return;
+	}
+	if (a.type == PERF_TYPE_TRACEPOINT) {
+		uint64_t id = 0;
+
+		if (tp_id(&id, e->why, sizeof(e->why))) {
+			e->state = EV_NOT_COUNTED;
+			return;
+		}
+		a.config = id;
+	}
+	if (no_kernel)
+		errno = EACCES;
+	else
+		fd = perf_open(&a, pid);
+	if (fd < 0 && (errno == EACCES || errno == EPERM) &&
+	    a.type != PERF_TYPE_TRACEPOINT) {
+		a.exclude_kernel = 1;
+		a.exclude_hv = 1;
+		fd = perf_open(&a, pid);
+		e->user_only = fd >= 0;
+	}
+	if (fd < 0) {
+		open_failed(e, i, errno, no_kernel && errno == EACCES);
+		return;
+	}
+	e->fd = (int)fd;
+	/*
+	 * The scheduler counts switches and migrations in the kernel's
+	 * context, which exclude_kernel leaves out: they would read 0.
+	 * (task-clock is the task's whole CPU time whatever it excludes.)
+	 */
+	if (e->user_only && (i == EV_CS || i == EV_MIGR)) {
+		close(e->fd);
+		e->fd = -1;
+		e->state = EV_NOT_COUNTED;
+		snprintf(e->why, sizeof(e->why), "user space only here "
+			 "(perf_event_paranoid %d, not root nor CAP_PERFMON), "
+			 "where the scheduler's counts read 0%s", paranoid(),
+			 no_kernel ? " (forced by PROBEKIT_STAT_FAIL=kernel, a "
+			 "test hook)" : "");
+	}
+	if (i == EV_TASK_CLOCK)
+		e->user_only = 0;
+}
+
+/* pkc_spawn()'s @ready: the child waits before its exec meanwhile. */
+static void open_all(pid_t pid, void *arg)
+{
+	struct stat_ctx *c = arg;
+
+	for (int i = 0; i < N_EV; i++)
+		open_one(c, i, pid);
+	clock_gettime(CLOCK_MONOTONIC, &c->t0);
+}
+
+/* Read every counter opened, scaling the multiplexed ones; close them. */
+static void read_all(struct stat_ctx *c, const char *halve)
+{
+	for (int i = 0; i < N_EV; i++) {
+		struct ev *e = &c->ev[i];
+		uint64_t v[3];
+		ssize_t got;
+
+		if (e->fd < 0)
+			continue;
+		got = read(e->fd, v, sizeof(v));
+		close(e->fd);
+		e->fd = -1;
+		if (got != (ssize_t)sizeof(v)) {
+			e->state = EV_NOT_COUNTED;
+			snprintf(e->why, sizeof(e->why), "read: %s",
+				 got < 0 ? strerror(errno) : "short read");
+			continue;
+		}
+		e->raw = v[0];
+		e->enabled = v[1];
+		e->running = v[2];
+		if (listed(halve, ev_defs[i].name)) {
+			e->halve = 1;
+			e->running /= 2;
+			e->raw /= 2;
+		}
+		if (e->enabled && !e->running) {
+			e->state = EV_NOT_COUNTED;
+			snprintf(e->why, sizeof(e->why), "enabled %.3f ms but "
+				 "never on the PMU (other events took it)",
+				 (double)e->enabled / 1e6);
+			continue;
+		}
+		e->state = EV_COUNTED;
+		e->value = (double)e->raw;
+		if (e->running < e->enabled) {
+			e->scaled = 1;
+			e->value = (double)e->raw * ((double)e->enabled /
+						     (double)e->running);
+		}
+	}
+}
+
+static int have(const struct stat_ctx *c, int i)
+{
+	return c->ev[i].state == EV_COUNTED;
+}
+
+static double val(const struct stat_ctx *c, int i)
+{
+	return c->ev[i].value;
+}
+
+/* The derived figures; each NAN-free: @ok says whether it exists. */
+struct ratios {
+	int cpus_ok, ghz_ok, ipc_ok, ipf_ok, fps_ok;
+	double cpus, ghz, ipc, ipf, fps;
+};
+
+static void ratios(const struct stat_ctx *c, double wall_ns, struct ratios *r)
+{
+	memset(r, 0, sizeof(*r));
+	if (have(c, EV_TASK_CLOCK) && wall_ns > 0) {
+		r->cpus_ok = 1;
+		r->cpus = val(c, EV_TASK_CLOCK) / wall_ns;
+	}
+	if (have(c, EV_CYCLES) && have(c, EV_TASK_CLOCK) && val(c, EV_TASK_CLOCK) > 0) {
+		r->ghz_ok = 1;
+		r->ghz = val(c, EV_CYCLES) / val(c, EV_TASK_CLOCK);
+	}
+	if (have(c, EV_INSN) && have(c, EV_CYCLES) && val(c, EV_CYCLES) > 0) {
+		r->ipc_ok = 1;
+		r->ipc = val(c, EV_INSN) / val(c, EV_CYCLES);
+	}
+	if (have(c, EV_INSN) && have(c, EV_FAULTS) && val(c, EV_FAULTS) > 0) {
+		r->ipf_ok = 1;
+		r->ipf = val(c, EV_INSN) / val(c, EV_FAULTS);
+	}
+	if (have(c, EV_FAULTS) && have(c, EV_SYSCALLS) && val(c, EV_SYSCALLS) > 0) {
+		r->fps_ok = 1;
+		r->fps = val(c, EV_FAULTS) / val(c, EV_SYSCALLS);
+	}
+}
+
+static double tv_s(const struct timeval *tv)
+{
+	return (double)tv->tv_sec + (double)tv->tv_usec / 1e6;
+}
+
+static unsigned long long tv_us(const struct timeval *tv)
+{
+	return (unsigned long long)tv->tv_sec * 1000000ull +
+	       (unsigned long long)tv->tv_usec;
+}
+
+/* A JSON number or null. */
+static void json_num(FILE *o, int ok, double v)
+{
+	if (ok)
+		fprintf(o, "%.6g", v);
+	else
+		fputs("null", o);
+}
+
+static const char *state_name(enum ev_state s)
+{
+	return s == EV_COUNTED ? "counted" :
+	       s == EV_NOT_SUPPORTED ? "not supported" : "not counted";
+}
+
+static void report_json(FILE *o, const struct stat_ctx *c, char **argv,
+			int status, double wall_ns, const struct rusage *ru)
+{
+	struct ratios r;
+
+	ratios(c, wall_ns, &r);
+	fprintf(o, "{\"command\":[");
+	for (int i = 0; argv[i]; i++) {
+		if (i)
+			fputc(',', o);
+		pkc_json_str(o, argv[i]);
+	}
+	fprintf(o, "],\"exit_status\":%d,\"wall_ns\":%.0f,"
+		   "\"user_s\":%.6f,\"sys_s\":%.6f,\"counters\":{",
+		status, wall_ns, tv_s(&ru->ru_utime), tv_s(&ru->ru_stime));
+	for (int i = 0; i < N_EV; i++) {
+		const struct ev *e = &c->ev[i];
+
+		fprintf(o, "%s\"%s\":{\"value\":", i ? "," : "", ev_defs[i].name);
+		if (e->state == EV_COUNTED)
+			fprintf(o, "%.0f", e->value);
+		else
+			fputs("null", o);
+		fprintf(o, ",\"unit\":\"%s\",\"status\":\"%s\"",
+			i == EV_TASK_CLOCK ? "ns" : "count", state_name(e->state));
+		if (e->state == EV_COUNTED)
+			fprintf(o, ",\"raw\":%llu,\"enabled_ns\":%llu,"
+				   "\"running_ns\":%llu,\"scaled\":%s,"
+				   "\"user_only\":%s",
+				(unsigned long long)e->raw,
+				(unsigned long long)e->enabled,
+				(unsigned long long)e->running,
+				e->scaled ? "true" : "false",
+				e->user_only ? "true" : "false");
+		fprintf(o, ",\"reason\":");
+		if (e->state == EV_COUNTED)
+			fputs("null", o);
+		else
+			pkc_json_str(o, e->why);
+		fputc('}', o);
+	}
+	fprintf(o, "},\"ratios\":{\"cpus_utilized\":");
+	json_num(o, r.cpus_ok, r.cpus);
+	fprintf(o, ",\"ghz\":");
+	json_num(o, r.ghz_ok, r.ghz);
+	fprintf(o, ",\"insn_per_cycle\":");
+	json_num(o, r.ipc_ok, r.ipc);
+	fprintf(o, ",\"insn_per_fault\":");
+	json_num(o, r.ipf_ok, r.ipf);
+	fprintf(o, ",\"faults_per_syscall\":");
+	json_num(o, r.fps_ok, r.fps);
+	fprintf(o, "},\"rusage\":{\"utime_us\":%llu,\"stime_us\":%llu,"
+		   "\"minflt\":%ld,\"majflt\":%ld,\"nvcsw\":%ld,\"nivcsw\":%ld,"
+		   "\"maxrss_kb\":%ld}}\n",
+		tv_us(&ru->ru_utime), tv_us(&ru->ru_stime), ru->ru_minflt,
+		ru->ru_majflt, ru->ru_nvcsw, ru->ru_nivcsw, ru->ru_maxrss);
+}
+
+/* "%8.3f K/sec" as perf stat scales a rate of @n per task-clock second. */
+static void rate(char *buf, size_t len, double n, double task_ns)
+{
+	double per_s = n / (task_ns / 1e9);
+
+	if (per_s >= 1e6)
+		snprintf(buf, len, "%8.3f M/sec", per_s / 1e6);
+	else if (per_s >= 1e3)
+		snprintf(buf, len, "%8.3f K/sec", per_s / 1e3);
+	else
+		snprintf(buf, len, "%8.3f /sec", per_s);
+}
+
+/* One counter's line: value, unit, name, then the comment column. */
+static void line(FILE *o, const struct stat_ctx *c, int i, const char *unit,
+		 const char *comment)
+{
+	const struct ev *e = &c->ev[i];
+	char v[32], name[40];
+
+	snprintf(name, sizeof(name), "%s%s", ev_defs[i].name,
+		 e->user_only ? ":u" : "");
+	if (e->state == EV_NOT_SUPPORTED)
+		snprintf(v, sizeof(v), "<not supported>");
+	else if (e->state == EV_NOT_COUNTED)
+		snprintf(v, sizeof(v), "<not counted>");
+	else if (i == EV_TASK_CLOCK)
+		snprintf(v, sizeof(v), "%.2f", e->value / 1e6);
+	else
+		snprintf(v, sizeof(v), "%.0f", e->value);
+	fprintf(o, "%18s %-4s %-28s", v, e->state == EV_COUNTED ? unit : "",
+		name);
+	if (e->state != EV_COUNTED)
+		fprintf(o, " # %s", e->why);
+	else if (comment && *comment)
+		fprintf(o, " # %s", comment);
+	if (e->scaled)
+		fprintf(o, "  (scaled: on the PMU %.2f%% of the time)",
+			100.0 * (double)e->running / (double)e->enabled);
+	fputc('\n', o);
+}
+
+static void report_text(FILE *o, const struct stat_ctx *c, char **argv,
+			double wall_ns, const struct rusage *ru)
+{
+	double task = have(c, EV_TASK_CLOCK) ? val(c, EV_TASK_CLOCK) : 0;
+	struct ratios r;
+	char buf[80];
+	int user_only = 0, scaled = 0;
+
+	ratios(c, wall_ns, &r);
+	fprintf(o, "\n Performance counter stats for '");
+	for (int i = 0; argv[i]; i++)
+		fprintf(o, "%s%s", i ? " " : "", argv[i]);
+	fprintf(o, "':\n\n");
+	for (int i = 0; i < N_EV; i++) {
+		buf[0] = 0;
+		user_only |= c->ev[i].user_only && c->ev[i].state == EV_COUNTED;
+		scaled |= c->ev[i].scaled;
+		switch (i) {
+		case EV_TASK_CLOCK:
+			if (r.cpus_ok)
+				snprintf(buf, sizeof(buf), "%8.3f CPUs utilized",
+					 r.cpus);
+			line(o, c, i, "msec", buf);
+			continue;
+		case EV_CYCLES:
+			if (r.ghz_ok)
+				snprintf(buf, sizeof(buf), "%8.3f GHz", r.ghz);
+			break;
+		case EV_INSN:
+			if (r.ipc_ok)
+				snprintf(buf, sizeof(buf), "%8.2f insn per cycle",
+					 r.ipc);
+			break;
+		case EV_SYSCALLS:
+			if (r.fps_ok)
+				snprintf(buf, sizeof(buf), "%8.3f faults per syscall",
+					 r.fps);
+			break;
+		default:
+			if (have(c, i) && task > 0)
+				rate(buf, sizeof(buf), val(c, i), task);
+		}
+		line(o, c, i, "", buf);
+		/* The second ratio of instructions, on a line of its own. */
+		if (i == EV_INSN && r.ipf_ok)
+			fprintf(o, "%18s %-4s %-28s # %8.1f insn per fault\n",
+				"", "", "", r.ipf);
+	}
+	fprintf(o, "\n %17.9f seconds time elapsed\n\n", wall_ns / 1e9);
+	fprintf(o, " %17.9f seconds user\n", tv_s(&ru->ru_utime));
+	fprintf(o, " %17.9f seconds sys\n", tv_s(&ru->ru_stime));
+	if (user_only)
+		fprintf(o, "\n NAME:u counts user space only (perf_event_paranoid "
+			   "%d; root or CAP_PERFMON counts the kernel's side too)\n",
+			paranoid());
+	if (scaled)
+		fprintf(o, "\n Scaled counters were multiplexed: their values "
+			   "are estimates from the time they were counted\n");
+	fputc('\n', o);
+}
+
+/* As count's: every write, the flush and the close. 0, or 125. */
+static int report_done(FILE *out, const char *path)
+{
+	int err = 0;
+
+	if (fflush(out) || ferror(out))
+		err = errno ? errno : EIO;
+	if (out != stderr && fclose(out) && !err)
+		err = errno ? errno : EIO;
+	if (!err)
+		return 0;
+	fprintf(stderr, "probekit: cannot write the report to %s: %s\n",
+		path ? path : "standard error", strerror(err));
+	return PKC_EXIT_OWN;
+}
+
+static int stat_main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "probe", required_argument, NULL, 'p' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	struct stat_ctx c = { .fail = getenv("PROBEKIT_STAT_FAIL") };
+	const char *out_path = NULL;
+	struct timespec t1;
+	struct rusage ru;
+	double wall_ns;
+	int json = 0, ch, code, wrote;
+	FILE *out = stderr;
+	pid_t pid;
+
+	while ((ch = getopt_long(argc, argv, "+p:jo:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'p':
+			fprintf(stderr, "probekit stat: -p is not supported yet: "
+					"per-function faults and context switches "
+					"need the agent's counter reads at entry and "
+					"return (probekit count -p counts calls)\n");
+			return PKC_EXIT_OWN;
+		case 'j':
+			json = 1;
+			break;
+		case 'o':
+			out_path = optarg;
+			break;
+		case 'h':
+			pkc_usage(stdout, &pkc_cmd_stat);
+			return 0;
+		default:
+			pkc_usage(stderr, &pkc_cmd_stat);
+			return PKC_EXIT_OWN;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "probekit: no command given\n");
+		pkc_usage(stderr, &pkc_cmd_stat);
+		return PKC_EXIT_OWN;
+	}
+	for (int i = 0; i < N_EV; i++)
+		c.ev[i].fd = -1;
+	if (out_path && !(out = fopen(out_path, "we"))) {
+		fprintf(stderr, "probekit: %s: %s\n", out_path, strerror(errno));
+		return PKC_EXIT_OWN;
+	}
+	code = pkc_spawn(&argv[optind], &pid, open_all, &c);
+	if (code) {
+		for (int i = 0; i < N_EV; i++)
+			if (c.ev[i].fd >= 0)
+				close(c.ev[i].fd);
+		if (out != stderr)
+			fclose(out);
+		return code;
+	}
+	memset(&ru, 0, sizeof(ru));
+	code = pkc_spawn_wait(pid, &ru, &t1);
+	read_all(&c, getenv("PROBEKIT_STAT_HALVE"));
+	/* What the kernel does count of them without perf: said beside. */
+	if (c.ev[EV_CS].user_only && c.ev[EV_CS].state == EV_NOT_COUNTED) {
+		size_t n = strlen(c.ev[EV_CS].why);
+
+		snprintf(c.ev[EV_CS].why + n, sizeof(c.ev[EV_CS].why) - n,
+			 "; COMMAND's rusage: %ld voluntary + %ld involuntary",
+			 ru.ru_nvcsw, ru.ru_nivcsw);
+	}
+	wall_ns = (double)(t1.tv_sec - c.t0.tv_sec) * 1e9 +
+		  (double)(t1.tv_nsec - c.t0.tv_nsec);
+	if (json)
+		report_json(out, &c, &argv[optind], code, wall_ns, &ru);
+	else
+		report_text(out, &c, &argv[optind], wall_ns, &ru);
+	wrote = report_done(out, out_path);
+	return wrote ? wrote : code;
+}
+
+const struct pkc_cmd pkc_cmd_stat = {
+	.name = "stat",
+	.synopsis = "stat [--json] [-o FILE] -- COMMAND [ARG]...",
+	.help =
+		"Counts what COMMAND cost, as perf stat does, summed over every thread and\n"
+		"process it starts: task clock, wall time, page faults (minor, major),\n"
+		"context switches, CPU migrations, cycles and instructions where the CPU\n"
+		"has counters, syscalls where the raw_syscalls tracepoint may be used\n"
+		"(root); what is not counted is said, with why.\n"
+		"  -j, --json        the report as one JSON object\n"
+		"  -o, --output FILE the report to FILE instead of stderr\n"
+		"  -p SPEC           not supported yet (per-function counters)\n",
+	.main = stat_main,
+};
