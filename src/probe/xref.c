@@ -839,6 +839,7 @@ struct obj {
 	int mapped;		/* the mapping's file is known: */
 	dev_t dev;		/* its device and inode, from the kernel */
 	uint64_t ino;
+	unsigned long long subs; /* objects unloaded so far (dlpi_subs) */
 };
 
 /*
@@ -859,6 +860,44 @@ static void mapped_file(struct obj *o)
 		o->ino = mi.ino;
 	}
 	pk_maps_close(&ms);
+}
+
+/*
+ * mapped_file()'s answers (a read of /proc/self/maps, the most a check
+ * cost) per load bias, while no object is unloaded: until then the
+ * mapping at a bias stays the one the answer was about. Under xref_lock.
+ */
+#define MAPPED_MAX 16
+
+static struct {
+	uintptr_t bias;
+	unsigned long long subs;
+	int mapped;
+	dev_t dev;
+	uint64_t ino;
+} mapped_seen[MAPPED_MAX];
+static unsigned int mapped_next;
+
+static void mapped_file_cached(struct obj *o)
+{
+	unsigned int i;
+
+	pk_assert_held(&xref_lock);
+	for (i = 0; i < MAPPED_MAX; i++)
+		if (mapped_seen[i].subs == o->subs + 1 &&
+		    mapped_seen[i].bias == o->bias) {
+			o->mapped = mapped_seen[i].mapped;
+			o->dev = mapped_seen[i].dev;
+			o->ino = mapped_seen[i].ino;
+			return;
+		}
+	mapped_file(o);
+	i = mapped_next++ % MAPPED_MAX;
+	mapped_seen[i].bias = o->bias;
+	mapped_seen[i].subs = o->subs + 1;	/* 0: an empty slot */
+	mapped_seen[i].mapped = o->mapped;
+	mapped_seen[i].dev = o->dev;
+	mapped_seen[i].ino = o->ino;
 }
 
 /* @st is the file mapped at @o->addr, where that is known. */
@@ -884,6 +923,7 @@ static int find_obj(struct dl_phdr_info *info, size_t size, void *arg)
 		return 0;
 	o->found = 1;
 	o->bias = info->dlpi_addr;
+	o->subs = info->dlpi_subs;
 	/* The executable: its file through /proc, whatever its path now. */
 	snprintf(o->path, sizeof(o->path), "%s",
 		 info->dlpi_name && *info->dlpi_name ? info->dlpi_name
@@ -1129,8 +1169,8 @@ static int xref_query(uintptr_t lo, size_t len, uintptr_t *at, int far,
 		free(o);
 		return -ENOENT;
 	}
-	mapped_file(o);
 	pthread_mutex_lock(&xref_lock);
+	mapped_file_cached(o);
 	x = get_index(o);
 	if (!x) {
 		ret = -ENOMEM;
