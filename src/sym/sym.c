@@ -542,6 +542,39 @@ static int object_matches(const struct spec *sp, const char *path)
 	return base_matches(base ? base + 1 : path, sp->obj, sp->obj_glob);
 }
 
+struct loaded_ctx {
+	const struct spec *sp;
+	int found;
+};
+
+static int loaded_one(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct loaded_ctx *c = arg;
+	char exe[PATH_MAX];
+	const char *path = info->dlpi_name;
+
+	(void)size;
+	if (!path || !*path)
+		path = exe_path(exe, sizeof(exe)) ? "" : exe;
+	c->found = *path && object_matches(c->sp, path);
+	return c->found;
+}
+
+int pk_sym_spec_loaded(const char *spec)
+{
+	struct spec *sp = malloc(sizeof(*sp));
+	struct loaded_ctx c = { sp, 1 };
+
+	if (!sp)
+		return 1;
+	if (!spec_parse(spec, sp) && sp->obj && !sp->obj_path) {
+		c.found = 0;
+		dl_iterate_phdr(loaded_one, &c);
+	}
+	free(sp);
+	return c.found;
+}
+
 /* ---------------------------------------------------------- demangling */
 
 typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
