@@ -223,18 +223,28 @@ static int glob_sym(const struct pk_sym *s, void *arg)
 	return 0;
 }
 
+/*
+ * Whether objects were loaded since the last look. Nothing new (the end
+ * of a dlclose(), the dynamic linker's own activity): the run's cache is
+ * not even opened.
+ */
+static int late_new(void)
+{
+	unsigned long long adds = 0;
+
+	dl_iterate_phdr(get_adds, &adds);
+	if (adds == late_adds)
+		return 0;
+	late_adds = adds;
+	return 1;
+}
+
 /* A dlopen()'s objects are mapped: arm what matches in them. */
 static void late_load(void)
 {
 	struct batch b = { 0 };
-	unsigned long long adds = 0;
 	int rc;
 
-	/* Nothing loaded since (the end of a dlclose(), say): nothing new. */
-	dl_iterate_phdr(get_adds, &adds);
-	if (adds == late_adds)
-		return;
-	late_adds = adds;
 	for (uint32_t i = 0; i < late_n; i++) {
 		PK_OPTS(pk_probe_opts, o, .symbol = late_spec[i]);
 		struct pk_probe *p;
@@ -332,7 +342,7 @@ static void late_hook(int event, uintptr_t base, const char *name)
 	in_hook = 1;
 	pka_busy++;
 	pthread_mutex_lock(&late_lock);
-	if (event == PKA_AUDIT_LOADED) {
+	if (event == PKA_AUDIT_LOADED && late_new()) {
 		/* What other processes of the run found: xcache.c. */
 		pka_xcache_open(late_dir);
 		late_load();
