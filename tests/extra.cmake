@@ -674,4 +674,15 @@ add_test(NAME agent_late_glob
           $<TARGET_FILE:late_v1> $<TARGET_FILE:late_v2> ${PK_CLI_SANITIZED})
 set_tests_properties(agent_late_glob PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+# agent_dladdr: the agent's dladdr1() (agent/dladdr.c, --wrap as in the
+# agent) against glibc's, for every libc function and IFUNC targets.
+add_executable(agent_dladdr agent_dladdr.c ${PROJECT_SOURCE_DIR}/agent/dladdr.c)
+target_include_directories(agent_dladdr PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
+  ${PROJECT_SOURCE_DIR}/agent ${PROJECT_SOURCE_DIR}/include)
+target_link_libraries(agent_dladdr PRIVATE ${CMAKE_DL_LIBS})
+target_compile_definitions(agent_dladdr PRIVATE PK_NO_MODULE_CONSTRUCTOR)
+target_link_options(agent_dladdr PRIVATE -Wl,--wrap=dladdr,--wrap=dladdr1)
+add_test(NAME agent_dladdr COMMAND agent_dladdr)
+set_tests_properties(agent_dladdr PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 60 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end start10 ----
