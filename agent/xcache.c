@@ -14,6 +14,7 @@
 #include "agent.h"
 #include "probe/probe.h"
 #include "probe/xref.h"
+#include "sym/sym.h"
 
 /*
  * A jump probe is placed only where no direct branch of the object lands
@@ -164,6 +165,8 @@ static int xc_add(const struct xc_ent *e)
 	return 0;
 }
 
+int __wrap_pk_sym_func_at(uintptr_t addr, struct pk_func *out);
+
 void pka_xcache_open(const char *dir)
 {
 	char path[4096];
@@ -178,6 +181,8 @@ void pka_xcache_open(const char *dir)
 			   O_NOFOLLOW, 0600);
 	if (xc_fd < 0)
 		return;
+	/* An IFUNC's implementation: its extent from here too (sym.h). */
+	pk_sym_func_at_hook = __wrap_pk_sym_func_at;
 	/* The measured program may write the run directory: ours, or none. */
 	if (fstat(xc_fd, &st) || !S_ISREG(st.st_mode) ||
 	    st.st_uid != geteuid()) {
@@ -212,6 +217,7 @@ void pka_xcache_open(const char *dir)
 
 void pka_xcache_close(void)
 {
+	pk_sym_func_at_hook = NULL;
 	if (xc_fd >= 0)
 		close(xc_fd);
 	xc_fd = -1;

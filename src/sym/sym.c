@@ -1051,6 +1051,8 @@ static void copy_path(char *dst, size_t cap, const char *src)
 	copy_str(dst, cap, src);
 }
 
+int (*pk_sym_func_at_hook)(uintptr_t addr, struct pk_func *out);
+
 /*
  * The implementation IFUNC @c resolves to in this process, from the
  * dynamic linker (the object's own handle: its definition, not an
@@ -1094,7 +1096,9 @@ static int ifunc_resolve(const struct cand *c, const struct object *o,
 	out->addr = (uintptr_t)t;
 	out->size = 0;
 	out->table = 0;
-	if (!func_in(o, 0, (uintptr_t)t, fn) && fn->start == (uintptr_t)t) {
+	if (!(pk_sym_func_at_hook ? pk_sym_func_at_hook((uintptr_t)t, fn) :
+				    func_in(o, 0, (uintptr_t)t, fn)) &&
+	    fn->start == (uintptr_t)t) {
 		out->size = fn->size;
 		out->table = fn->table;
 		if (fn->name[0] && fn->table != PK_SYM_EH_FRAME)
