@@ -164,10 +164,12 @@ void pka_late_init(struct pka_header *h, const char *dir, const char *specs,
 /*
  * pka_late_possible() - whether libraries loaded later are armed here
  * (the audit module is loaded): pka_plan() then reserves PKA_LATE_SLOTS
- * probes for each glob that matched nothing at start-up, which late.c
+ * probes for each glob that matched nothing at start-up (PKA_LATE_BUDGET
+ * in all: later globs get what is left, the rest none), which late.c
  * fills, function by function, as libraries it matches are loaded.
  */
 #define PKA_LATE_SLOTS 1024u
+#define PKA_LATE_BUDGET 8192u	/* reserved in all, whatever the number of globs */
 #define PKA_LATE_NAME 40u	/* pool bytes reserved a late function's name */
 int pka_late_possible(void);
 

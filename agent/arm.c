@@ -342,6 +342,8 @@ struct pka_plan *pka_plan(const char *specs)
 	uint32_t n = 1, i = 0;
 	size_t k, w;
 	int late = 0;
+	/* Room for late globs in all: records stay small however many. */
+	uint32_t late_left = PKA_LATE_BUDGET;
 
 	for (const char *c = specs; *c; c++)
 		n += *c == PKA_SEP;
@@ -430,8 +432,12 @@ struct pka_plan *pka_plan(const char *specs)
 		 * A glob that matched nothing here may match a library the
 		 * program loads later: room for its functions (late.c).
 		 */
-		if (late && rc == -ENOENT && is_glob(s) && pl->nfn == before)
-			pl->late[i] = PKA_LATE_SLOTS;
+		if (late && rc == -ENOENT && is_glob(s) && pl->nfn == before &&
+		    late_left > 1) {
+			pl->late[i] = late_left < PKA_LATE_SLOTS ? late_left :
+				      PKA_LATE_SLOTS;
+			late_left -= pl->late[i];
+		}
 		/*
 		 * An IFUNC's target is what this process's resolver chose
 		 * (CPU, GLIBC_TUNABLES): another process of the same link

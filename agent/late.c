@@ -30,8 +30,8 @@
  * (pka_busy). late_lock serialises it; two threads' dlopen()s are already
  * serialised by the loader's lock.
  *
- * A glob that matched nothing at start-up has PKA_LATE_SLOTS probes of
- * the record to itself (pka_plan()): at each load it is expanded again
+ * A glob that matched nothing at start-up has up to PKA_LATE_SLOTS probes
+ * of the record to itself (pka_plan()): at each load it is expanded again
  * (pk_sym_each()) and every function it matches that has no probe of it
  * armed takes one, all in the same batch as the names. A function that
  * had a slot before (its library closed and opened again) takes that
@@ -196,6 +196,10 @@ static int glob_sym(const struct pk_sym *s, void *arg)
 	for (struct late *l = late_list; l; l = l->next)
 		if (l->spec == g->spec && l->addr == s->addr)
 			return 0;
+	/* It matches here: start-up's line ("not loaded") explains nothing. */
+	if (!g->rank && pka_record_spec(late_h, g->spec)->status)
+		__atomic_store_n(&pka_record_spec(late_h, g->spec)->why, 0,
+				 __ATOMIC_RELEASE);
 	snprintf(name, sizeof(name), "%s%s%s%s%s", s->name,
 		 (s->flags & PK_SYM_F_COMPAT) && s->version[0] ? "@" : "",
 		 (s->flags & PK_SYM_F_COMPAT) ? s->version : "",
@@ -251,11 +255,6 @@ static void late_load(void)
 
 		if (late_glob[i]) {
 			struct glob_ctx g = { .b = &b, .spec = i };
-			struct pka_spec *sp = pka_record_spec(late_h, i);
-
-			/* Start-up's line ("not loaded") no longer explains it. */
-			if (sp->status)
-				__atomic_store_n(&sp->why, 0, __ATOMIC_RELEASE);
 
 			if (pk_sym_each(late_spec[i], glob_sym, &g) == -ENOMEM)
 				goto out;
@@ -305,7 +304,7 @@ static void late_load(void)
 
 			snprintf(msg, sizeof(msg), "%u of its functions in libraries "
 				 "loaded later found no room (%u reserved)",
-				 late_over[i], PKA_LATE_SLOTS);
+				 late_over[i], pka_record_spec(late_h, i)->nprobe);
 			pka_record_why(late_h, i, msg);
 		}
 out:
@@ -406,10 +405,16 @@ void pka_late_init(struct pka_header *h, const char *dir, const char *specs,
 
 		late_spec[n] = s;
 		late_armed[n] = sp->status == 0;
-		/* Its reserved slots (pka_plan()): a glob that matched nothing. */
-		late_glob[n] = sp->status && sp->nprobe == PKA_LATE_SLOTS &&
+		/*
+		 * Its reserved slots (pka_plan()): a glob that matched
+		 * nothing, all but its first slot untouched (a glob whose
+		 * functions all failed has tried every one of its own).
+		 */
+		late_glob[n] = sp->status && sp->nprobe > 1 &&
 			       strpbrk(s, "*?[") &&
-			       sp->first + sp->nprobe <= h->nprobe;
+			       sp->first + sp->nprobe <= h->nprobe &&
+			       pka_record_probe(h, sp->first + 1)->status ==
+			       PKA_PENDING;
 	}
 	late_h = h;
 	late_m = m;

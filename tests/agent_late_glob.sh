@@ -39,6 +39,17 @@ run count -p 'libz*:compress*' -o "$tmp/rep" -- "$latez" 5 3
 check "libz*:compress* over three loads: compress 15, compress2 15, compressBound 0 (got $(count_of compress) $(count_of compress2) $(count_of compressBound))" \
 	'[ $rc -eq 0 ] && [ "$(count_of compress)" = 15 ] && [ "$(count_of compress2)" = 15 ] && [ "$(count_of compressBound)" = 0 ]'
 
+# ---- 2b. more globs than the record reserves room for in all ----
+# Twenty globs over libraries never loaded, after 'libz.so.1:*': the
+# reserved room runs out (8 x 1024), libz is still armed in full, and
+# every other glob still says why it is not probed.
+: >"$tmp/specs"
+echo 'libz.so.1:*' >>"$tmp/specs"
+for i in $(seq 20); do echo "libnosuch$i.so:*" >>"$tmp/specs"; done
+run count -P "$tmp/specs" -o "$tmp/rep" -- "$latez" 3 1
+check "libz.so.1:* among 20 globs never matched: compress 3 (got $(count_of compress)); each other 'not loaded' ($(grep -c 'libnosuch[0-9]*.so not loaded' "$tmp/rep") of 20)" \
+	'[ $rc -eq 0 ] && [ "$(count_of compress)" = 3 ] && [ "$(grep -Ec "^ +-  libnosuch[0-9]+.so:\*  \(not probed in 1 of 1: libnosuch[0-9]+.so not loaded\)" "$tmp/rep")" = 20 ]'
+
 # ---- 3. processes that never load the object: "not loaded" ----
 run count -p 'libz.so.1:*' -o "$tmp/rep" -- sh -c '/usr/bin/true; "$0" 2 1' "$latez"
 check "sh, true (no libz) and agent_late_z: armed in 1 of 3, 'libz.so.1 not loaded' in the others" \
