@@ -66,6 +66,8 @@ void pka_record_publish(struct pka_header *h);
  * is the program's. Stays set for the life of the process.
  */
 void pka_log_quiet(struct pka_header *h);
+/* pka_log_spec() - the library's lines from now on explain spec @i (-1: none). */
+void pka_log_spec(int i);
 
 /*
  * pka_plan() - what the specs in @specs (PKA_SEP-separated) name in this
@@ -158,5 +160,23 @@ enum pka_audit_event {
  */
 void pka_late_init(struct pka_header *h, const char *dir, const char *specs,
 		   const struct pka_mode_ops *m);
+
+/*
+ * pka_late_possible() - whether libraries loaded later are armed here
+ * (the audit module is loaded): pka_plan() then reserves PKA_LATE_SLOTS
+ * probes for each glob that matched nothing at start-up (PKA_LATE_BUDGET
+ * in all: later globs get what is left, the rest none), which late.c
+ * fills, function by function, as libraries it matches are loaded.
+ */
+#define PKA_LATE_SLOTS 1024u
+#define PKA_LATE_BUDGET 8192u	/* reserved in all, whatever the number of globs */
+#define PKA_LATE_NAME 40u	/* pool bytes reserved a late function's name */
+int pka_late_possible(void);
+
+/*
+ * pka_record_name() - put @name into @h's pool as probe @i's function
+ * name, if the pool has room (arm.c).
+ */
+void pka_record_name(struct pka_header *h, uint32_t i, const char *name);
 
 #endif /* PK_AGENT_AGENT_H */

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "agent.h"
+#include "sym/spec.h"
+#include "sym/sym.h"
 
 /*
  * Two passes, so that the record can be sized for what the specs expand
@@ -55,6 +57,11 @@ struct pka_plan {
 	 * twice, a name a glob before it matched): it reports them too.
 	 */
 	uint32_t *alias_first, *alias_n;
+	/*
+	 * Per spec: probes reserved for libraries loaded later (a glob that
+	 * matched nothing here: PKA_LATE_SLOTS), or 0.
+	 */
+	uint32_t *late;
 };
 
 /* Set once by pka_log_quiet(); NULL while planning (lines go to plan). */
@@ -77,6 +84,11 @@ static void quiet_log(enum pk_log_level level, const char *msg, void *ctx)
 	}
 	if (log_rec)
 		pka_record_why(log_rec, (uint32_t)cur_spec, msg);
+}
+
+void pka_log_spec(int i)
+{
+	cur_spec = i;
 }
 
 void pka_log_quiet(struct pka_header *h)
@@ -311,6 +323,7 @@ void pka_plan_free(struct pka_plan *pl)
 	free(pl->dup);
 	free(pl->alias_first);
 	free(pl->alias_n);
+	free(pl->late);
 	free(pl->spec);
 	free(pl->list);
 	free(pl->why);
@@ -328,6 +341,9 @@ struct pka_plan *pka_plan(const char *specs)
 	char *list = strdup(specs), *save = NULL, *s;
 	uint32_t n = 1, i = 0;
 	size_t k, w;
+	int late = 0;
+	/* Room for late globs in all: records stay small however many. */
+	uint32_t late_left = PKA_LATE_BUDGET;
 
 	for (const char *c = specs; *c; c++)
 		n += *c == PKA_SEP;
@@ -343,10 +359,12 @@ struct pka_plan *pka_plan(const char *specs)
 	pl->owned = calloc(n, sizeof(*pl->owned));
 	pl->alias_first = calloc(n, sizeof(*pl->alias_first));
 	pl->alias_n = calloc(n, sizeof(*pl->alias_n));
+	pl->late = calloc(n, sizeof(*pl->late));
 	if (!pl->status || !pl->why || !pl->first || !pl->count ||
 	    !pl->spec || !pl->owner || !pl->owned || !pl->alias_first ||
-	    !pl->alias_n)
+	    !pl->alias_n || !pl->late)
 		goto fail;
+	late = pka_late_possible();
 	pl->list = list;
 	log_plan = pl;
 	pk_set_log(quiet_log, NULL);
@@ -389,6 +407,19 @@ struct pka_plan *pka_plan(const char *specs)
 			quiet_log(PK_LOG_ERROR, "every function it matches is in a "
 				  "file not loaded in this process", NULL);
 		}
+		if (rc == -ENOENT && !pk_sym_spec_loaded(s)) {
+			/*
+			 * Its object is not in this process (yet): that, not
+			 * the symbol layer's line, is what the report says.
+			 */
+			char msg[PKA_WHY_LEN];
+
+			snprintf(msg, sizeof(msg), "%.*s not loaded", (int)
+				 (pk_spec_obj_colon(s) - s), s);
+			free(pl->why[i]);
+			pl->why[i] = NULL;
+			quiet_log(PK_LOG_ERROR, msg, NULL);
+		}
 		if (rc == -ENOENT && is_glob(s) && !pl->why[i]) {
 			char msg[PKA_WHY_LEN];
 
@@ -397,6 +428,16 @@ struct pka_plan *pka_plan(const char *specs)
 			quiet_log(PK_LOG_ERROR, msg, NULL);
 		}
 		pl->status[i] = rc < 0 ? rc : 0;
+		/*
+		 * A glob that matched nothing here may match a library the
+		 * program loads later: room for its functions (late.c).
+		 */
+		if (late && rc == -ENOENT && is_glob(s) && pl->nfn == before &&
+		    late_left > 1) {
+			pl->late[i] = late_left < PKA_LATE_SLOTS ? late_left :
+				      PKA_LATE_SLOTS;
+			late_left -= pl->late[i];
+		}
 		/*
 		 * An IFUNC's target is what this process's resolver chose
 		 * (CPU, GLIBC_TUNABLES): another process of the same link
@@ -446,7 +487,9 @@ struct pka_plan *pka_plan(const char *specs)
 	for (i = 0; i < n; i++) {
 		pl->first[i] = pl->nprobe;
 		/* A spec none of whose functions it owns keeps a slot. */
-		pl->nprobe += pl->count[i] ? pl->count[i] : 1;
+		pl->nprobe += pl->count[i] ? pl->count[i] :
+			      pl->late[i] ? pl->late[i] : 1;
+		pl->names += (size_t)pl->late[i] * PKA_LATE_NAME;
 		if (pl->nprobe > PKA_SPECS_MAX * 4u)
 			goto fail;
 	}
@@ -471,8 +514,7 @@ uint32_t pka_plan_names(const struct pka_plan *pl)
 	return pl && pl->names < UINT32_MAX / 2 ? (uint32_t)pl->names : 0;
 }
 
-/* Put @name in @h's pool for probe @i, if the pool has room. */
-static void record_name(struct pka_header *h, uint32_t i, const char *name)
+void pka_record_name(struct pka_header *h, uint32_t i, const char *name)
 {
 	uint32_t len = (uint32_t)strlen(name) + 1, at;
 
@@ -489,7 +531,8 @@ static void plan_layout(struct pka_header *h, const struct pka_plan *pl)
 {
 	for (uint32_t i = 0; i < pl->nspec && i < h->nspec; i++) {
 		struct pka_spec *sp = pka_record_spec(h, i);
-		uint32_t c = pl->count[i] ? pl->count[i] : 1;
+		uint32_t c = pl->count[i] ? pl->count[i] :
+			     pl->late[i] ? pl->late[i] : 1;
 
 		sp->first = pl->first[i];
 		sp->nprobe = c;
@@ -505,7 +548,7 @@ static void plan_layout(struct pka_header *h, const struct pka_plan *pl)
 	for (size_t k = 0, rank = 0; k < pl->nfn; k++) {
 		rank = k && pl->fn[k - 1].spec == pl->fn[k].spec ? rank + 1 : 0;
 		if (pl->fn[k].name)
-			record_name(h, pl->first[pl->fn[k].spec] + (uint32_t)rank,
+			pka_record_name(h, pl->first[pl->fn[k].spec] + (uint32_t)rank,
 				    pl->fn[k].name);
 	}
 	for (uint32_t i = 0; i < pl->nspec && i < h->nspec; i++)

@@ -26,8 +26,12 @@
  *             address (the first such in .dynsym), from a hash by
  *             address of the last object asked about (one pass over its
  *             .dynsym, kept until another object is asked about: the
- *             index is the agent's, ~50 KB for libc); else, and for any
- *             other flag, glibc's. A .dynsym mapped and never unmapped
+ *             index is the agent's, ~50 KB for libc); else (an IFUNC's
+ *             implementation, which has no dynamic symbol: strlen's
+ *             __strlen_avx2) the symbol covering it by glibc's rule, in
+ *             one pass over the same .dynsym, not glibc's walk of every
+ *             hash chain (10 us each, 4 such before main); any other
+ *             flag: glibc's. A .dynsym mapped and never unmapped
  *             under a running constructor: the library asks before main
  *             only (spawn_init()).
  */
@@ -40,7 +44,9 @@ struct find {
 	uintptr_t addr;
 	Dl_info *info;
 	const ElfW(Sym) *sym;
+	const ElfW(Sym) *cover;	/* exact_sym()'s fallback */
 	int want_sym, found;
+	int none;		/* indexed, and no symbol covers addr */
 };
 
 /* Symbols in .dynsym: from DT_GNU_HASH's last chain, or DT_HASH's nchain. */
@@ -87,6 +93,7 @@ static struct {
 	const char *str;
 	uint32_t *slot;
 	size_t mask;
+	size_t n;		/* symbols in tab */
 } last;
 
 static size_t addr_hash(uintptr_t a, size_t mask)
@@ -144,6 +151,7 @@ static int index_object(struct dl_phdr_info *info)
 	last.str = str;
 	last.slot = slot;
 	last.mask = cap - 1;
+	last.n = n;
 	return 0;
 }
 
@@ -162,8 +170,38 @@ static void exact_sym(struct dl_phdr_info *info, struct find *f)
 		if (last.bias + s->st_value == f->addr && (!best || s < best))
 			best = s;
 	}
-	if (!best)
+	/*
+	 * None starts there: the defined one (not TLS, not absolute) that
+	 * covers it, the highest-starting such, as glibc's _dl_addr()
+	 * chooses; a symbol without a size covers its own address only.
+	 */
+	for (size_t i = 1; !best && i < last.n; i++) {
+		const ElfW(Sym) *s = &last.tab[i];
+		uintptr_t a = last.bias + s->st_value;
+
+		/* An undefined one with a value (a PLT entry): that only. */
+		int exact = !s->st_size || s->st_shndx == SHN_UNDEF;
+
+		if (ELF64_ST_TYPE(s->st_info) == STT_TLS ||
+		    s->st_shndx == SHN_ABS ||
+		    (s->st_shndx == SHN_UNDEF && !s->st_value) ||
+		    f->addr < a || (exact ? f->addr != a :
+					    f->addr - a >= s->st_size))
+			continue;
+		if (!f->cover || f->cover->st_value < s->st_value)
+			f->cover = s;
+	}
+	if (!best && f->cover) {
+		f->sym = f->cover;
+		f->info->dli_sname = last.str + f->cover->st_name;
+		f->info->dli_saddr = f->cover->st_shndx == SHN_UNDEF ? NULL :
+			(void *)(last.bias + f->cover->st_value);
 		return;
+	}
+	if (!best) {
+		f->none = 1;	/* glibc's answer too: no symbol */
+		return;
+	}
 	f->sym = best;
 	f->info->dli_sname = last.str + best->st_name;
 	f->info->dli_saddr = (void *)f->addr;
@@ -221,6 +259,10 @@ int __wrap_dladdr1(const void *addr, Dl_info *info, void **extra, int flags)
 	if (flags != RTLD_DL_SYMENT)
 		return __real_dladdr1(addr, info, extra, flags);
 	dl_iterate_phdr(find_obj, &f);
+	if (f.found && f.none) {
+		*extra = NULL;
+		return 1;
+	}
 	if (!f.found || !f.sym)
 		return __real_dladdr1(addr, info, extra, flags);
 	*extra = (void *)f.sym;

@@ -2,6 +2,8 @@
 /* late.c - specs armed in libraries loaded after start-up, before their code runs, and retired when they are unloaded (through libprobekit-audit.so). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -28,14 +30,26 @@
  * (pka_busy). late_lock serialises it; two threads' dlopen()s are already
  * serialised by the loader's lock.
  *
+ * A glob that matched nothing at start-up has up to PKA_LATE_SLOTS probes
+ * of the record to itself (pka_plan()): at each load it is expanded again
+ * (pk_sym_each()) and every function it matches that has no probe of it
+ * armed takes one, all in the same batch as the names. A function that
+ * had a slot before (its library closed and opened again) takes that
+ * one, found by name, so its counts add up under one name; a new one the
+ * next free slot, its name written into the record's pool. Functions
+ * past the reserved slots are left out, and the spec says how many.
+ *
  * Not covered: libraries loaded into another namespace (dlmopen()), which
  * the symbol layer does not see; specs that were armed at start-up are
- * never armed again in a library loaded later (one function per spec).
+ * never armed again in a library loaded later (one function per spec, or
+ * for a glob, the functions it matched at start-up).
  */
 struct late {
 	struct late *next;
 	struct pk_probe *p;
 	uint32_t spec;
+	uint32_t probe;		/* its slot in the record */
+	uintptr_t addr;		/* the function */
 	uintptr_t bias;		/* the object holding it */
 	char *name;
 };
@@ -49,6 +63,45 @@ static uint32_t late_n;
 static struct late *late_list;
 static unsigned long long late_adds;	/* dlpi_adds when last armed */
 static char *late_dir;		/* the run's directory, for its cache */
+static unsigned char *late_glob;	/* per spec: 1, it owns reserved slots */
+static uint32_t *late_used;	/* per glob spec: slots given out */
+static uint32_t *late_over;	/* per glob spec: functions left out */
+static char **slot_name;	/* per probe slot: its function, or NULL */
+static unsigned char *slot_live; /* per probe slot: a probe armed there */
+
+/* What one load arms, as one batch. */
+struct batch {
+	struct pk_probe **p;
+	uint32_t *spec, *probe;
+	size_t n, cap;
+};
+
+static int batch_add(struct batch *b, struct pk_probe *p, uint32_t spec,
+		     uint32_t probe)
+{
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? 2 * b->cap : 64;
+		struct pk_probe **np = realloc(b->p, cap * sizeof(*np));
+		uint32_t *ns, *npr;
+
+		if (!np)
+			return -ENOMEM;
+		b->p = np;
+		ns = realloc(b->spec, cap * sizeof(*ns));
+		if (!ns)
+			return -ENOMEM;
+		b->spec = ns;
+		npr = realloc(b->probe, cap * sizeof(*npr));
+		if (!npr)
+			return -ENOMEM;
+		b->probe = npr;
+		b->cap = cap;
+	}
+	b->p[b->n] = p;
+	b->spec[b->n] = spec;
+	b->probe[b->n++] = probe;
+	return 0;
+}
 
 static int get_adds(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -84,74 +137,180 @@ static int find_holder(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
-/* Spec @i armed now: in the record, its spec and its (first) probe. */
-static void late_spec_armed(uint32_t i, int int3)
+/* Spec @i armed now, on probe @k: in the record, the spec and the probe. */
+static void late_probe_armed(uint32_t i, uint32_t k, int int3)
 {
 	struct pka_spec *sp = pka_record_spec(late_h, i);
-	struct pka_probe *pp = pka_record_probe(late_h, sp->first);
+	struct pka_probe *pp = pka_record_probe(late_h, k);
 
-	sp->int3 = (uint32_t)int3;
+	sp->int3 |= (uint32_t)int3;
 	pp->int3 = (uint32_t)int3;
 	__atomic_store_n(&pp->status, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&sp->status, 0, __ATOMIC_RELEASE);
 }
 
+extern const char __ehdr_start __attribute__((visibility("hidden")));
+
+/* pk_sym_each() callback of a glob's expansion at a load. */
+struct glob_ctx {
+	struct batch *b;
+	uint32_t spec;
+	uint32_t rank;		/* functions seen so far: the likely slot */
+	int err;
+};
+
+/* The slot of spec @i for function @name: its old one, or a new one. */
+static int glob_slot(uint32_t i, uint32_t rank, const char *name)
+{
+	struct pka_spec *sp = pka_record_spec(late_h, i);
+	uint32_t k;
+
+	if (rank < late_used[i] && !slot_live[sp->first + rank] &&
+	    slot_name[sp->first + rank] &&
+	    !strcmp(slot_name[sp->first + rank], name))
+		return (int)(sp->first + rank);
+	for (k = 0; k < late_used[i]; k++)
+		if (!slot_live[sp->first + k] && slot_name[sp->first + k] &&
+		    !strcmp(slot_name[sp->first + k], name))
+			return (int)(sp->first + k);
+	if (late_used[i] >= sp->nprobe)
+		return -1;
+	k = sp->first + late_used[i]++;
+	slot_name[k] = strdup(name);
+	pka_record_name(late_h, k, name);
+	return (int)k;
+}
+
+static int glob_sym(const struct pk_sym *s, void *arg)
+{
+	struct glob_ctx *g = arg;
+	/* Whole: name, @version, " -> ", impl (as arm.c's plan_sym()). */
+	char name[sizeof(s->name) + sizeof(s->version) + sizeof(s->impl) + 8];
+	struct pk_probe *p;
+	int k;
+
+	if (s->flags & (PK_SYM_F_FILE | PK_SYM_F_UNRESOLVED) ||
+	    s->base == (uintptr_t)&__ehdr_start)
+		return 0;
+	/* Armed already (in an object loaded before this one). */
+	for (struct late *l = late_list; l; l = l->next)
+		if (l->spec == g->spec && l->addr == s->addr)
+			return 0;
+	/* It matches here: start-up's line ("not loaded") explains nothing. */
+	if (!g->rank && pka_record_spec(late_h, g->spec)->status)
+		__atomic_store_n(&pka_record_spec(late_h, g->spec)->why, 0,
+				 __ATOMIC_RELEASE);
+	snprintf(name, sizeof(name), "%s%s%s%s%s", s->name,
+		 (s->flags & PK_SYM_F_COMPAT) && s->version[0] ? "@" : "",
+		 (s->flags & PK_SYM_F_COMPAT) ? s->version : "",
+		 (s->flags & PK_SYM_F_IFUNC) && s->impl[0] ? " -> " : "",
+		 (s->flags & PK_SYM_F_IFUNC) ? s->impl : "");
+	k = glob_slot(g->spec, g->rank++, name);
+	if (k < 0) {
+		late_over[g->spec]++;
+		return 0;
+	}
+	PK_OPTS(pk_probe_opts, o, .addr = (void *)s->addr);
+	late_m->probe(late_h, (unsigned int)k, &o);
+	pka_log_spec((int)g->spec);	/* its first failure line, in the record */
+	g->err = pk_probe_create(&o, &p);
+	pka_log_spec(-1);
+	if (g->err) {
+		__atomic_store_n(&pka_record_probe(late_h, (uint32_t)k)->status,
+				 g->err, __ATOMIC_RELEASE);
+		return 0;
+	}
+	if (batch_add(g->b, p, g->spec, (uint32_t)k)) {
+		pk_probe_destroy(p);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * Whether objects were loaded since the last look. Nothing new (the end
+ * of a dlclose(), the dynamic linker's own activity): the run's cache is
+ * not even opened.
+ */
+static int late_new(void)
+{
+	unsigned long long adds = 0;
+
+	dl_iterate_phdr(get_adds, &adds);
+	if (adds == late_adds)
+		return 0;
+	late_adds = adds;
+	return 1;
+}
+
 /* A dlopen()'s objects are mapped: arm what matches in them. */
 static void late_load(void)
 {
-	struct pk_probe **p = NULL;
-	uint32_t *idx = NULL;
-	unsigned long long adds = 0;
-	size_t k = 0;
+	struct batch b = { 0 };
 	int rc;
 
-	/* Nothing loaded since (the end of a dlclose(), say): nothing new. */
-	dl_iterate_phdr(get_adds, &adds);
-	if (adds == late_adds)
-		return;
-	late_adds = adds;
-	p = calloc(late_n ? late_n : 1, sizeof(*p));
-	idx = calloc(late_n ? late_n : 1, sizeof(*idx));
-	if (!p || !idx)
-		goto out;
 	for (uint32_t i = 0; i < late_n; i++) {
 		PK_OPTS(pk_probe_opts, o, .symbol = late_spec[i]);
+		struct pk_probe *p;
 
+		if (late_glob[i]) {
+			struct glob_ctx g = { .b = &b, .spec = i };
+
+			if (pk_sym_each(late_spec[i], glob_sym, &g) == -ENOMEM)
+				goto out;
+			continue;
+		}
 		if (late_armed[i])
 			continue;
 		late_m->probe(late_h, pka_record_spec(late_h, i)->first, &o);
-		if (!pk_probe_create(&o, &p[k]))
-			idx[k++] = i;
+		if (!pk_probe_create(&o, &p) &&
+		    batch_add(&b, p, i, pka_record_spec(late_h, i)->first)) {
+			pk_probe_destroy(p);
+			goto out;
+		}
 	}
-	if (!k)
+	if (!b.n)
 		goto out;
-	rc = pk_probe_register(p, k);
-	for (size_t j = 0; j < k; j++) {
+	rc = pk_probe_register(b.p, b.n);
+	for (size_t j = 0; j < b.n; j++) {
 		struct pk_probe_info info = { .sz = sizeof(info) };
 		struct holder o = { 0 };
 		struct late *l;
 
-		if (rc || pk_probe_get_info(p[j], &info) ||
+		if (rc || pk_probe_get_info(b.p[j], &info) ||
 		    !(l = calloc(1, sizeof(*l)))) {
 			if (!rc)
-				pk_probe_unregister(&p[j], 1);
-			pk_probe_destroy(p[j]);
+				pk_probe_unregister(&b.p[j], 1);
+			pk_probe_destroy(b.p[j]);
 			continue;
 		}
 		o.addr = info.func;
 		dl_iterate_phdr(find_holder, &o);
-		l->p = p[j];
-		l->spec = idx[j];
+		l->p = b.p[j];
+		l->spec = b.spec[j];
+		l->probe = b.probe[j];
+		l->addr = info.func;
 		l->bias = o.bias;
 		l->name = strdup(o.name ? o.name : "");
 		l->next = late_list;
 		late_list = l;
-		late_armed[idx[j]] = 1;
-		late_spec_armed(idx[j], info.kind == PK_PROBE_INT3);
+		slot_live[l->probe] = 1;
+		late_armed[l->spec] = 1;
+		late_probe_armed(l->spec, l->probe, info.kind == PK_PROBE_INT3);
 	}
+	for (uint32_t i = 0; i < late_n; i++)
+		if (late_glob[i] && late_over[i]) {
+			char msg[PKA_WHY_LEN];
+
+			snprintf(msg, sizeof(msg), "%u of its functions in libraries "
+				 "loaded later found no room (%u reserved)",
+				 late_over[i], pka_record_spec(late_h, i)->nprobe);
+			pka_record_why(late_h, i, msg);
+		}
 out:
-	free(p);
-	free(idx);
+	free(b.p);
+	free(b.spec);
+	free(b.probe);
 }
 
 /* An object is about to be unmapped: retire the probes in it. */
@@ -166,6 +325,7 @@ static void late_close(uintptr_t bias, const char *name)
 		pk_probe_unregister(&l->p, 1);
 		pk_probe_destroy(l->p);
 		late_armed[l->spec] = 0;
+		slot_live[l->probe] = 0;
 		free(l->name);
 		free(l);
 	}
@@ -181,7 +341,7 @@ static void late_hook(int event, uintptr_t base, const char *name)
 	in_hook = 1;
 	pka_busy++;
 	pthread_mutex_lock(&late_lock);
-	if (event == PKA_AUDIT_LOADED) {
+	if (event == PKA_AUDIT_LOADED && late_new()) {
 		/* What other processes of the run found: xcache.c. */
 		pka_xcache_open(late_dir);
 		late_load();
@@ -214,6 +374,11 @@ static void *(*find_hook(void))
 	return NULL;
 }
 
+int pka_late_possible(void)
+{
+	return find_hook() != NULL;
+}
+
 void pka_late_init(struct pka_header *h, const char *dir, const char *specs,
 		   const struct pka_mode_ops *m)
 {
@@ -226,12 +391,30 @@ void pka_late_init(struct pka_header *h, const char *dir, const char *specs,
 		return;
 	late_spec = calloc(h->n ? h->n : 1, sizeof(*late_spec));
 	late_armed = calloc(h->n ? h->n : 1, 1);
-	if (!late_spec || !late_armed)
+	late_glob = calloc(h->n ? h->n : 1, 1);
+	late_used = calloc(h->n ? h->n : 1, sizeof(*late_used));
+	late_over = calloc(h->n ? h->n : 1, sizeof(*late_over));
+	slot_name = calloc(h->nprobe ? h->nprobe : 1, sizeof(*slot_name));
+	slot_live = calloc(h->nprobe ? h->nprobe : 1, 1);
+	if (!late_spec || !late_armed || !late_glob || !late_used ||
+	    !late_over || !slot_name || !slot_live)
 		return;
 	for (s = strtok_r(list, sep, &save); s && n < h->n;
 	     s = strtok_r(NULL, sep, &save), n++) {
+		const struct pka_spec *sp = pka_record_spec(h, n);
+
 		late_spec[n] = s;
-		late_armed[n] = pka_record_spec(h, n)->status == 0;
+		late_armed[n] = sp->status == 0;
+		/*
+		 * Its reserved slots (pka_plan()): a glob that matched
+		 * nothing, all but its first slot untouched (a glob whose
+		 * functions all failed has tried every one of its own).
+		 */
+		late_glob[n] = sp->status && sp->nprobe > 1 &&
+			       strpbrk(s, "*?[") &&
+			       sp->first + sp->nprobe <= h->nprobe &&
+			       pka_record_probe(h, sp->first + 1)->status ==
+			       PKA_PENDING;
 	}
 	late_h = h;
 	late_m = m;

@@ -14,6 +14,7 @@
 #include "agent.h"
 #include "probe/probe.h"
 #include "probe/xref.h"
+#include "sym/sym.h"
 
 /*
  * A jump probe is placed only where no direct branch of the object lands
@@ -55,7 +56,7 @@
 #define XC_MAGIC 0x70786333u	/* "pxc3" */
 #define XC_ID_MAX 40
 
-enum { XC_XREF = 1, XC_FUNC = 2, XC_SPEC = 3, XC_PLACE = 4 };
+enum { XC_XREF = 1, XC_FUNC = 2, XC_SPEC = 3, XC_PLACE = 4, XC_LOOKUP = 5 };
 
 struct xc_ent {
 	uint32_t magic;
@@ -164,6 +165,8 @@ static int xc_add(const struct xc_ent *e)
 	return 0;
 }
 
+int __wrap_pk_sym_func_at(uintptr_t addr, struct pk_func *out);
+
 void pka_xcache_open(const char *dir)
 {
 	char path[4096];
@@ -178,6 +181,8 @@ void pka_xcache_open(const char *dir)
 			   O_NOFOLLOW, 0600);
 	if (xc_fd < 0)
 		return;
+	/* An IFUNC's implementation: its extent from here too (sym.h). */
+	pk_sym_func_at_hook = __wrap_pk_sym_func_at;
 	/* The measured program may write the run directory: ours, or none. */
 	if (fstat(xc_fd, &st) || !S_ISREG(st.st_mode) ||
 	    st.st_uid != geteuid()) {
@@ -197,7 +202,7 @@ void pka_xcache_open(const char *dir)
 		const struct xc_ent *e = &xc[n];
 
 		if (e->magic != XC_MAGIC || e->id_len > XC_ID_MAX ||
-		    e->kind < XC_XREF || e->kind > XC_PLACE ||
+		    e->kind < XC_XREF || e->kind > XC_LOOKUP ||
 		    e->check != xc_sum(e))
 			break;
 		n++;
@@ -212,6 +217,7 @@ void pka_xcache_open(const char *dir)
 
 void pka_xcache_close(void)
 {
+	pk_sym_func_at_hook = NULL;
 	if (xc_fd >= 0)
 		close(xc_fd);
 	xc_fd = -1;
@@ -466,7 +472,8 @@ static int lm_each(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
-static int spec_key(struct xc_ent *e, const char *spec, struct lm_sig *g)
+static int spec_key(struct xc_ent *e, uint16_t kind, const char *spec,
+		    struct lm_sig *g)
 {
 	uint64_t k[4];
 	size_t len = strlen(spec);
@@ -484,7 +491,7 @@ static int spec_key(struct xc_ent *e, const char *spec, struct lm_sig *g)
 	k[3] = len;
 	memset(e, 0, sizeof(*e));
 	e->magic = XC_MAGIC;
-	e->kind = XC_SPEC;
+	e->kind = kind;
 	e->id_len = sizeof(k);
 	memcpy(e->id, k, sizeof(k));
 	return 1;
@@ -496,7 +503,7 @@ void *pka_xcache_spec_get(const char *spec)
 	const struct xc_ent *c;
 	struct xc_ent e;
 
-	if (!spec_key(&e, spec, &g) || !(c = xc_find(&e)))
+	if (!spec_key(&e, XC_SPEC, spec, &g) || !(c = xc_find(&e)))
 		return NULL;
 	g = (struct lm_sig){ .want = (int)c->v[0] };
 	dl_iterate_phdr(lm_each, &g);
@@ -510,11 +517,137 @@ void pka_xcache_spec_put(const char *spec, void *addr)
 	struct lm_sig g = { .want = -1, .addr = (uintptr_t)addr };
 	struct xc_ent e;
 
-	if (!addr || !spec_key(&e, spec, &g) || xc_find(&e))
+	if (!addr || !spec_key(&e, XC_SPEC, spec, &g) || xc_find(&e))
 		return;
 	e.v[0] = (uint64_t)g.want;
 	e.v[1] = (uintptr_t)addr - g.bias;
 	xc_put(&e);
+}
+
+/*
+ * pk_sym_lookup() (--wrap too), for the library's own lookups by name:
+ * the probe layer's refused functions (src/probe/noprobe.c asks for
+ * "libc.so.6:pthread_sigmask" once per process, 0.8 ms of reading and
+ * sorting libc's symbols), a late spec by name (late.c). Keyed as specs
+ * are (the spec and every object's build id, in link-map order); the
+ * answer is the object's place in the link map, the offset from its
+ * bias, size, table, flags, name and version. Only plain answers are
+ * kept: no IFUNC (this process's resolver chose it), no file on disk,
+ * no source file. A hit is checked: the object is there and the
+ * address lies in one of its executable segments, else the library is
+ * asked.
+ */
+struct lk_obj {
+	int want, n;
+	uintptr_t bias, addr;
+	int exec;			/* addr in an executable PT_LOAD */
+	char name[256];
+	int exe;
+};
+
+/* The tail of a long path, as sym.c's copy_path() keeps it. */
+static void lk_path(char *dst, size_t cap, const char *src)
+{
+	size_t l = strlen(src);
+
+	if (l >= cap) {
+		src += l - (cap - 1);
+		l = cap - 1;
+	}
+	memcpy(dst, src, l);
+	dst[l] = 0;
+}
+
+static int lk_each(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct lk_obj *g = arg;
+
+	(void)size;
+	if (g->n++ != g->want)
+		return 0;
+	g->bias = info->dlpi_addr;
+	g->exe = !info->dlpi_name || !*info->dlpi_name;
+	lk_path(g->name, sizeof(g->name), g->exe ? "" : info->dlpi_name);
+	g->addr += info->dlpi_addr;
+	for (int i = 0; i < info->dlpi_phnum && !g->exec; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+
+		g->exec = ph->p_type == PT_LOAD && (ph->p_flags & PF_X) &&
+			  g->addr >= lo && g->addr - lo < ph->p_memsz;
+	}
+	return 1;
+}
+
+int __real_pk_sym_lookup(const char *spec, struct pk_sym *out);
+int __wrap_pk_sym_lookup(const char *spec, struct pk_sym *out);
+
+int __wrap_pk_sym_lookup(const char *spec, struct pk_sym *out)
+{
+	struct lm_sig g = { .want = -1 };
+	const struct xc_ent *c;
+	struct xc_ent e;
+	size_t nl, vl;
+	int ret;
+
+	if (!spec || !out || !spec_key(&e, XC_LOOKUP, spec, &g))
+		return __real_pk_sym_lookup(spec, out);
+	c = xc_find(&e);
+	if (c) {
+		struct lk_obj o = { .want = (int)c->v[0], .addr = c->v[1] };
+
+		nl = strnlen(c->name, sizeof(c->name));
+		vl = nl < sizeof(c->name) ?
+		     strnlen(c->name + nl + 1, sizeof(c->name) - nl - 1) : 0;
+		dl_iterate_phdr(lk_each, &o);
+		if (o.exec && c->v[2] && nl && nl < sizeof(out->name) &&
+		    nl + 1 + vl < sizeof(c->name) && vl < sizeof(out->version) &&
+		    !(c->v[4] & ~(uint64_t)(PK_SYM_F_GLOBAL | PK_SYM_F_COMPAT)) &&
+		    c->v[3] <= PK_SYM_EH_FRAME) {
+			memset(out, 0, sizeof(*out));
+			out->addr = o.addr;
+			out->size = (size_t)c->v[2];
+			out->table = (int)c->v[3];
+			out->flags = (unsigned int)c->v[4];
+			out->base = o.bias;
+			if (o.exe) {
+				char exe[4096];
+				ssize_t l = readlink("/proc/self/exe", exe,
+						     sizeof(exe) - 1);
+
+				exe[l > 0 ? l : 0] = 0;
+				lk_path(out->object, sizeof(out->object), exe);
+			} else {
+				lk_path(out->object, sizeof(out->object), o.name);
+			}
+			memcpy(out->name, c->name, nl);
+			memcpy(out->version, c->name + nl + 1, vl);
+			return 0;
+		}
+		return __real_pk_sym_lookup(spec, out);
+	}
+	ret = __real_pk_sym_lookup(spec, out);
+	nl = strlen(out->name);
+	vl = strlen(out->version);
+	if (ret || (out->flags & ~(unsigned int)(PK_SYM_F_GLOBAL |
+						 PK_SYM_F_COMPAT)) ||
+	    out->impl[0] || out->file[0] || !out->size ||
+	    nl + 1 + vl + 1 > sizeof(e.name))
+		return ret;
+	/* Which object holds it, by place in the link map. */
+	g = (struct lm_sig){ .want = -1, .addr = out->addr };
+	if (!spec_key(&e, XC_LOOKUP, spec, &g) || g.bias != out->base ||
+	    xc_find(&e))
+		return ret;
+	e.v[0] = (uint64_t)g.want;
+	e.v[1] = out->addr - g.bias;
+	e.v[2] = out->size;
+	e.v[3] = (uint64_t)out->table;
+	e.v[4] = out->flags;
+	memcpy(e.name, out->name, nl + 1);
+	memcpy(e.name + nl + 1, out->version, vl + 1);
+	xc_put(&e);
+	return ret;
 }
 
 /*
@@ -618,5 +751,7 @@ static __typeof__(pk_probe_place) *const chk_place
 	__attribute__((unused)) = __wrap_pk_probe_place;
 static __typeof__(pk_sym_func_at) *const chk_func
 	__attribute__((unused)) = __wrap_pk_sym_func_at;
+static __typeof__(pk_sym_lookup) *const chk_lookup
+	__attribute__((unused)) = __wrap_pk_sym_lookup;
 static __typeof__(pk_xref_lands_in) *const chk_xref
 	__attribute__((unused)) = __wrap_pk_xref_lands_in;

@@ -12,9 +12,11 @@
  *   specs=K       K libc functions to count (the names below, then
  *                 more of libc's .dynsym functions, in its order)
  * Figures: ms_per_exec (wall, per process), cpu_ms_per_exec (the
- * children's user + system time, less sensitive to a loaded machine) and
+ * children's user + system time, less sensitive to a loaded machine),
  * ratio_vs_unprobed (the case's wall time over the unprobed one's,
- * within each run), medians over the runs.
+ * within each run) and cpu_ratio_vs_unprobed (the same for CPU time:
+ * the figure issue 10's goal is stated in, < 0.5 ms more than unprobed
+ * for a handful of specs), medians over the runs.
  */
 #include <dirent.h>
 #include <link.h>
@@ -127,7 +129,7 @@ struct bcase {
 	const char *name;
 	int agent;		/* preload the agent */
 	int nspecs;		/* -1: without the PROBEKIT_AGENT_* variables */
-	struct bench_series wall, cpu, ratio;
+	struct bench_series wall, cpu, ratio, cpu_ratio;
 };
 
 static char dir[] = "/tmp/pk-bench-agent-XXXXXX";
@@ -271,9 +273,12 @@ int main(int argc, char **argv)
 			bench_skip("agent", cases[c].name, "ms_per_exec", why);
 			bench_skip("agent", cases[c].name, "cpu_ms_per_exec",
 				   why);
-			if (c)
+			if (c) {
 				bench_skip("agent", cases[c].name,
 					   "ratio_vs_unprobed", why);
+				bench_skip("agent", cases[c].name,
+					   "cpu_ratio_vs_unprobed", why);
+			}
 		}
 		return 0;
 	}
@@ -292,18 +297,22 @@ int main(int argc, char **argv)
 	}
 	/* Cases interleaved within each run: a load change hits them all. */
 	for (int r = 0; r < bench_opts.runs; r++) {
-		double base = 0;
+		double base = 0, cpu_base = 0;
 
 		for (size_t c = 0; c < nc; c++) {
 			/* A thousand specs: fewer execs, each ~10x longer. */
 			int cn = cases[c].nspecs >= 1000 ? n / 5 : n;
 			double cpu, wall = run(envs[c], cn, &cpu, (int)c);
 
-			if (!c)
+			if (!c) {
 				base = wall;
+				cpu_base = cpu;
+			}
 			bench_add(&cases[c].wall, wall);
 			bench_add(&cases[c].cpu, cpu);
 			bench_add(&cases[c].ratio, base > 0 ? wall / base : 0);
+			bench_add(&cases[c].cpu_ratio,
+				  cpu_base > 0 ? cpu / cpu_base : 0);
 		}
 	}
 	printf("agent start-up: %d execs of /usr/bin/true per run\n", n);
@@ -312,9 +321,13 @@ int main(int argc, char **argv)
 			     &cases[c].wall);
 		bench_report("agent", cases[c].name, "cpu_ms_per_exec", "ms",
 			     &cases[c].cpu);
-		if (c)
+		if (c) {
 			bench_report("agent", cases[c].name,
 				     "ratio_vs_unprobed", "x", &cases[c].ratio);
+			bench_report("agent", cases[c].name,
+				     "cpu_ratio_vs_unprobed", "x",
+				     &cases[c].cpu_ratio);
+		}
 	}
 	for (size_t c = 0; c < nc; c++) {
 		char cd[64], path[128];

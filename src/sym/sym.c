@@ -542,6 +542,39 @@ static int object_matches(const struct spec *sp, const char *path)
 	return base_matches(base ? base + 1 : path, sp->obj, sp->obj_glob);
 }
 
+struct loaded_ctx {
+	const struct spec *sp;
+	int found;
+};
+
+static int loaded_one(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct loaded_ctx *c = arg;
+	char exe[PATH_MAX];
+	const char *path = info->dlpi_name;
+
+	(void)size;
+	if (!path || !*path)
+		path = exe_path(exe, sizeof(exe)) ? "" : exe;
+	c->found = *path && object_matches(c->sp, path);
+	return c->found;
+}
+
+int pk_sym_spec_loaded(const char *spec)
+{
+	struct spec *sp = malloc(sizeof(*sp));
+	struct loaded_ctx c = { sp, 1 };
+
+	if (!sp)
+		return 1;
+	if (!spec_parse(spec, sp) && sp->obj && !sp->obj_path) {
+		c.found = 0;
+		dl_iterate_phdr(loaded_one, &c);
+	}
+	free(sp);
+	return c.found;
+}
+
 /* ---------------------------------------------------------- demangling */
 
 typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
@@ -1018,6 +1051,8 @@ static void copy_path(char *dst, size_t cap, const char *src)
 	copy_str(dst, cap, src);
 }
 
+int (*pk_sym_func_at_hook)(uintptr_t addr, struct pk_func *out);
+
 /*
  * The implementation IFUNC @c resolves to in this process, from the
  * dynamic linker (the object's own handle: its definition, not an
@@ -1061,7 +1096,9 @@ static int ifunc_resolve(const struct cand *c, const struct object *o,
 	out->addr = (uintptr_t)t;
 	out->size = 0;
 	out->table = 0;
-	if (!func_in(o, 0, (uintptr_t)t, fn) && fn->start == (uintptr_t)t) {
+	if (!(pk_sym_func_at_hook ? pk_sym_func_at_hook((uintptr_t)t, fn) :
+				    func_in(o, 0, (uintptr_t)t, fn)) &&
+	    fn->start == (uintptr_t)t) {
 		out->size = fn->size;
 		out->table = fn->table;
 		if (fn->name[0] && fn->table != PK_SYM_EH_FRAME)
@@ -1327,9 +1364,16 @@ static int resolve_start(struct resolve *r, const char *spec)
 
 /*
  * The names cache: one file's function symbols (a table: its .dynsym and
- * .symtab, or its debug file's .symtab), read once and sorted by name, so
- * that each of thousands of specs costs a binary search per object
- * rather than a pass over every symbol of every object through libelf.
+ * .symtab, or its debug file's .symtab), read once and indexed, so that
+ * each of thousands of specs costs a lookup per object rather than a
+ * pass over every symbol of every object through libelf. Kept in file
+ * order, with a hash by name (a name without glob characters: the only
+ * entries that can match it, C++ ones aside), the list of mangled C++
+ * names (_Z...: what a C++ name as written, or any name with a demangler
+ * loaded, is compared with), and, made on the first glob with a literal
+ * prefix, an order by name for the range with that prefix. Sorting libc's
+ * names took 0.5 ms, most of a lookup by exact name (what every process
+ * the agent starts in asks at least once: src/probe/noprobe.c).
  * Keyed by the file read (its device, inode, size, mtime; the debug
  * directory for the debug table): a file changed or replaced is read
  * again. Each symbol keeps its place in the file's order (seq): matches
@@ -1343,11 +1387,60 @@ struct nsym {
 };
 
 struct ntab {
-	struct nsym *s;
+	struct nsym *s;		/* in file order: s[i].seq == i */
 	size_t n, cap;
 	char *pool;
 	size_t plen, pcap;
+	uint32_t *hash;		/* by name: index + 1, 0 empty */
+	size_t hmask;
+	uint32_t *z;		/* the _Z... entries, in file order */
+	size_t nz;
+	uint32_t *by_name;	/* every entry by name, or NULL (not yet) */
 };
+
+static void ntab_free(struct ntab *t)
+{
+	free(t->s);
+	free(t->pool);
+	free(t->hash);
+	free(t->z);
+	free(t->by_name);
+	memset(t, 0, sizeof(*t));
+}
+
+static size_t name_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	while (*s)
+		h = (h ^ (uint8_t)*s++) * 1099511628211ull;
+	return (size_t)(h ^ (h >> 32));
+}
+
+/* The hash and the _Z list of a table just read: 0, or -ENOMEM. */
+static int ntab_index(struct ntab *t)
+{
+	size_t cap = 16;
+
+	while (cap < 2 * t->n)
+		cap *= 2;
+	t->hash = calloc(cap, sizeof(*t->hash));
+	t->z = malloc((t->n ? t->n : 1) * sizeof(*t->z));
+	if (!t->hash || !t->z)
+		return -ENOMEM;
+	t->hmask = cap - 1;
+	for (size_t i = 0; i < t->n; i++) {
+		const char *nm = t->pool + t->s[i].name;
+		size_t h = name_hash(nm) & t->hmask;
+
+		while (t->hash[h])
+			h = (h + 1) & t->hmask;
+		t->hash[h] = (uint32_t)i + 1;
+		if (nm[0] == '_' && nm[1] == 'Z')
+			t->z[t->nz++] = (uint32_t)i;
+	}
+	return 0;
+}
 
 struct names {
 	struct names *next;
@@ -1410,9 +1503,10 @@ static int names_add(const struct pk_elf_sym *es, void *arg)
 
 static int nsym_cmp(const void *a, const void *b, void *arg)
 {
-	const struct nsym *x = a, *y = b;
-	const char *pool = arg;
-	int c = strcmp(pool + x->name, pool + y->name);
+	const struct ntab *t = arg;
+	const struct nsym *x = &t->s[*(const uint32_t *)a];
+	const struct nsym *y = &t->s[*(const uint32_t *)b];
+	int c = strcmp(t->pool + x->name, t->pool + y->name);
 
 	return c ? c : (x->seq > y->seq) - (x->seq < y->seq);
 }
@@ -1426,10 +1520,8 @@ static int seq_cmp(const void *a, const void *b)
 
 static void names_free(struct names *nm)
 {
-	for (int k = 0; k < 2; k++) {
-		free(nm->t[k].s);
-		free(nm->t[k].pool);
-	}
+	for (int k = 0; k < 2; k++)
+		ntab_free(&nm->t[k]);
 	free(nm);
 }
 
@@ -1502,17 +1594,13 @@ static int names_get(const char *path, int k, struct ntab **out)
 	     st.st_size != nm->debug_st.st_size ||
 	     st.st_mtim.tv_sec != nm->debug_st.st_mtim.tv_sec ||
 	     st.st_mtim.tv_nsec != nm->debug_st.st_mtim.tv_nsec)) {
-		free(nm->t[1].s);
-		free(nm->t[1].pool);
-		memset(&nm->t[1], 0, sizeof(nm->t[1]));
+		ntab_free(&nm->t[1]);
 		nm->have[1] = 0;
 	}
 	if (!nm->have[k]) {
 		struct ntab *t = &nm->t[k];
 
-		free(t->s);
-		free(t->pool);
-		memset(t, 0, sizeof(*t));
+		ntab_free(t);
 		info = malloc(sizeof(*info));
 		if (!info)
 			return -ENOMEM;
@@ -1525,12 +1613,10 @@ static int names_get(const char *path, int k, struct ntab **out)
 				err = 1;
 		}
 		free(info);
-		if (t->n > 1 && err <= 0)
-			qsort_r(t->s, t->n, sizeof(*t->s), nsym_cmp, t->pool);
+		if (err >= 0 && ntab_index(t))
+			err = -ENOMEM;
 		if (err < 0) {
-			free(t->s);
-			free(t->pool);
-			memset(t, 0, sizeof(*t));
+			ntab_free(t);
 			return err;
 		}
 		if (k)
@@ -1542,18 +1628,54 @@ static int names_get(const char *path, int k, struct ntab **out)
 	return 0;
 }
 
-/* The entries of @t whose name starts with @prefix ("": all) into @v. */
-static int names_range(const struct ntab *t, const char *prefix,
+static int names_push(const struct nsym ***v, size_t *n, size_t *cap,
+		      const struct nsym *s)
+{
+	if (PK_GROW(v, cap, *n + 1))
+		return -ENOMEM;
+	(*v)[(*n)++] = s;
+	return 0;
+}
+
+/*
+ * The entries of @t named @name exactly (@exact), or whose name starts
+ * with @name ("": all), into @v. Caller holds names_lock (the order by
+ * name is made here, once).
+ */
+static int names_range(struct ntab *t, const char *name, int exact,
 		       const struct nsym ***v, size_t *n, size_t *cap)
 {
-	size_t pl = strlen(prefix);
-	size_t i = PK_LOWER_BOUND(t->n, k, strcmp(t->pool + t->s[k].name, prefix) < 0);
+	size_t pl = strlen(name), i;
 
-	for (; i < t->n && !strncmp(t->pool + t->s[i].name, prefix, pl); i++) {
-		if (PK_GROW(v, cap, *n + 1))
-			return -ENOMEM;
-		(*v)[(*n)++] = &t->s[i];
+	if (exact) {
+		for (size_t h = name_hash(name) & t->hmask; t->hash[h];
+		     h = (h + 1) & t->hmask)
+			if (!strcmp(t->pool + t->s[t->hash[h] - 1].name, name) &&
+			    names_push(v, n, cap, &t->s[t->hash[h] - 1]))
+				return -ENOMEM;
+		return 0;
 	}
+	if (!pl || !strcmp(name, "_Z")) {
+		for (i = 0; i < (pl ? t->nz : t->n); i++)
+			if (names_push(v, n, cap, &t->s[pl ? t->z[i] : i]))
+				return -ENOMEM;
+		return 0;
+	}
+	if (!t->by_name) {
+		t->by_name = malloc((t->n ? t->n : 1) * sizeof(*t->by_name));
+		if (!t->by_name)
+			return -ENOMEM;
+		for (i = 0; i < t->n; i++)
+			t->by_name[i] = (uint32_t)i;
+		if (t->n > 1)
+			qsort_r(t->by_name, t->n, sizeof(*t->by_name), nsym_cmp, t);
+	}
+	i = PK_LOWER_BOUND(t->n, k, strcmp(t->pool + t->s[t->by_name[k]].name,
+					   name) < 0);
+	for (; i < t->n && !strncmp(t->pool + t->s[t->by_name[i]].name, name, pl);
+	     i++)
+		if (names_push(v, n, cap, &t->s[t->by_name[i]]))
+			return -ENOMEM;
 	return 0;
 }
 
@@ -1568,6 +1690,12 @@ static int resolve_scan_tables(struct resolve *r, unsigned int flags)
 	const char *prefix = r->sp.cxx ? "_Z" : r->sp.prefix;
 	int mangled = r->sc.dem && !r->sp.cxx && prefix[0] &&
 		      strncmp(prefix, "_Z", 2);
+	/*
+	 * A plain name: only entries of that very name can match it (C++
+	 * ones come from the _Z list), not every name it begins.
+	 */
+	int exact = !r->sp.cxx && !r->sp.name_glob && r->sp.name &&
+		    !strcmp(prefix, r->sp.name);
 	const struct nsym **v = NULL;
 	size_t nv, cap = 0;
 	char *path = malloc(PATH_MAX);
@@ -1589,9 +1717,9 @@ static int resolve_scan_tables(struct resolve *r, unsigned int flags)
 		err = names_get(path, flags == PK_ELF_DEBUG, &t);
 		nv = 0;
 		if (!err)
-			err = names_range(t, prefix, &v, &nv, &cap);
+			err = names_range(t, prefix, exact, &v, &nv, &cap);
 		if (!err && mangled)
-			err = names_range(t, "_Z", &v, &nv, &cap);
+			err = names_range(t, "_Z", 0, &v, &nv, &cap);
 		if (!err && nv > 1)
 			qsort(v, nv, sizeof(*v), seq_cmp);
 		for (size_t k = 0; !err && k < nv; k++) {

@@ -20,6 +20,8 @@
 
 #include "internal.h"
 
+struct pk_func;
+
 /*
  * pk_eh_each_fde() - call @fn for every FDE in the .eh_frame section
  * @data (@len bytes, loaded at file address @vaddr) with its initial
@@ -119,6 +121,24 @@ PK_HIDDEN size_t pk_elf_build_id(const char *path, uint8_t *id, size_t cap);
  */
 #define PK_BUILD_ID_MAX 64
 PK_HIDDEN size_t pk_note_build_id(const uint8_t *p, size_t size, uint8_t *id);
+
+/*
+ * pk_sym_spec_loaded() - whether @spec's OBJECT is loaded (some object of
+ * the link map matches it, as pk_sym_lookup() matches objects): 1, or 0
+ * when none is (the agent says "not loaded" then, not "no function").
+ * A spec without OBJECT, one naming a file, or one that does not parse: 1.
+ */
+PK_HIDDEN int pk_sym_spec_loaded(const char *spec);
+
+/*
+ * pk_sym_func_at_hook - NULL, or what answers for the extent of an
+ * IFUNC's implementation (pk_sym_func_at()'s question) instead of the
+ * object's index, which reads and sorts every symbol and FDE of the
+ * object (4 ms for libc): the agent's run cache (agent/xcache.c), while
+ * it arms. Set and read by the thread that arms only.
+ */
+PK_HIDDEN extern int (*pk_sym_func_at_hook)(uintptr_t addr,
+					    struct pk_func *out);
 
 /* pk_elf_debug_dir() - where debug files are looked for ("": nowhere). */
 PK_HIDDEN const char *pk_elf_debug_dir(void);
