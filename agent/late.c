@@ -34,7 +34,7 @@
  */
 struct late {
 	struct late *next;
-	struct pk_probe *p;
+	void *p;		/* pka_hook_*() */
 	uint32_t spec;
 	uintptr_t bias;		/* the object holding it */
 	char *name;
@@ -99,7 +99,7 @@ static void late_spec_armed(uint32_t i, int int3)
 /* A dlopen()'s objects are mapped: arm what matches in them. */
 static void late_load(void)
 {
-	struct pk_probe **p = NULL;
+	void **p = NULL;
 	uint32_t *idx = NULL;
 	unsigned long long adds = 0;
 	size_t k = 0;
@@ -120,22 +120,22 @@ static void late_load(void)
 		if (late_armed[i])
 			continue;
 		late_m->probe(late_h, pka_record_spec(late_h, i)->first, &o);
-		if (!pk_probe_create(&o, &p[k]))
+		if (!pka_hook_create(late_m, &o, &p[k]))
 			idx[k++] = i;
 	}
 	if (!k)
 		goto out;
-	rc = pk_probe_register(p, k);
+	rc = pka_hook_register(late_m, p, k);
 	for (size_t j = 0; j < k; j++) {
 		struct pk_probe_info info = { .sz = sizeof(info) };
 		struct holder o = { 0 };
 		struct late *l;
 
-		if (rc || pk_probe_get_info(p[j], &info) ||
+		if (rc || pka_hook_info(late_m, p[j], &info) ||
 		    !(l = calloc(1, sizeof(*l)))) {
 			if (!rc)
-				pk_probe_unregister(&p[j], 1);
-			pk_probe_destroy(p[j]);
+				pka_hook_unregister(late_m, &p[j], 1);
+			pka_hook_destroy(late_m, p[j]);
 			continue;
 		}
 		o.addr = info.func;
@@ -163,8 +163,8 @@ static void late_close(uintptr_t bias, const char *name)
 			continue;
 		}
 		*pp = l->next;
-		pk_probe_unregister(&l->p, 1);
-		pk_probe_destroy(l->p);
+		pka_hook_unregister(late_m, &l->p, 1);
+		pka_hook_destroy(late_m, l->p);
 		late_armed[l->spec] = 0;
 		free(l->name);
 		free(l);
