@@ -44,6 +44,7 @@ struct fn {
 	struct pk_hist *h;	/* the cells' durations (allocated on first) */
 	uint64_t calls, total, min_inv, max; /* everything, cells and slots */
 	uint64_t nohist;	/* calls in slots: no histogram */
+	uint32_t cells;		/* thread cells merged (threads that called it) */
 	/* at the previous interval: */
 	struct pk_hist *prev;
 	uint64_t prev_calls, prev_total;
@@ -146,6 +147,7 @@ static void tab_zero(struct tab *t)
 		if (f->h)
 			pk_hist_reset(f->h);
 		f->calls = f->total = f->min_inv = f->max = f->nohist = 0;
+		f->cells = 0;
 		f->int3 = 0;
 	}
 	t->ovh_n = 0;
@@ -185,6 +187,7 @@ static int add_cell(struct tab *t, struct fn *f, const struct pka_time_cell *c)
 	}
 	for (unsigned int j = 0; j < PKA_TIME_BUCKETS; j++)
 		f->h->bucket[j] += c->bucket[j];
+	f->cells++;
 	f->h->count += c->calls;
 	f->h->sum += c->total_ns;
 	if (c->min_inv > f->h->min_inv)
@@ -292,10 +295,14 @@ static const char *dur(char *buf, size_t len, uint64_t ns)
 {
 	struct pk_hist_unit u = pk_hist_unit(ns);
 
+	double v = (double)ns / (double)u.ns;
+
+	/* Four or five significant digits, whatever the unit. */
 	if (u.ns == 1)
 		snprintf(buf, len, "%llu ns", (unsigned long long)ns);
 	else
-		snprintf(buf, len, "%.2f %s", (double)ns / (double)u.ns, u.name);
+		snprintf(buf, len, "%.*f %s", v < 100 ? 2 : v < 1000 ? 1 : 0, v,
+			 u.name);
 	return buf;
 }
 
@@ -573,6 +580,8 @@ static void report(struct ctx *c, int status, int procs)
 				pkc_json_str(o, v[k]->name);
 				fputc(',', o);
 				json_figs(o, &g);
+				/* Thread blocks: a thread taking over a gone one's is one. */
+				fprintf(o, ",\"threads\":%u", v[k]->cells);
 				if (v[k]->int3)
 					fprintf(o, ",\"int3\":true");
 				if (c->hist)
