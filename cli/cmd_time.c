@@ -418,6 +418,7 @@ static void text_table(FILE *o, struct ctx *c, struct fn **v, size_t n,
 {
 	static struct pk_hist tmp;
 	char b[9][32];
+	size_t idle = 0;
 
 	fprintf(o, " %12s %11s %11s %11s %11s %11s %11s %11s %11s  %s\n",
 		"calls", "total", "mean", "min", "max", "p50", "p90", "p99",
@@ -428,16 +429,18 @@ static void text_table(FILE *o, struct ctx *c, struct fn **v, size_t n,
 		struct figs g;
 
 		figs_of(f, h, interval, &g);
-		if (interval && !g.calls)
+		if (!g.calls) {
+			idle++;
 			continue;
+		}
 		fprintf(o, " %12llu %11s %11s %11s %11s %11s %11s %11s %11s  %s",
 			(unsigned long long)g.calls, dur(b[0], 32, g.total),
 			dur(b[1], 32, (uint64_t)(g.mean + 0.5)), dur(b[2], 32, g.min),
 			dur(b[3], 32, g.max), dur(b[4], 32, g.p50),
 			dur(b[5], 32, g.p90), dur(b[6], 32, g.p99),
 			dur(b[7], 32, g.p999), f->name);
-		if (strcmp(f->name, c->run->specs[f->spec]) &&
-		    strcmp(c->run->specs[f->spec], f->name))
+		/* Which spec, where several could have named it. */
+		if (c->run->n > 1 && strcmp(f->name, c->run->specs[f->spec]))
 			fprintf(o, "  [%s]", c->run->specs[f->spec]);
 		if (f->int3)
 			fprintf(o, "  (int3 probe: ~1 us a call to the program)");
@@ -446,6 +449,9 @@ static void text_table(FILE *o, struct ctx *c, struct fn **v, size_t n,
 				   "of the others)", (unsigned long long)g.nohist);
 		fputc('\n', o);
 	}
+	if (idle && !interval)
+		fprintf(o, " %12s  (%zu more function%s probed, no call returned)\n",
+			"", idle, idle == 1 ? "" : "s");
 	if (!c->hist)
 		return;
 	for (size_t k = 0; k < n; k++) {
