@@ -111,8 +111,11 @@ static struct pka_time_thread *claim(void)
 	for (uint32_t b = 0; b < tm_a->nthr; b++) {
 		uint64_t o = __atomic_load_n(&thr(b)->owner, __ATOMIC_RELAXED);
 
-		/* Same process, gone thread; or another process that is gone. */
-		if ((uint32_t)(o >> 32) == pid &&
+		/*
+		 * Same process, gone thread (or this very tid: a thread that
+		 * had it ended); or another process that is gone.
+		 */
+		if (o != me && (uint32_t)(o >> 32) == pid &&
 		    tm_sys(SYS_tgkill, pid, (long)(uint32_t)o, 0) != -ESRCH)
 			continue;
 		if ((uint32_t)(o >> 32) != pid &&
@@ -157,6 +160,15 @@ static void record(uint32_t i, uint64_t ns)
 	}
 	at = t->cell[i];
 	if (__builtin_expect(!at, 0)) {
+		/*
+		 * Looked at first: a pair that found no cell tries on each
+		 * call, and cells_used must never wrap back into taken ones.
+		 */
+		if (__atomic_load_n(&tm_a->cells_used, __ATOMIC_RELAXED) >=
+		    tm_a->ncell) {
+			add_slot(i, ns);
+			return;
+		}
 		at = __atomic_fetch_add(&tm_a->cells_used, 1, __ATOMIC_RELAXED);
 		if (at >= tm_a->ncell) {
 			add_slot(i, ns);

@@ -440,7 +440,7 @@ static void text_table(FILE *o, struct ctx *c, struct fn **v, size_t n,
 			dur(b[5], 32, g.p90), dur(b[6], 32, g.p99),
 			dur(b[7], 32, g.p999), f->name);
 		/* Which spec, where several could have named it. */
-		if (c->run->n > 1 && strcmp(f->name, c->run->specs[f->spec]))
+		if (c->run->n > 1 && strpbrk(c->run->specs[f->spec], "*?["))
 			fprintf(o, "  [%s]", c->run->specs[f->spec]);
 		if (f->int3)
 			fprintf(o, "  (int3 probe: ~1 us a call to the program)");
