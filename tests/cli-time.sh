@@ -84,6 +84,12 @@ check "... time_thr timed in 7 threads of its own (main, 4 threads, 2 children: 
 	"js '$(fn time_thr)[\"threads\"] == 7'"
 check "... the recursion's durations nest: time_rec's total >= 6 x its min" \
 	"js '$(fn time_rec)[\"total_ns\"] >= 6 * $(fn time_rec)[\"min_ns\"]'"
+# Everything is in the record as calls return: no exit path has to run.
+run time --json -o "$tmp/rep" -p time_thr -- "$target" 0 0 0 0 threads 2 300 _exit
+check "_exit(): every call reported (600)" "[ \$rc -eq 0 ] && js '$(fn time_thr)[\"calls\"] == 600'"
+run time --json -o "$tmp/rep" -p time_thr -p time_rec -- "$target" 0 0 0 0 rec 10 threads 2 300 kill
+check "SIGKILL: status 137, every call reported (600, 60)" \
+	"[ \$rc -eq 137 ] && js '$(fn time_thr)[\"calls\"] == 600 and $(fn time_rec)[\"calls\"] == 60'"
 run time --json -o "$tmp/rep" -p time_thr -- sh -c "\"$target\" 0 0 0 0 threads 2 500; \"$target\" 0 0 0 0 fork 700"
 check "processes: sh and two targets, calls summed over them (1700)" \
 	"[ \$rc -eq 0 ] && js 'j[\"processes\"] == 3 and $(fn time_thr)[\"calls\"] == 1700'"

@@ -16,8 +16,11 @@
  *   fork K     a fork()ed child makes K calls of time_thr(), then _exit()s
  *   forkc K    the same, while this process makes K calls of its own
  *              (two processes writing one record at once)
+ *   _exit      end with _exit(0) here (no destructor, no atexit)
+ *   kill       end by SIGKILL here
  */
 #include <pthread.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -162,6 +165,10 @@ int main(int argc, char **argv)
 				_exit(0);
 			}
 			waitpid(pid, NULL, 0);
+		} else if (!strcmp(argv[i], "_exit")) {
+			_exit(0);
+		} else if (!strcmp(argv[i], "kill")) {
+			kill(getpid(), SIGKILL);
 		} else if (!strcmp(argv[i], "forkc") && i + 1 < argc) {
 			long k = atol(argv[++i]);
 			pid_t pid = fork();
