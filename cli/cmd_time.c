@@ -690,8 +690,13 @@ static void tick(double el, void *arg)
 	} else {
 		struct fn **v = sorted(c->tab);
 
-		fprintf(c->out, "\n %.3f s:\n", el);
-		if (v)
+		size_t busy = 0;
+
+		for (size_t k = 0; v && k < c->tab->n; k++)
+			busy += v[k]->calls != v[k]->prev_calls;
+		fprintf(c->out, "\n %.3f s:%s\n", el,
+			busy ? "" : " no call returned");
+		if (v && busy)
 			text_table(c->out, c, v, c->tab->n, 1);
 		free(v);
 	}
