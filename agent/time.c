@@ -34,7 +34,7 @@
  * entry handler, the trampoline, the return landing, the dispatcher) is
  * overhead_ns, subtracted from every duration (clamped at 0). What it
  * cannot know: the time a nested timed call adds to its callers'
- * inclusive durations (the whole of a timed call's cost, bench_agent's
+ * inclusive durations (the whole of a timed call's cost, bench_time's
  * time/timed_call), which stays in them.
  */
 
