@@ -14,6 +14,7 @@
  * runs, if the command put the audit module in LD_AUDIT (late.c).
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,31 @@ static void refuse(struct pka_header *h, const char *name)
 		snprintf(h->why + at, len - (size_t)at, ")");
 	h->mode = PKA_MODE_NONE;
 	h->status = -EINVAL;
+}
+
+/*
+ * The return trampoline's unwind info (src/probe/ret.c registers it with
+ * __register_frame()) must reach the unwinder the program throws with.
+ * The agent links libgcc's unwinder statically (agent/CMakeLists.txt), so
+ * the library's call lands in the agent's private copy, which no C++
+ * program uses: an exception thrown through a return-probed function
+ * ended in std::terminate() (tests/cli-time.sh). So the call is wrapped
+ * (--wrap=__register_frame) and made in the program's libgcc_s as well,
+ * if it has one loaded by then. Not covered: a libgcc_s loaded later
+ * (dlopen()ed with a C++ plugin, or by glibc for pthread_cancel()).
+ */
+void __real___register_frame(void *begin);
+void __wrap___register_frame(void *begin);
+
+void __wrap___register_frame(void *begin)
+{
+	void (*prog)(void *) = (void (*)(void *))dlsym(RTLD_DEFAULT,
+							"__register_frame");
+
+	__real___register_frame(begin);
+	if (prog && prog != __real___register_frame &&
+	    prog != __wrap___register_frame)
+		prog(begin);
 }
 
 int pka_hook_create(const struct pka_mode_ops *m, const struct pk_probe_opts *o,

@@ -4,11 +4,12 @@
 # 50 us and 500 us against the p50 of what they measured themselves;
 # calls identical to probekit count's, summed over threads, fork()ed
 # children (one running at the same time) and processes; recursion and
-# longjmp; --hist; --json parsed; OpenMetrics parsed by prometheus_client,
+# longjmp and C++ exceptions; --hist; --json parsed; OpenMetrics parsed by prometheus_client,
 # rewritten atomically with -I; -d; usage errors.
-# usage: cli-time.sh PROBEKIT TIME_TARGET SANITIZED
+# usage: cli-time.sh PROBEKIT TIME_TARGET SANITIZED TIME_CXX
 # shellcheck source=tests/cli_common.sh
 . "$(dirname "$0")/cli_common.sh"
+cxx=$4
 
 # js EXPR: EXPR true of the JSON report in FILE ($2, default $tmp/rep).
 js() {
@@ -84,6 +85,13 @@ check "... time_thr timed in 7 threads of its own (main, 4 threads, 2 children: 
 	"js '$(fn time_thr)[\"threads\"] == 7'"
 check "... the recursion's durations nest: time_rec's total >= 6 x its min" \
 	"js '$(fn time_rec)[\"total_ns\"] >= 6 * $(fn time_rec)[\"min_ns\"]'"
+# C++ exceptions thrown through a timed function: the unwinder walks
+# through its return probe (no std::terminate), the catching function's
+# calls are timed, the thrower has entries but no returns.
+run time --json -o "$tmp/rep" -p time_cxx_catch -p time_cxx_throw -- "$cxx" 50
+check "C++ exceptions: status 0, all 50 caught, time_cxx_catch 50 calls, time_cxx_throw none returned" \
+	"[ \$rc -eq 0 ] && grep -qx 'caught 50' '$tmp/out' && js '$(fn time_cxx_catch)[\"calls\"] == 50 and $(fn time_cxx_throw)[\"calls\"] == 0'"
+
 # Everything is in the record as calls return: no exit path has to run.
 run time --json -o "$tmp/rep" -p time_thr -- "$target" 0 0 0 0 threads 2 300 _exit
 check "_exit(): every call reported (600)" "[ \$rc -eq 0 ] && js '$(fn time_thr)[\"calls\"] == 600'"
