@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "hist.h"
@@ -843,6 +844,20 @@ static int time_main(int argc, char **argv)
 		fprintf(stderr, "probekit: %s: %s\n", c.out_path, strerror(errno));
 		out = stderr;
 		goto out;
+	}
+	/* Where FILE.tmp will be made, before COMMAND runs, as count does -o. */
+	if (c.out_path && c.fmt == F_OM) {
+		char tmp[4200];
+		FILE *t;
+
+		snprintf(tmp, sizeof(tmp), "%s.tmp", c.out_path);
+		t = fopen(tmp, "we");
+		if (!t) {
+			fprintf(stderr, "probekit: %s: %s\n", tmp, strerror(errno));
+			goto out;
+		}
+		fclose(t);
+		unlink(tmp);
 	}
 	set_clock();
 	code = pkc_run_start(&r, &argv[optind]);

@@ -178,6 +178,9 @@ check "-I 10x: 125" '[ $rc -eq 125 ] && grep -q "\-I wants milliseconds" "$tmp/e
 run time --format xml -p time_short -- "$target" 0 0 0 0
 check "--format xml: 125, names the formats" \
 	'[ $rc -eq 125 ] && grep -q "unknown (text, json or openmetrics)" "$tmp/err"'
+run time --format openmetrics -o /nonexistent/dir/t.prom -p time_short -- "$target" 1000 1 0 0
+check "openmetrics to an unwritable place: 125 before COMMAND ran, named" \
+	'[ $rc -eq 125 ] && grep -q "/nonexistent/dir/t.prom.tmp" "$tmp/err" && ! grep -q short_p50 "$tmp/out"'
 run time -- "$target" 0 0 0 0
 check "no probe: 125 with usage" '[ $rc -eq 125 ] && grep -q "no probe given" "$tmp/err" && grep -q "usage: probekit time" "$tmp/err"'
 check "nothing left in TMPDIR" '[ -z "$(ls -A "$TMPDIR")" ]'
