@@ -193,7 +193,7 @@ int main(int argc, char **argv)
 		perror(path);
 		return 1;
 	}
-	printf("bench_time: %ld calls of an empty function a child, %d runs\n",
+	printf("bench_time: %ld calls of a one-line function a child, %d runs\n",
 	       n, bench_opts.runs);
 	for (int r = 0; r < bench_opts.runs; r++) {
 		double u = run(self, NULL, n), e, t, o;
