@@ -6,10 +6,12 @@
 # children (one running at the same time) and processes; recursion and
 # longjmp and C++ exceptions; --hist; --json parsed; OpenMetrics parsed by prometheus_client,
 # rewritten atomically with -I; -d; usage errors.
-# usage: cli-time.sh PROBEKIT TIME_TARGET SANITIZED TIME_CXX
+# usage: cli-time.sh PROBEKIT TIME_TARGET SANITIZED TIME_CXX AGENT_PHDR LATE_SO
 # shellcheck source=tests/cli_common.sh
 . "$(dirname "$0")/cli_common.sh"
 cxx=$4
+phdr=$5
+late=$6
 
 # js EXPR: EXPR true of the JSON report in FILE ($2, default $tmp/rep).
 js() {
@@ -91,6 +93,14 @@ check "... the recursion's durations nest: time_rec's total >= 6 x its min" \
 run time --json -o "$tmp/rep" -p time_cxx_catch -p time_cxx_throw -- "$cxx" 50
 check "C++ exceptions: status 0, all 50 caught, time_cxx_catch 50 calls, time_cxx_throw none returned" \
 	"[ \$rc -eq 0 ] && grep -qx 'caught 50' '$tmp/out' && js '$(fn time_cxx_catch)[\"calls\"] == 50 and $(fn time_cxx_throw)[\"calls\"] == 0'"
+
+# A library dlopen()ed after start-up: its return probe armed before its
+# code runs, retired at dlclose(), armed again at the next dlopen()
+# (agent/late.c); 3 loads of 4 calls of f (tests/targets/late_target.c).
+run count --json -o "$tmp/count.json" -p f -- "$phdr" "$late" close "$late" close "$late" close
+run time --json -o "$tmp/rep" -p f -- "$phdr" "$late" close "$late" close "$late" close
+check "dlopen, dlclose, dlopen again: f timed as often as count counts it (12)" \
+	"[ \$rc -eq 0 ] && js '$(fn f)[\"calls\"] == 12' && js 'j[\"probes\"][0][\"hits\"] == 12' '$tmp/count.json'"
 
 # Everything is in the record as calls return: no exit path has to run.
 run time --json -o "$tmp/rep" -p time_thr -- "$target" 0 0 0 0 threads 2 300 _exit

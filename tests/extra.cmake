@@ -664,7 +664,8 @@ add_executable(time_cxx ${CMAKE_CURRENT_SOURCE_DIR}/targets/time_cxx.cc)
 target_compile_options(time_cxx PRIVATE -O2)
 add_test(NAME cli_time
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli-time.sh $<TARGET_FILE:probekit_cli>
-          $<TARGET_FILE:time_target> ${PK_CLI_SANITIZED} $<TARGET_FILE:time_cxx>)
+          $<TARGET_FILE:time_target> ${PK_CLI_SANITIZED} $<TARGET_FILE:time_cxx>
+          $<TARGET_FILE:agent_phdr> $<TARGET_FILE:latetarget>)
 set_tests_properties(cli_time PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end time11 ----
