@@ -14,6 +14,7 @@
  * runs, if the command put the audit module in LD_AUDIT (late.c).
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@
 /* Every mode this agent serves. */
 static const struct pka_mode_ops *const modes[] = {
 	&pka_mode_count,
+	&pka_mode_time,
 };
 
 #define N_MODES (sizeof(modes) / sizeof(modes[0]))
@@ -50,6 +52,146 @@ static void refuse(struct pka_header *h, const char *name)
 		snprintf(h->why + at, len - (size_t)at, ")");
 	h->mode = PKA_MODE_NONE;
 	h->status = -EINVAL;
+}
+
+/*
+ * The return trampoline's unwind info (src/probe/ret.c registers it with
+ * __register_frame()) must reach the unwinder the program throws with.
+ * The agent links libgcc's unwinder statically (agent/CMakeLists.txt), so
+ * the library's call lands in the agent's private copy, which no C++
+ * program uses: an exception thrown through a return-probed function
+ * ended in std::terminate() (tests/cli-time.sh). So the call is wrapped
+ * (--wrap=__register_frame) and made in the program's libgcc_s as well,
+ * if it has one loaded by then. Not covered: a libgcc_s loaded later
+ * (dlopen()ed with a C++ plugin, or by glibc for pthread_cancel()).
+ */
+void __real___register_frame(void *begin);
+void __wrap___register_frame(void *begin);
+
+void __wrap___register_frame(void *begin)
+{
+	void (*prog)(void *) = (void (*)(void *))dlsym(RTLD_DEFAULT,
+							"__register_frame");
+
+	__real___register_frame(begin);
+	if (prog && prog != __real___register_frame &&
+	    prog != __wrap___register_frame)
+		prog(begin);
+}
+
+int pka_hook_create(const struct pka_mode_ops *m, const struct pk_probe_opts *o,
+		    void **out)
+{
+	struct pk_retprobe *rp;
+	struct pk_probe *p;
+	int err;
+
+	if (!m->ret) {
+		err = pk_probe_create(o, &p);
+		if (!err)
+			*out = p;
+		return err;
+	}
+	PK_OPTS(pk_retprobe_opts, ro, .symbol = o->symbol, .addr = o->addr,
+		.ctx = o->ctx);
+	m->ret(&ro);
+	err = pk_retprobe_create(&ro, &rp);
+	if (!err)
+		*out = rp;
+	return err;
+}
+
+/* The set as an array of the mode's kind (@hs holds void pointers). */
+static int hook_change(const struct pka_mode_ops *m, void *const *hs, size_t n,
+		       int arming)
+{
+	int err;
+
+	if (!m->ret) {
+		struct pk_probe **ps = calloc(n ? n : 1, sizeof(*ps));
+
+		if (!ps)
+			return -ENOMEM;
+		for (size_t i = 0; i < n; i++)
+			ps[i] = hs[i];
+		err = arming ? pk_probe_register(ps, n) : pk_probe_unregister(ps, n);
+		free(ps);
+	} else {
+		struct pk_retprobe **rs = calloc(n ? n : 1, sizeof(*rs));
+
+		if (!rs)
+			return -ENOMEM;
+		for (size_t i = 0; i < n; i++)
+			rs[i] = hs[i];
+		err = arming ? pk_retprobe_register(rs, n)
+			     : pk_retprobe_unregister(rs, n);
+		free(rs);
+	}
+	return err;
+}
+
+int pka_hook_register(const struct pka_mode_ops *m, void *const *hs, size_t n)
+{
+	return hook_change(m, hs, n, 1);
+}
+
+int pka_hook_unregister(const struct pka_mode_ops *m, void *const *hs,
+			size_t n)
+{
+	return hook_change(m, hs, n, 0);
+}
+
+void pka_hook_destroy(const struct pka_mode_ops *m, void *hk)
+{
+	if (m->ret)
+		pk_retprobe_destroy(hk);
+	else
+		pk_probe_destroy(hk);
+}
+
+static void hook_nop(struct pk_probe *p, struct pk_regs *regs, void *ctx)
+{
+	(void)p;
+	(void)regs;
+	(void)ctx;
+}
+
+int pka_hook_info(const struct pka_mode_ops *m, const void *hk,
+		  struct pk_probe_info *info)
+{
+	struct pk_retprobe_info ri = { .sz = sizeof(ri) };
+	struct pk_probe *p;
+	int err;
+
+	if (!m->ret)
+		return pk_probe_get_info(hk, info);
+	err = pk_retprobe_get_info(hk, &ri);
+	if (err)
+		return err;
+	/*
+	 * The kind its entry probe has: a probe on the same address, never
+	 * armed, is told the kind the armed one has or would have
+	 * (pk_probe_get_info()); pk_retprobe_info does not say it.
+	 */
+	memset(info, 0, sizeof(*info));
+	info->sz = sizeof(*info);
+	info->func = ri.func;
+	info->addr = ri.addr;
+	info->armed = ri.armed;
+	info->kind = PK_PROBE_JUMP;
+	{
+		PK_OPTS(pk_probe_opts, o, .addr = (void *)ri.func,
+			.pre = hook_nop);
+
+		if (!pk_probe_create(&o, &p)) {
+			struct pk_probe_info pi = { .sz = sizeof(pi) };
+
+			if (!pk_probe_get_info(p, &pi))
+				info->kind = pi.kind;
+			pk_probe_destroy(p);
+		}
+	}
+	return 0;
 }
 
 __attribute__((constructor)) static void pka_init(void)
@@ -84,7 +226,7 @@ __attribute__((constructor)) static void pka_init(void)
 		plan = pka_plan(specs);
 	}
 	h = pka_record_open(dir, m ? m->size : 0, specs, pka_plan_nprobe(plan),
-			    pka_plan_names(plan));
+			    pka_plan_names(plan), m ? m->area : NULL);
 	if (!h)
 		goto done;
 	h->version = PKA_VERSION;
@@ -94,6 +236,8 @@ __attribute__((constructor)) static void pka_init(void)
 	else
 		refuse(h, name);
 	pka_record_publish(h);
+	if (m && m->start)
+		m->start(h);
 	if (m)
 		pka_arm(h, plan, m);
 done:

@@ -26,9 +26,36 @@ struct pka_mode_ops {
 	 */
 	void (*probe)(struct pka_header *h, unsigned int i,
 		      struct pk_probe_opts *o);
+	/*
+	 * Optional. A mode with ret arms return probes (probekit/retprobe.h)
+	 * instead of entry probes: @o comes with where, and ctx as probe()
+	 * left it; ret() sets the handlers and data_size.
+	 */
+	void (*ret)(struct pk_retprobe_opts *o);
+	/* Optional: the bytes of the mode's area for @nprobe probes. */
+	uint64_t (*area)(uint32_t nprobe);
+	/* Optional: after the record is published, before arming. */
+	void (*start)(struct pka_header *h);
 };
 
 extern const struct pka_mode_ops pka_mode_count;
+extern const struct pka_mode_ops pka_mode_time;
+
+/*
+ * A mode's probe, as arm.c and late.c handle it (agent.c): a struct
+ * pk_probe, or a struct pk_retprobe for a mode with ret. Each call does
+ * what its pk_probe_* namesake does, on the right kind; info fills
+ * kind (a return probe's entry probe's, or PK_PROBE_JUMP if unknown) and
+ * func.
+ */
+int pka_hook_create(const struct pka_mode_ops *m, const struct pk_probe_opts *o,
+		    void **out);
+int pka_hook_register(const struct pka_mode_ops *m, void *const *hs, size_t n);
+int pka_hook_unregister(const struct pka_mode_ops *m, void *const *hs,
+			size_t n);
+void pka_hook_destroy(const struct pka_mode_ops *m, void *hk);
+int pka_hook_info(const struct pka_mode_ops *m, const void *hk,
+		  struct pk_probe_info *info);
 
 /*
  * pka_specs_map() - the specs in the file at @path (PKA_SEP-separated,
@@ -41,7 +68,8 @@ const char *pka_specs_map(const char *path);
  * pka_record_open() - this process's record: a new file in @dir sized for
  * the specs of @specs, @nprobe probes (at least one per spec; 0: one per
  * spec) with a slot of @slot bytes each, and a pool with room for the
- * specs' log lines and @names more bytes (the probes' names), its blocks
+ * specs' log lines and @names more bytes (the probes' names), then the
+ * mode's area (@area(nprobe) bytes, if @area is not NULL), its blocks
  * reserved, mapped shared, zeroed but for the layout, pid, exe and one
  * probe per spec with PKA_PENDING status (pka_arm() lays out the rest).
  * NULL if it cannot be made (then the command finds no record of this
@@ -49,7 +77,7 @@ const char *pka_specs_map(const char *path);
  */
 struct pka_header *pka_record_open(const char *dir, uint32_t slot,
 				   const char *specs, uint32_t nprobe,
-				   uint32_t names);
+				   uint32_t names, uint64_t (*area)(uint32_t));
 
 /*
  * pka_record_why() - keep @msg as spec @i's log line in @h's pool, if it

@@ -559,7 +559,7 @@ static void plan_layout(struct pka_header *h, const struct pka_plan *pl)
 void pka_arm(struct pka_header *h, const struct pka_plan *pl,
 	     const struct pka_mode_ops *m)
 {
-	struct pk_probe **probes;
+	void **probes;
 	uint32_t *idx, armed = 0;
 	int rc;
 
@@ -621,17 +621,17 @@ void pka_arm(struct pka_header *h, const struct pka_plan *pl,
 		 */
 		one = pl->count[f->spec] == 1 && !is_glob(pl->spec[f->spec]);
 		cur_spec = one ? -1 : (int)f->spec;
-		err = pk_probe_create(&o, &probes[armed]);
+		err = pka_hook_create(m, &o, &probes[armed]);
 		if (err && one) {
 			o.addr = NULL;
 			o.symbol = pl->spec[f->spec];
 			cur_spec = (int)f->spec;
-			err = pk_probe_create(&o, &probes[armed]);
+			err = pka_hook_create(m, &o, &probes[armed]);
 		}
 		pp->status = err;
 		if (err)
 			continue;
-		pk_probe_get_info(probes[armed], &info);
+		pka_hook_info(m, probes[armed], &info);
 		pp->int3 = info.kind == PK_PROBE_INT3;
 		if (pp->int3)
 			sp->int3 = 1;
@@ -657,13 +657,13 @@ void pka_arm(struct pka_header *h, const struct pka_plan *pl,
 		goto out;
 
 	/* All in one text batch; if the batch fails, say so for each. */
-	rc = pk_probe_register(probes, armed);
+	rc = pka_hook_register(m, probes, armed);
 	for (uint32_t i = 0; rc && i < armed; i++) {
 		struct pka_probe *pp = pka_record_probe(h, idx[i]);
 
 		pp->status = rc;
 		pka_record_spec(h, pp->spec)->status = rc;
-		pk_probe_destroy(probes[i]);
+		pka_hook_destroy(m, probes[i]);
 	}
 	for (uint32_t i = 0; rc && i < pl->nspec; i++)
 		if (pl->alias_n[i])

@@ -46,7 +46,7 @@
  */
 struct late {
 	struct late *next;
-	struct pk_probe *p;
+	void *p;		/* pka_hook_*() */
 	uint32_t spec;
 	uint32_t probe;		/* its slot in the record */
 	uintptr_t addr;		/* the function */
@@ -71,17 +71,17 @@ static unsigned char *slot_live; /* per probe slot: a probe armed there */
 
 /* What one load arms, as one batch. */
 struct batch {
-	struct pk_probe **p;
+	void **p;
 	uint32_t *spec, *probe;
 	size_t n, cap;
 };
 
-static int batch_add(struct batch *b, struct pk_probe *p, uint32_t spec,
+static int batch_add(struct batch *b, void *p, uint32_t spec,
 		     uint32_t probe)
 {
 	if (b->n == b->cap) {
 		size_t cap = b->cap ? 2 * b->cap : 64;
-		struct pk_probe **np = realloc(b->p, cap * sizeof(*np));
+		void **np = realloc(b->p, cap * sizeof(*np));
 		uint32_t *ns, *npr;
 
 		if (!np)
@@ -186,7 +186,7 @@ static int glob_sym(const struct pk_sym *s, void *arg)
 	struct glob_ctx *g = arg;
 	/* Whole: name, @version, " -> ", impl (as arm.c's plan_sym()). */
 	char name[sizeof(s->name) + sizeof(s->version) + sizeof(s->impl) + 8];
-	struct pk_probe *p;
+	void *p;
 	int k;
 
 	if (s->flags & (PK_SYM_F_FILE | PK_SYM_F_UNRESOLVED) ||
@@ -213,7 +213,7 @@ static int glob_sym(const struct pk_sym *s, void *arg)
 	PK_OPTS(pk_probe_opts, o, .addr = (void *)s->addr);
 	late_m->probe(late_h, (unsigned int)k, &o);
 	pka_log_spec((int)g->spec);	/* its first failure line, in the record */
-	g->err = pk_probe_create(&o, &p);
+	g->err = pka_hook_create(late_m, &o, &p);
 	pka_log_spec(-1);
 	if (g->err) {
 		__atomic_store_n(&pka_record_probe(late_h, (uint32_t)k)->status,
@@ -221,7 +221,7 @@ static int glob_sym(const struct pk_sym *s, void *arg)
 		return 0;
 	}
 	if (batch_add(g->b, p, g->spec, (uint32_t)k)) {
-		pk_probe_destroy(p);
+		pka_hook_destroy(late_m, p);
 		return -ENOMEM;
 	}
 	return 0;
@@ -251,7 +251,7 @@ static void late_load(void)
 
 	for (uint32_t i = 0; i < late_n; i++) {
 		PK_OPTS(pk_probe_opts, o, .symbol = late_spec[i]);
-		struct pk_probe *p;
+		void *p;
 
 		if (late_glob[i]) {
 			struct glob_ctx g = { .b = &b, .spec = i };
@@ -263,25 +263,25 @@ static void late_load(void)
 		if (late_armed[i])
 			continue;
 		late_m->probe(late_h, pka_record_spec(late_h, i)->first, &o);
-		if (!pk_probe_create(&o, &p) &&
+		if (!pka_hook_create(late_m, &o, &p) &&
 		    batch_add(&b, p, i, pka_record_spec(late_h, i)->first)) {
-			pk_probe_destroy(p);
+			pka_hook_destroy(late_m, p);
 			goto out;
 		}
 	}
 	if (!b.n)
 		goto out;
-	rc = pk_probe_register(b.p, b.n);
+	rc = pka_hook_register(late_m, b.p, b.n);
 	for (size_t j = 0; j < b.n; j++) {
 		struct pk_probe_info info = { .sz = sizeof(info) };
 		struct holder o = { 0 };
 		struct late *l;
 
-		if (rc || pk_probe_get_info(b.p[j], &info) ||
+		if (rc || pka_hook_info(late_m, b.p[j], &info) ||
 		    !(l = calloc(1, sizeof(*l)))) {
 			if (!rc)
-				pk_probe_unregister(&b.p[j], 1);
-			pk_probe_destroy(b.p[j]);
+				pka_hook_unregister(late_m, &b.p[j], 1);
+			pka_hook_destroy(late_m, b.p[j]);
 			continue;
 		}
 		o.addr = info.func;
@@ -322,8 +322,8 @@ static void late_close(uintptr_t bias, const char *name)
 			continue;
 		}
 		*pp = l->next;
-		pk_probe_unregister(&l->p, 1);
-		pk_probe_destroy(l->p);
+		pka_hook_unregister(late_m, &l->p, 1);
+		pka_hook_destroy(late_m, l->p);
 		late_armed[l->spec] = 0;
 		slot_live[l->probe] = 0;
 		free(l->name);

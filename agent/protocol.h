@@ -74,10 +74,12 @@
 #define PKA_FSIZE_SUFFIX ".fsize" /* <pid>-XXXXXX.fsize: over ulimit -f */
 
 #define PKA_MAGIC 0x706b6167u	/* "pkag" */
-/* 6: env_start and comm in the header, .fsize files;
+/* 7: the time mode (PKA_MODE_TIME, PKA_ENV_CLOCK) and a mode's own area
+ * after the pool (mode_at, mode_len in the header);
+ * 6: env_start and comm in the header, .fsize files;
  * 5: specs in a file, arrays sized by the record; 4: at most 64 specs;
  * 3: why was 96 bytes; 2: libprobekit-count.so */
-#define PKA_VERSION 6
+#define PKA_VERSION 7
 /* Specs per run: a bound on the record's size (32-bit offsets), no more. */
 #define PKA_SPECS_MAX (1u << 20)
 #define PKA_SEP '\n'
@@ -105,6 +107,8 @@
 enum pka_mode {
 	PKA_MODE_NONE = 0,	/* refused: see status and why */
 	PKA_MODE_COUNT = 1,	/* "count": struct pka_count slots */
+	PKA_MODE_TIME = 2,	/* "time": struct pka_time slots, and a
+				 * struct pka_time_area at mode_at */
 };
 
 /*
@@ -134,8 +138,9 @@ struct pka_probe {
  * A record: this header, spec[nspec] at spec_at, probe[nprobe] at
  * probe_at, nprobe slots of slot_size bytes at slot_at (64-byte aligned),
  * the pool of why_len bytes at why_at (at least pka_why_len(nspec): the
- * log lines' share, then room for the probes' names); size is the sum
- * (the file's size).
+ * log lines' share, then room for the probes' names), then the mode's own
+ * area of mode_len bytes at mode_at (pka_mode_at(): 64-byte aligned; 0
+ * bytes for count); size is the sum (the file's size).
  */
 struct pka_header {
 	uint32_t magic;		/* PKA_MAGIC, stored last (release) */
@@ -163,6 +168,8 @@ struct pka_header {
 				 * unknown */
 	char comm[16];		/* its name then (PR_GET_NAME) */
 	char why[2 * PKA_WHY_LEN]; /* the refusal, for the command to print */
+	uint32_t mode_at;	/* the mode's area (version 7) */
+	uint32_t mode_len;
 };
 
 /* Where each part of a record goes. */
@@ -187,9 +194,16 @@ static inline uint32_t pka_why_len(uint32_t nspec)
 	return (nspec < PKA_WHY_LINES ? nspec : PKA_WHY_LINES) * PKA_WHY_LEN;
 }
 
+/* Where the mode's area begins, after a pool that ends at @pool_end. */
+static inline uint64_t pka_mode_at(uint64_t pool_end)
+{
+	return (pool_end + 63u) & ~(uint64_t)63u;
+}
+
 /*
  * pka_record_size() - the bytes of a record of @nspec specs (at most
- * PKA_SPECS_MAX) and @nprobe slots of @slot bytes.
+ * PKA_SPECS_MAX) and @nprobe slots of @slot bytes (no mode area, no
+ * names).
  */
 static inline uint64_t pka_record_size(uint32_t slot, uint32_t nspec,
 				       uint32_t nprobe)
@@ -240,5 +254,117 @@ struct pka_count {		/* hits; atomic; a cache line each, so that */
 	uint64_t n;		/* threads hitting different functions do */
 	uint64_t pad[7];	/* not share one */
 };
+
+/*
+ * PKA_MODE_TIME: the inclusive duration of each call of a probe's
+ * function, from a return probe (entry: a clock reading in the call's
+ * data; return: the difference, in ns, less the timing's own cost).
+ *
+ * Where a duration goes. No cache line is written by two threads per
+ * call: each thread of a process claims a struct pka_time_thread in the
+ * record's area (compare-and-swap of its owner, pid and tid: a fork()ed
+ * child claims its own, a thread gone without a trace is taken over by
+ * a new one, whose durations then add to its cells), and the first
+ * time it returns from probe i it takes a cell (struct pka_time_cell,
+ * an atomic bump of cells_used), which it alone writes from then on. A
+ * duration is one histogram record in the thread's cell: calls, total,
+ * min, max exact, percentiles within PKA_TIME_REL_ERR. Everything is in
+ * the shared record, written as the call returns: a process that ends by
+ * _exit() or a signal has reported all its calls that returned (the same
+ * promise as count's); a call still running then is not counted. The
+ * record is fixed in size, so a thread that finds no free thread block
+ * (more than nthr threads alive at once) or no free cell (more than
+ * ncell (thread, function) pairs) adds the call to the probe's slot
+ * instead (struct pka_time, atomic adds: calls, total, min and max exact,
+ * no histogram); the command adds both and says how many calls have no
+ * histogram.
+ *
+ * Sizes: a slot is 64 bytes; a cell 64 + 4 * PKA_TIME_BUCKETS = 4160
+ * bytes; a thread block 64 + 4 * nprobe bytes rounded up to 64; ncell is
+ * min(PKA_TIME_THREADS * nprobe, PKA_TIME_CELLS) (a glob of 1 700
+ * functions: 256 cells, 1.06 MiB, plus 32 blocks of 6.8 KiB; one
+ * function: 32 cells, 133 KiB).
+ *
+ * Histogram: prof/hist.h's buckets (2^5 linear sub-buckets per octave)
+ * below 2^36 ns (68.7 s), with 32-bit counts (one thread's calls of one
+ * function in one bucket); longer calls count in the last bucket (their
+ * min, max and total stay exact). The command copies them into a
+ * struct pk_hist to merge and report.
+ */
+#define PKA_ENV_CLOCK "PROBEKIT_AGENT_CLOCK" /* "SOURCE:MULT:SHIFT" of
+				 * the command's calibration (prof/tsc.h):
+				 * no process calibrates; without it, the
+				 * CLOCK_MONOTONIC_RAW fallback */
+#define PKA_TIME_BUCKETS 1024u	/* pk_hist_index(2^36 - 1) + 1 */
+#define PKA_TIME_THREADS 32u
+#define PKA_TIME_CELLS 256u
+#define PKA_TIME_REL_ERR (1.0 / 64)
+
+/* A probe's calls that found no cell; atomic. */
+struct pka_time {
+	uint64_t calls;
+	uint64_t total_ns;
+	uint64_t min_inv;	/* ~min (atomic max): 0 is none */
+	uint64_t max_ns;
+	uint64_t pad[4];
+};
+
+/* One thread's durations of one probe's calls; written by that thread. */
+struct pka_time_cell {
+	uint32_t probe;		/* its probe, set before the thread's block
+				 * names the cell */
+	uint32_t thread;	/* its thread block */
+	uint64_t calls;
+	uint64_t total_ns;
+	uint64_t min_inv;	/* ~min: zero-filled is empty */
+	uint64_t max_ns;
+	uint64_t pad[3];
+	uint32_t bucket[PKA_TIME_BUCKETS];
+};
+
+/* One thread's cells, by probe. */
+struct pka_time_thread {
+	uint64_t owner;		/* atomic: pid << 32 | tid, or 0 */
+	uint64_t pad[7];
+	uint32_t cell[];	/* [nprobe]: 1 + its cell, or 0 */
+};
+
+/* The time mode's area: this, then nthr blocks, then ncell cells. */
+struct pka_time_area {
+	uint32_t nthr;		/* thread blocks of thr_size bytes at thr_at */
+	uint32_t thr_size;	/* (offsets from the record's start) */
+	uint32_t thr_at;
+	uint32_t ncell;		/* cells at cell_at */
+	uint32_t cell_at;
+	uint32_t cells_used;	/* atomic; may run past ncell */
+	uint32_t source;	/* the clock: enum pk_tsc_source */
+	int32_t cal_status;	/* the overhead calibration: 0, or -errno */
+	uint64_t overhead_ns;	/* subtracted from every duration: what an
+				 * empty function's timed call measures */
+	uint64_t cal_raw_ns;	/* that call's median before, for the record */
+	uint64_t pad[2];
+};
+
+/* A thread block's bytes, for @nprobe probes. */
+static inline uint64_t pka_time_thr_size(uint32_t nprobe)
+{
+	return (sizeof(struct pka_time_thread) + 4ull * nprobe + 63u) &
+	       ~(uint64_t)63u;
+}
+
+static inline uint32_t pka_time_ncell(uint32_t nprobe)
+{
+	uint64_t n = (uint64_t)PKA_TIME_THREADS * nprobe;
+
+	return n < PKA_TIME_CELLS ? (uint32_t)n : PKA_TIME_CELLS;
+}
+
+/* pka_time_area_size() - the time mode's area for @nprobe probes. */
+static inline uint64_t pka_time_area_size(uint32_t nprobe)
+{
+	return sizeof(struct pka_time_area) +
+	       PKA_TIME_THREADS * pka_time_thr_size(nprobe) +
+	       (uint64_t)pka_time_ncell(nprobe) * sizeof(struct pka_time_cell);
+}
 
 #endif /* PK_AGENT_PROTOCOL_H */

@@ -139,7 +139,7 @@ const char *pka_specs_map(const char *path)
 
 struct pka_header *pka_record_open(const char *dir, uint32_t slot,
 				   const char *specs, uint32_t nprobe,
-				   uint32_t names)
+				   uint32_t names, uint64_t (*area)(uint32_t))
 {
 	uint32_t n = 1;
 	struct pka_header *h;
@@ -157,6 +157,9 @@ struct pka_header *pka_record_open(const char *dir, uint32_t slot,
 	if (nprobe < n)
 		nprobe = n;
 	size = pka_record_size(slot, n, nprobe) + names;
+	/* The mode's own area last, aligned (protocol.h). */
+	if (area)
+		size = pka_mode_at(size) + area(nprobe);
 	if (size > UINT32_MAX)
 		return NULL;
 
@@ -198,6 +201,10 @@ struct pka_header *pka_record_open(const char *dir, uint32_t slot,
 	h->slot_size = slot;
 	h->why_at = h->slot_at + nprobe * slot;
 	h->why_len = pka_why_len(n) + names;
+	if (area) {
+		h->mode_at = (uint32_t)pka_mode_at((uint64_t)h->why_at + h->why_len);
+		h->mode_len = h->size - h->mode_at;
+	}
 	h->pid = (int32_t)getpid();
 	if (!stat("/proc/self/exe", &exe)) {
 		h->exe_dev = exe.st_dev;

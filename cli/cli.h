@@ -30,6 +30,30 @@ struct pkc_cmd {
 extern const struct pkc_cmd pkc_cmd_count;
 extern const struct pkc_cmd pkc_cmd_list;
 extern const struct pkc_cmd pkc_cmd_stat;
+extern const struct pkc_cmd pkc_cmd_time;
+
+/* The specs of a run: -p arguments and -P files' lines, in their order. */
+struct pkc_spec_list {
+	char **v;
+	int n, cap;
+	char **bufs;		/* the -P files read, split in place */
+	int nbufs;
+};
+
+/*
+ * pkc_spec_add() - add -p @spec (from @where, for the message);
+ * pkc_spec_file() - add the specs of -P @path, one a line; 0, or
+ * PKC_EXIT_OWN after saying why (cmd_count.c). pkc_spec_list_free().
+ */
+int pkc_spec_add(struct pkc_spec_list *l, char *spec, const char *where);
+int pkc_spec_file(struct pkc_spec_list *l, const char *path);
+void pkc_spec_list_free(struct pkc_spec_list *l);
+
+/*
+ * pkc_report_done() - whether the report went out: every write, the
+ * flush and (of -o @path) the close; 0, or 125 after saying why.
+ */
+int pkc_report_done(FILE *out, const char *path, int err);
 
 /* pkc_usage() - the usage of @cmd, or of every subcommand if NULL. */
 void pkc_usage(FILE *f, const struct pkc_cmd *cmd);
@@ -70,6 +94,7 @@ struct pkc_run {
 	const char *mode_name;	/* its PROBEKIT_AGENT_MODE */
 	uint32_t mode;		/* the enum pka_mode records must have */
 	uint32_t slot;		/* and the size of its per-probe struct */
+	uint64_t (*area)(uint32_t nprobe); /* its area's bytes, or NULL */
 	char **specs;		/* -p arguments and -P lines */
 	int n;			/* at most PKA_SPECS_MAX */
 	int strict;		/* --strict: an incomplete measurement is 125 */

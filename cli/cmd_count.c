@@ -419,7 +419,7 @@ static const char *bad_spec(const char *spec)
  * Whether the report went out: every write, the flush and (of -o FILE)
  * the close. 0, or 125 after saying why.
  */
-static int report_done(FILE *out, const char *path, int err)
+int pkc_report_done(FILE *out, const char *path, int err)
 {
 	if (fflush(out) || ferror(out))
 		err = err ? err : errno ? errno : EIO;
@@ -432,16 +432,8 @@ static int report_done(FILE *out, const char *path, int err)
 	return PKC_EXIT_OWN;
 }
 
-/* The specs of a run: -p arguments and -P files' lines, in their order. */
-struct spec_list {
-	char **v;
-	int n, cap;
-	char **bufs;		/* the -P files read, split in place */
-	int nbufs;
-};
-
 /* Add @spec (from @where, for the message). 0, or PKC_EXIT_OWN. */
-static int spec_add(struct spec_list *l, char *spec, const char *where)
+int pkc_spec_add(struct pkc_spec_list *l, char *spec, const char *where)
 {
 	const char *why = bad_spec(spec);
 
@@ -474,7 +466,7 @@ static int spec_add(struct spec_list *l, char *spec, const char *where)
  * and empty lines are ignored, and lines whose first non-blank is '#'.
  * 0, or PKC_EXIT_OWN after saying why.
  */
-static int spec_file(struct spec_list *l, const char *path)
+int pkc_spec_file(struct pkc_spec_list *l, const char *path)
 {
 	FILE *f = strcmp(path, "-") ? fopen(path, "re") : stdin;
 	char *buf = NULL, *line, *next, where[4200], **b;
@@ -524,13 +516,13 @@ static int spec_file(struct spec_list *l, const char *path)
 		if (!*line || *line == '#')
 			continue;
 		snprintf(where, sizeof(where), "-P %s:%d:", path, no);
-		if (spec_add(l, line, where))
+		if (pkc_spec_add(l, line, where))
 			return PKC_EXIT_OWN;
 	}
 	return 0;
 }
 
-static void spec_list_free(struct spec_list *l)
+void pkc_spec_list_free(struct pkc_spec_list *l)
 {
 	for (int i = 0; i < l->nbufs; i++)
 		free(l->bufs[i]);
@@ -551,7 +543,7 @@ static int count_main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	struct spec_list l = { 0 };
+	struct pkc_spec_list l = { 0 };
 	struct pkc_run r = {
 		.mode_name = "count",
 		.mode = PKA_MODE_COUNT,
@@ -568,11 +560,11 @@ static int count_main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+p:P:jo:hI:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			if (spec_add(&l, optarg, "-p"))
+			if (pkc_spec_add(&l, optarg, "-p"))
 				goto out;
 			break;
 		case 'P':
-			if (spec_file(&l, optarg))
+			if (pkc_spec_file(&l, optarg))
 				goto out;
 			break;
 		case 'j':
@@ -656,7 +648,7 @@ static int count_main(int argc, char **argv)
 	if (!tc.failed)
 		report(out, json, &argv[optind], code, procs, tc.t, tc.hits, &r,
 		       &fns);
-	wrote = report_done(out, out_path, tc.failed);
+	wrote = pkc_report_done(out, out_path, tc.failed);
 	out = stderr;
 	code = pkc_run_verdict(&r, code);
 	if (wrote)
@@ -669,7 +661,7 @@ out:
 	free(tc.hits);
 	free(tc.last);
 	fn_free(&fns);
-	spec_list_free(&l);
+	pkc_spec_list_free(&l);
 	return code;
 }
 

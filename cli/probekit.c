@@ -26,6 +26,7 @@ static const struct pkc_cmd *const cmds[] = {
 	&pkc_cmd_count,
 	&pkc_cmd_list,
 	&pkc_cmd_stat,
+	&pkc_cmd_time,
 };
 
 #define N_CMDS (sizeof(cmds) / sizeof(cmds[0]))

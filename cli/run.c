@@ -466,6 +466,8 @@ int pkc_run_start(struct pkc_run *r, char **argv)
 	r->guard_fd = -1;
 	r->guard = 0;
 	r->rec_size = pka_record_size(r->slot, (uint32_t)r->n, (uint32_t)r->n);
+	if (r->area)	/* the mode's own area (protocol.h) */
+		r->rec_size = pka_mode_at(r->rec_size) + r->area((uint32_t)r->n);
 	if (!(tmp && *tmp))
 		tmp = "/tmp";
 	catch_signals();
@@ -1122,7 +1124,10 @@ static int usable(struct pkc_run *r, struct pka_header *h, ssize_t got)
 	    h->slot_at != pka_slot_at(h->nspec, h->nprobe) ||
 	    (uint64_t)h->why_at != h->slot_at + slots ||
 	    h->why_len < pka_why_len(h->nspec) ||
-	    (uint64_t)h->why_at + h->why_len != h->size)
+	    (!h->mode_len && (uint64_t)h->why_at + h->why_len != h->size) ||
+	    (h->mode_len && (h->mode_at != pka_mode_at((uint64_t)h->why_at +
+							h->why_len) ||
+			     (uint64_t)h->mode_at + h->mode_len != h->size)))
 		return 0;
 	if (h->why_len)
 		((char *)h + h->why_at)[h->why_len - 1] = 0;

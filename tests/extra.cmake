@@ -706,3 +706,22 @@ add_test(NAME agent_dladdr COMMAND agent_dladdr)
 set_tests_properties(agent_dladdr PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 60 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end start10 ----
+
+# ---- time11: probekit time, per-function latency (issue 11) ----
+# cli-time.sh: durations of functions that spin a known time against what
+# they measured themselves; calls equal count's, summed over threads and a
+# fork()ed child; recursion and longjmp; --json, OpenMetrics (parsed by
+# python3-prometheus-client) and usage errors.
+add_executable(time_target ${CMAKE_CURRENT_SOURCE_DIR}/targets/time_target.c)
+# Every function its own, whatever the build type (the agent probes them).
+target_compile_options(time_target PRIVATE -O2)
+target_link_libraries(time_target PRIVATE pthread)
+add_executable(time_cxx ${CMAKE_CURRENT_SOURCE_DIR}/targets/time_cxx.cc)
+target_compile_options(time_cxx PRIVATE -O2)
+add_test(NAME cli_time
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli-time.sh $<TARGET_FILE:probekit_cli>
+          $<TARGET_FILE:time_target> ${PK_CLI_SANITIZED} $<TARGET_FILE:time_cxx>
+          $<TARGET_FILE:agent_phdr> $<TARGET_FILE:latetarget>)
+set_tests_properties(cli_time PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
+# ---- end time11 ----

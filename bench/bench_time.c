@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: MIT
+/* bench_time.c - what probekit time costs a call: a timed call (the agent's time mode) against an untimed entry probe hit (count mode) and no probe, in the same run. */
+
+/*
+ * Each run starts this program three times as a child (--child N: N
+ * calls of bench_time_fn(), a function that adds one to a
+ * volatile, timed as a whole with
+ * CLOCK_MONOTONIC; it prints ns per call), as the command would start
+ * it: without the agent, with the agent counting bench_time_fn (an entry
+ * probe), and with the agent timing it (a return probe, two clock
+ * readings, a histogram record). Figures, medians over the runs:
+ *   time/untimed_call  ns_per_call            the call alone
+ *   time/entry_probe   ns_per_call            the call with count's probe
+ *   time/timed_call    ns_per_call            the call with time's probe
+ *   time/timed_call    ratio_vs_entry_probe   timed over entry, per run
+ *                                             (issue 11's goal: <= 3)
+ *   time/timed_call    overhead_ns_per_call   the agent's calibration (what
+ *                                             it subtracts from durations)
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "protocol.h"
+
+extern char **environ;
+
+#ifndef PKB_AGENT_PATH
+#define PKB_AGENT_PATH "build/cli/libprobekit-agent.so"
+#endif
+
+static volatile unsigned long sink;
+
+/* Long enough for a jump probe (a lone ret would take an int3 one). */
+__attribute__((noinline, noipa)) void bench_time_fn(void)
+{
+	sink++;
+}
+
+static int child(long n)
+{
+	double t0;
+
+	for (long i = 0; i < n / 10; i++)	/* warm up */
+		bench_time_fn();
+	t0 = bench_now_ns();
+	for (long i = 0; i < n; i++)
+		bench_time_fn();
+	printf("%.4f\n", (bench_now_ns() - t0) / (double)n);
+	return 0;
+}
+
+static char dir[] = "/tmp/pk-bench-time-XXXXXX";
+
+/* Remove the run's records; the overhead the last one had, or -1. */
+static double empty_dir(void)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	double ovh = -1;
+
+	if (!d)
+		return ovh;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		{
+			char path[600];
+			struct pka_header h;
+			struct pka_time_area a;
+			int fd;
+
+			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (fd >= 0 && pread(fd, &h, sizeof(h), 0) == sizeof(h) &&
+			    h.magic == PKA_MAGIC && h.version == PKA_VERSION &&
+			    h.mode == PKA_MODE_TIME && h.mode_len >= sizeof(a) &&
+			    pread(fd, &a, sizeof(a), h.mode_at) == sizeof(a) &&
+			    !a.cal_status)
+				ovh = (double)a.overhead_ns;
+			if (fd >= 0)
+				close(fd);
+		}
+		unlinkat(dirfd(d), e->d_name, 0);
+	}
+	closedir(d);
+	return ovh;
+}
+
+/* Run the child in @mode (NULL: no agent): its ns per call. */
+static double run(const char *self, const char *mode, long n)
+{
+	char nbuf[32], modebuf[64], dirbuf[128], specbuf[160];
+	char *argv[] = { (char *)self, "--child", nbuf, NULL };
+	size_t k = 0, ne = 0;
+	char **env, line[64];
+	int fds[2], st;
+	double v = -1;
+	pid_t pid;
+	FILE *f;
+
+	snprintf(nbuf, sizeof(nbuf), "%ld", n);
+	while (environ[ne])
+		ne++;
+	env = calloc(ne + 8, sizeof(*env));
+	if (!env)
+		exit(1);
+	for (size_t i = 0; i < ne; i++)
+		if (strncmp(environ[i], "LD_PRELOAD=", 11) &&
+		    strncmp(environ[i], "LD_AUDIT=", 9) &&
+		    strncmp(environ[i], "PROBEKIT_", 9))
+			env[k++] = environ[i];
+	if (mode) {
+		snprintf(modebuf, sizeof(modebuf), PKA_ENV_MODE "=%s", mode);
+		snprintf(dirbuf, sizeof(dirbuf), PKA_ENV_DIR "=%s", dir);
+		snprintf(specbuf, sizeof(specbuf), PKA_ENV_SPECS "=%s/.specs", dir);
+		env[k++] = "LD_PRELOAD=" PKB_AGENT_PATH;
+		env[k++] = modebuf;
+		env[k++] = dirbuf;
+		env[k++] = specbuf;
+	}
+	env[k] = NULL;
+	if (pipe(fds)) {
+		perror("pipe");
+		exit(1);
+	}
+	{
+		posix_spawn_file_actions_t fa;
+
+		posix_spawn_file_actions_init(&fa);
+		posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+		posix_spawn_file_actions_addclose(&fa, fds[0]);
+		if (posix_spawn(&pid, self, &fa, NULL, argv, env)) {
+			perror("posix_spawn");
+			exit(1);
+		}
+		posix_spawn_file_actions_destroy(&fa);
+	}
+	close(fds[1]);
+	f = fdopen(fds[0], "r");
+	if (f && fgets(line, sizeof(line), f))
+		v = strtod(line, NULL);
+	if (f)
+		fclose(f);
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+		v = -1;
+	free(env);
+	return v;
+}
+
+int main(int argc, char **argv)
+{
+	struct bench_series un = { 0 }, en = { 0 }, ti = { 0 }, ratio = { 0 },
+			    ovh = { 0 };
+	const char *why = NULL;
+	char self[4096], path[256];
+	long n;
+	FILE *f;
+
+	if (argc == 3 && !strcmp(argv[1], "--child"))
+		return child(atol(argv[2]));
+	bench_init(argc, argv);
+	n = bench_opts.quick ? 300000 : 2000000;
+#ifdef PKB_SANITIZE
+	why = "a sanitizer build: the agent cannot be preloaded into "
+	      "uninstrumented programs";
+#endif
+	if (!why && access(PKB_AGENT_PATH, R_OK))
+		why = "no agent at " PKB_AGENT_PATH;
+	if (!why) {
+		ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+		if (len <= 0 || !mkdtemp(dir))
+			why = "cannot set up a run directory";
+		else
+			self[len] = 0;
+	}
+	if (why) {
+		bench_skip("time", "untimed_call", "ns_per_call", why);
+		bench_skip("time", "entry_probe", "ns_per_call", why);
+		bench_skip("time", "timed_call", "ns_per_call", why);
+		bench_skip("time", "timed_call", "ratio_vs_entry_probe", why);
+		bench_skip("time", "timed_call", "overhead_ns_per_call", why);
+		return 0;
+	}
+	snprintf(path, sizeof(path), "%s/.specs", dir);
+	f = fopen(path, "w");
+	if (!f || fprintf(f, "bench_time_fn%c", 0) < 0 || fclose(f)) {
+		perror(path);
+		return 1;
+	}
+	printf("bench_time: %ld calls of a one-line function a child, %d runs\n",
+	       n, bench_opts.runs);
+	for (int r = 0; r < bench_opts.runs; r++) {
+		double u = run(self, NULL, n), e, t, o;
+
+		e = run(self, "count", n);
+		empty_dir();
+		t = run(self, "time", n);
+		o = empty_dir();
+		if (u < 0 || e <= 0 || t < 0) {
+			fprintf(stderr, "bench_time: a child failed\n");
+			return 1;
+		}
+		bench_add(&un, u);
+		bench_add(&en, e);
+		bench_add(&ti, t);
+		bench_add(&ratio, t / e);
+		if (o >= 0)
+			bench_add(&ovh, o);
+	}
+	bench_report("time", "untimed_call", "ns_per_call", "ns", &un);
+	bench_report("time", "entry_probe", "ns_per_call", "ns", &en);
+	bench_report("time", "timed_call", "ns_per_call", "ns", &ti);
+	bench_report("time", "timed_call", "ratio_vs_entry_probe", "x", &ratio);
+	if (ovh.n)
+		bench_report("time", "timed_call", "overhead_ns_per_call", "ns", &ovh);
+	else
+		bench_skip("time", "timed_call", "overhead_ns_per_call",
+			   "the agent's calibration failed");
+	unlink(path);
+	rmdir(dir);
+	return 0;
+}
