@@ -650,3 +650,17 @@ add_test(NAME check_getenv
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/check-getenv.sh ${PROJECT_SOURCE_DIR})
 set_tests_properties(check_getenv PROPERTIES LABELS quick TIMEOUT 30)
 # ---- end secure, getenv ----
+
+# ---- novec12: PK_PROBE_F_GPR_ONLY (issue 12, entry and return hit cost) ----
+# test_probe_gpr and stress_probe_gpr probe test_probe_vector's targets
+# (vector_targets.c, -mavx2); the tests check the CPU first.
+foreach(name test_probe_gpr stress_probe_gpr)
+  if(TARGET ${name})
+    target_sources(${name} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/vector_targets.c)
+    set_target_properties(${name} PROPERTIES ENABLE_EXPORTS ON)
+  endif()
+endforeach()
+if(TARGET test_probe_gpr)
+  pk_test_variant(test_probe_gpr hijack PROBEKIT_RETPROBE_HIJACK=1)
+endif()
+# ---- end novec12 ----

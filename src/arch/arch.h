@@ -359,7 +359,8 @@ PK_HIDDEN void pk_arch_copy_unchecked(void *dst, const void *src, size_t len);
 
 /*
  * What a chunk head's code calls and reads: the two dispatchers
- * (void fn(struct pk_regs *)) and this thread's divert request, three
+ * (void fn(struct pk_regs *, unsigned long gpr): @gpr 1 when the stub saved
+ * no vector state, tramp.h) and this thread's divert request, three
  * initial-exec thread-local words (the same offset from the thread pointer
  * in every thread, so the code names them by offset).
  */
@@ -390,6 +391,9 @@ struct pk_tramp_slot {
 				   (pk_arch_relocate_one()) */
 	uint8_t post;		/* post-handlers after the first instruction */
 	uint8_t full;		/* pre-handlers through the full stub */
+	uint8_t gpr;		/* through the stubs' general-registers-only
+				   twins; @owner's first byte says when
+				   (PK_TRAMP_OWNER_GPR) */
 };
 
 /*

@@ -29,6 +29,9 @@
 #define STUB_POST 480
 #define HEAD_DIVERT 960
 #define STUB_FULL 1024
+#define STUB_FAST_GPR 1280
+#define STUB_POST_GPR 1536
+#define STUB_FULL_GPR 1792
 #define HEAD_DISPATCH 2032
 #define HEAD_DISPATCH_FULL 2040
 #define DIVERT_LEN 37
@@ -387,28 +390,25 @@ static size_t flags_code(uint8_t *b)
 	return put(b, code, sizeof(code));
 }
 
+/* The save: flags, the general registers as a struct pk_regs. */
+static const uint8_t stub_save[] = {
+	0x9c, 0x50, 0x51, 0x52, 0x53,		/* pushf; rax rcx rdx rbx */
+	0x48, 0x8d, 0x84, 0x24, 0xb0, 0, 0, 0,	/* lea rax,[rsp+176] */
+	0x50, 0x55, 0x56, 0x57,			/* rsp rbp rsi rdi */
+	0x41, 0x50, 0x41, 0x51, 0x41, 0x52, 0x41, 0x53, /* r8-r11 */
+	0x41, 0x54, 0x41, 0x55, 0x41, 0x56, 0x41, 0x57, /* r12-r15 */
+	0x48, 0x83, 0xec, 0x08,			/* sub rsp,8 (ip) */
+	0x48, 0x89, 0xe7,			/* mov rdi,rsp */
+	0x48, 0x89, 0xe3,			/* mov rbx,rsp */
+	0x48, 0x83, 0xe4, 0xc0,			/* and rsp,-64 */
+};
+
 /*
- * A stub, at @off in its chunk: the register save around a dispatcher.
- * @kind: STUB_FAST (pre-handlers at an entry: the vector save of
- * pk_arch_vsave, flags not restored, the divert test), STUB_POST
- * (post-handlers after an entry's first instruction: the same vector
- * save, the flags restored) or STUB_FULL (inside a function: vec.full,
- * the flags restored).
+ * After the handlers: the general registers back (rsp from rbx), then as
+ * @kind says: the flags or the divert test, and the ret into the slot.
  */
-static size_t build_stub(uint8_t *b, size_t off, int kind, int32_t dsp)
+static size_t stub_tail(uint8_t *b, int kind, int32_t dsp)
 {
-	static const uint8_t save[] = {
-		0x9c, 0x50, 0x51, 0x52, 0x53,		/* pushf; rax rcx rdx rbx */
-		0x48, 0x8d, 0x84, 0x24, 0xb0, 0, 0, 0,	/* lea rax,[rsp+176] */
-		0x50, 0x55, 0x56, 0x57,			/* rsp rbp rsi rdi */
-		0x41, 0x50, 0x41, 0x51, 0x41, 0x52, 0x41, 0x53, /* r8-r11 */
-		0x41, 0x54, 0x41, 0x55, 0x41, 0x56, 0x41, 0x57, /* r12-r15 */
-		0x48, 0x83, 0xec, 0x08,			/* sub rsp,8 (ip) */
-		0x48, 0x89, 0xe7,			/* mov rdi,rsp */
-		0x48, 0x89, 0xe3,			/* mov rbx,rsp */
-		0x48, 0x83, 0xe4, 0xc0,			/* and rsp,-64 */
-		0x48, 0x81, 0xec,			/* sub rsp,imm32: */
-	};
 	static const uint8_t restore[] = {
 		0x48, 0x89, 0xdc,			/* mov rsp,rbx */
 		0x48, 0x83, 0xc4, 0x08,			/* add rsp,8 (ip) */
@@ -428,20 +428,8 @@ static size_t build_stub(uint8_t *b, size_t off, int kind, int32_t dsp)
 	static const uint8_t divert_test[] = {
 		0x64, 0x48, 0x39, 0x24, 0x25,		/* cmp %rsp,%fs:disp32 */
 	};
+	size_t n = put(b, restore, sizeof(restore));
 
-	int full = kind == STUB_FULL;
-	const struct pk_arch_vsave *v = full ? &vec.full : &pk_arch_vsave;
-	size_t n = put(b, save, sizeof(save));
-
-	n += pk_tramp_put32(b + n, (uint32_t)v->size);	/* the area */
-	n += vec_code(b + n, v, full, 0);
-	b[n++] = 0xfc;					/* cld */
-	n += put(b + n, "\xff\x15", 2);		/* call [rip+rel32] */
-	n += pk_tramp_put32(b + n,
-			    (int32_t)((kind == STUB_FAST ? HEAD_DISPATCH :
-				       HEAD_DISPATCH_FULL) - (off + n + 4)));
-	n += vec_code(b + n, v, full, 1);
-	n += put(b + n, restore, sizeof(restore));
 	if (kind == STUB_FAST) {
 		n += put(b + n, pop_rcx_rax, sizeof(pop_rcx_rax));
 		n += put(b + n, skip_flags, sizeof(skip_flags));
@@ -462,6 +450,74 @@ static size_t build_stub(uint8_t *b, size_t off, int kind, int32_t dsp)
 	}
 	b[n++] = 0xc3;				/* ret into the slot */
 	return n;
+}
+
+/* call [rip + the head word of @kind's dispatcher], at @off + @n. */
+static size_t stub_call(uint8_t *b, size_t off, size_t n, int kind)
+{
+	put(b, "\xff\x15", 2);
+	pk_tramp_put32(b + 2, (int32_t)((kind == STUB_FAST ? HEAD_DISPATCH :
+					  HEAD_DISPATCH_FULL) - (off + n + 6)));
+	return 6;
+}
+
+/*
+ * A stub, at @off in its chunk: the register save around a dispatcher.
+ * @kind: STUB_FAST (pre-handlers at an entry: the vector save of
+ * pk_arch_vsave, flags not restored, the divert test), STUB_POST
+ * (post-handlers after an entry's first instruction: the same vector
+ * save, the flags restored) or STUB_FULL (inside a function: vec.full,
+ * the flags restored). The dispatcher's second argument is 0: the
+ * vector state is saved.
+ */
+static size_t build_stub(uint8_t *b, size_t off, int kind, int32_t dsp)
+{
+	int full = kind == STUB_FULL;
+	const struct pk_arch_vsave *v = full ? &vec.full : &pk_arch_vsave;
+	size_t n = put(b, stub_save, sizeof(stub_save));
+
+	n += put(b + n, "\x48\x81\xec", 3);	/* sub rsp,imm32: the area */
+	n += pk_tramp_put32(b + n, (uint32_t)v->size);
+	n += vec_code(b + n, v, full, 0);
+	n += put(b + n, "\xfc\x31\xf6", 3);	/* cld; xor esi,esi */
+	n += stub_call(b + n, off, n, kind);
+	n += vec_code(b + n, v, full, 1);
+	return n + stub_tail(b + n, kind, dsp);
+}
+
+/*
+ * The general-registers-only twin (tramp.h, "Handlers that touch only
+ * general registers") of the stub of @kind at @plain, at @off: the same
+ * save of the general registers; then, if the slot's owner says that
+ * every handler there touches general registers only, the dispatcher is
+ * called with 1 as its second argument and no vector or x87 state saved;
+ * else on into @plain's code after the same save (its vector save, its
+ * call with 0). A probe without the flag that joins the slot makes the
+ * owner say so before it is linked; the dispatcher runs only flagged
+ * handlers in a call with 1 (it may race that), so what the slot's
+ * callers see is never a handler's vector registers.
+ */
+static size_t build_gpr_stub(uint8_t *b, size_t off, int kind, size_t plain,
+			     int32_t dsp)
+{
+	static const uint8_t check[] = {
+		0x48, 0x8b, 0x87, 0x90, 0, 0, 0,	/* mov rax,[rdi+144]: the
+							   return address */
+		0x48, 0x83, 0xe0, 0xc0,			/* and rax,-64: its slot */
+		0x48, 0x8b, 0x00,			/* mov rax,[rax]: owner */
+		0xf6, 0x00, PK_TRAMP_OWNER_GPR,		/* testb $GPR,(rax) */
+		0x0f, 0x84,				/* jz rel32: */
+	};
+	size_t n = put(b, stub_save, sizeof(stub_save));
+
+	_Static_assert(offsetof(struct pk_regs, pk_private_ret) == 144,
+		       "the check's displacement");
+	n += put(b + n, check, sizeof(check));
+	n += pk_tramp_put32(b + n, (int32_t)(plain + sizeof(stub_save) -
+					     (off + n + 4)));
+	n += put(b + n, "\xfc\xbe\x01\x00\x00\x00", 6); /* cld; mov esi,1 */
+	n += stub_call(b + n, off, n, kind);
+	return n + stub_tail(b + n, kind, dsp);
 }
 
 /*
@@ -500,7 +556,13 @@ int pk_arch_tramp_head(uint8_t *buf, const struct pk_tramp_env *env)
 	memset(buf, PK_ARCH_TRAP_BYTE, PK_TRAMP_HEAD);
 	if (build_stub(buf + STUB_FAST, STUB_FAST, STUB_FAST, dsp) > STUB_POST - STUB_FAST ||
 	    build_stub(buf + STUB_POST, STUB_POST, STUB_POST, dsp) > HEAD_DIVERT - STUB_POST ||
-	    build_stub(buf + STUB_FULL, STUB_FULL, STUB_FULL, dsp) > HEAD_DISPATCH - STUB_FULL ||
+	    build_stub(buf + STUB_FULL, STUB_FULL, STUB_FULL, dsp) > STUB_FAST_GPR - STUB_FULL ||
+	    build_gpr_stub(buf + STUB_FAST_GPR, STUB_FAST_GPR, STUB_FAST, STUB_FAST,
+			   dsp) > STUB_POST_GPR - STUB_FAST_GPR ||
+	    build_gpr_stub(buf + STUB_POST_GPR, STUB_POST_GPR, STUB_POST, STUB_POST,
+			   dsp) > STUB_FULL_GPR - STUB_POST_GPR ||
+	    build_gpr_stub(buf + STUB_FULL_GPR, STUB_FULL_GPR, STUB_FULL, STUB_FULL,
+			   dsp) > HEAD_DISPATCH - STUB_FULL_GPR ||
 	    build_divert(buf + HEAD_DIVERT, env) != DIVERT_LEN)
 		return -E2BIG;
 	memcpy(buf + HEAD_DISPATCH, &env->dispatch, sizeof(env->dispatch));
@@ -568,9 +630,10 @@ int pk_arch_tramp_slot(uint8_t *slot, const struct pk_tramp_slot *s,
 		       struct pk_reloc_map *map)
 {
 	const size_t cap = PK_TRAMP_SLOT_SIZE - PK_ARCH_JMP_LEN;
-	uintptr_t full = s->head + STUB_FULL;
+	uintptr_t full = s->head + (s->gpr ? STUB_FULL_GPR : STUB_FULL);
 	uintptr_t post = !s->full && keeps_x87(s->code, s->first_len) ?
-			 s->head + STUB_POST : full;
+			 s->head + (s->gpr ? STUB_POST_GPR : STUB_POST) : full;
+	uintptr_t fast = s->head + (s->gpr ? STUB_FAST_GPR : STUB_FAST);
 	struct pk_reloc_map rest;
 	size_t at = PK_TRAMP_SLOT_COPY, first;
 	int n, ft = 1;
@@ -579,7 +642,7 @@ int pk_arch_tramp_slot(uint8_t *slot, const struct pk_tramp_slot *s,
 	memset(slot, PK_ARCH_TRAP_BYTE, PK_TRAMP_SLOT_SIZE);
 	memcpy(slot, &s->owner, sizeof(s->owner));
 	call_seq(slot + PK_TRAMP_SLOT_ENTRY, s->at + PK_TRAMP_SLOT_ENTRY,
-		 s->full ? full : s->head + STUB_FAST);
+		 s->full ? full : fast);
 	if (s->full) {
 		/* nopw 0(%rax,%rax): no divert after popf */
 		put(slot + SLOT_DIVERT, "\x66\x0f\x1f\x44\x00\x00", JCC32_LEN);
