@@ -109,6 +109,13 @@ static void empty(struct pk_probe *p, struct pk_regs *r, void *ctx)
 	(void)p, (void)r, (void)ctx;
 }
 
+/* The same, for probes with PK_PROBE_F_GPR_ONLY: no vector register used. */
+#define GPR_ONLY __attribute__((target("general-regs-only")))
+GPR_ONLY static void empty_gpr(struct pk_probe *p, struct pk_regs *r, void *ctx)
+{
+	(void)p, (void)r, (void)ctx;
+}
+
 static int empty_entry(struct pk_retprobe *rp, struct pk_regs *r, void *data,
 		       void *ctx)
 {
@@ -200,8 +207,9 @@ static double threads_ns(int t, unsigned long n)
 static struct pk_probe *make_probe_opts(void *addr, unsigned int flags,
 					 pk_probe_handler_fn post)
 {
-	PK_OPTS(pk_probe_opts, o, .addr = addr, .pre = empty, .flags = flags,
-		.post = post);
+	PK_OPTS(pk_probe_opts, o, .addr = addr,
+		.pre = flags & PK_PROBE_F_GPR_ONLY ? empty_gpr : empty,
+		.flags = flags, .post = post);
 	struct pk_probe *p = NULL;
 	int err = pk_probe_create(&o, &p);
 
@@ -476,13 +484,27 @@ int main(int argc, char **argv)
 		else
 			bench_report("probe", "int3_floor", "ns_per_trap", "ns", &fl);
 	}
-	for (int r = 0; r < bench_opts.runs; r++)
-		add_overhead_ratio(p, n, &entry, &entry_ratio, "(un)register");
-	pk_probe_get_info(p, &info);
-	bench_add(&bytes, (double)info.bytes);
-	bench_report("probe", "entry", "ns_overhead", "ns", &entry);
-	bench_report("probe", "entry", "ratio_vs_direct_call", "x", &entry_ratio);
-	bench_report("probe", "entry", "bytes_per_probe", "B", &bytes);
+	/* With and without PK_PROBE_F_GPR_ONLY, alternating within each run. */
+	{
+		struct pk_probe *g = make_probe_opts((void *)bp_target,
+						     PK_PROBE_F_GPR_ONLY, NULL);
+		struct bench_series gpr = { 0 }, gpr_ratio = { 0 };
+
+		for (int r = 0; r < bench_opts.runs; r++) {
+			add_overhead_ratio(p, n, &entry, &entry_ratio, "(un)register");
+			add_overhead_ratio(g, n, &gpr, &gpr_ratio,
+					   "(un)register, GPR only");
+		}
+		pk_probe_destroy(g);
+		pk_probe_get_info(p, &info);
+		bench_add(&bytes, (double)info.bytes);
+		bench_report("probe", "entry", "ns_overhead", "ns", &entry);
+		bench_report("probe", "entry", "ratio_vs_direct_call", "x", &entry_ratio);
+		bench_report("probe", "entry", "bytes_per_probe", "B", &bytes);
+		bench_report("probe", "entry_gpr", "ns_overhead", "ns", &gpr);
+		bench_report("probe", "entry_gpr", "ratio_vs_direct_call", "x",
+			     &gpr_ratio);
+	}
 
 	/* An int3 probe costs a signal per hit: fewer calls. */
 	{

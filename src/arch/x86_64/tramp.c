@@ -508,14 +508,27 @@ static size_t build_gpr_stub(uint8_t *b, size_t off, int kind, size_t plain,
 		0xf6, 0x00, PK_TRAMP_OWNER_GPR,		/* testb $GPR,(rax) */
 		0x0f, 0x84,				/* jz rel32: */
 	};
-	size_t n = put(b, stub_save, sizeof(stub_save));
+	size_t n = 0;
 
+	/*
+	 * At an entry no flag is live and DF is clear (SysV ABI; the fast
+	 * stub restores no flag): neither pushf nor cld, which cost 1.2 and
+	 * 0.8 ns of a 9 ns hit where this was measured. regs->flags reads
+	 * 0x202 (IF and bit 1: DF clear) instead of the flags.
+	 */
+	if (kind == STUB_FAST)
+		n += put(b, "\x68\x02\x02\x00\x00", 5);	/* push $0x202 */
+	else
+		b[n++] = 0x9c;				/* pushf */
+	n += put(b + n, stub_save + 1, sizeof(stub_save) - 1);
 	_Static_assert(offsetof(struct pk_regs, pk_private_ret) == 144,
 		       "the check's displacement");
 	n += put(b + n, check, sizeof(check));
 	n += pk_tramp_put32(b + n, (int32_t)(plain + sizeof(stub_save) -
 					     (off + n + 4)));
-	n += put(b + n, "\xfc\xbe\x01\x00\x00\x00", 6); /* cld; mov esi,1 */
+	if (kind != STUB_FAST)
+		b[n++] = 0xfc;				/* cld */
+	n += put(b + n, "\xbe\x01\x00\x00\x00", 5);	/* mov esi,1 */
 	n += stub_call(b + n, off, n, kind);
 	return n + stub_tail(b + n, kind, dsp);
 }
