@@ -257,6 +257,171 @@ static void plain_first(void)
 	disarm(liar);
 }
 
+/* ------------------------------------------------------- return probes */
+
+static unsigned long ret_gpr_hits, ret_plain_hits;
+static long set_rax = -1;
+
+GPR_ONLY static int entry_gpr(struct pk_retprobe *rp, struct pk_regs *r,
+			      void *data, void *ctx)
+{
+	(void)rp, (void)ctx;
+	*(uint64_t *)data = pk_regs_arg(r, 0);
+	return 0;
+}
+
+GPR_ONLY static void ret_gpr(struct pk_retprobe *rp, struct pk_regs *r,
+			     void *data, void *ctx)
+{
+	(void)rp, (void)data, (void)ctx;
+	__atomic_add_fetch(&ret_gpr_hits, 1, __ATOMIC_RELAXED);
+	if (set_rax >= 0)
+		r->rax = (uint64_t)set_rax;
+}
+
+static void ret_liar(struct pk_retprobe *rp, struct pk_regs *r, void *data,
+		     void *ctx)
+{
+	(void)rp, (void)r, (void)data, (void)ctx;
+	__atomic_add_fetch(&ret_gpr_hits, 1, __ATOMIC_RELAXED);
+	vt_clobber_vector();
+}
+
+static void ret_plain(struct pk_retprobe *rp, struct pk_regs *r, void *data,
+		      void *ctx)
+{
+	char buf[64];
+
+	(void)rp, (void)r, (void)data, (void)ctx;
+	snprintf(buf, sizeof(buf), "return %lu", ret_plain_hits);
+	ret_plain_hits += strlen(buf) > 0;
+	vt_clobber_vector();
+}
+
+static struct pk_retprobe *arm_ret(void *fn, unsigned int flags,
+				   pk_retprobe_entry_fn entry,
+				   pk_retprobe_ret_fn ret, const char *what)
+{
+	PK_OPTS(pk_retprobe_opts, o, .addr = fn, .entry = entry, .ret = ret,
+		.data_size = 8, .flags = flags);
+	struct pk_retprobe *rp = NULL;
+
+	if (!ASSERT_OK(pk_retprobe_create(&o, &rp), what))
+		return NULL;
+	if (!ASSERT_OK(pk_retprobe_register(&rp, 1), what)) {
+		pk_retprobe_destroy(rp);
+		return NULL;
+	}
+	return rp;
+}
+
+static void disarm_ret(struct pk_retprobe *rp)
+{
+	if (!rp)
+		return;
+	ASSERT_OK(pk_retprobe_unregister(&rp, 1), "unregister return probe");
+	pk_retprobe_destroy(rp);
+}
+
+/* vt_ret4()'s __m256d (ymm0): lanes lost. */
+static int ret4_bad(void)
+{
+	double out[4] = { 0, 0, 0, 0 };
+	int bad = 0;
+
+	vt_call_ret4(100, out);
+	for (int i = 0; i < 4; i++)
+		bad += out[i] != 100 + i;
+	return bad;
+}
+
+/* Flagged return probes: return values in ymm0, xmm0, st0 and rax intact. */
+static void ret_kept(void)
+{
+	struct pk_retprobe *rp = arm_ret(vt_addr_ret4(), PK_PROBE_F_GPR_ONLY,
+					 entry_gpr, ret_gpr, "flagged return probe on vt_ret4");
+	unsigned long h = ret_gpr_hits;
+	long double ld;
+
+	if (rp) {
+		ASSERT_EQ(ret4_bad(), 0, "vt_ret4's __m256d (ymm0) through a flagged return probe");
+		ASSERT_EQ(ret_gpr_hits, h + 1, "the flagged return handler ran");
+		disarm_ret(rp);
+	}
+	rp = arm_ret((void *)vt_ret_double, PK_PROBE_F_GPR_ONLY, NULL, ret_gpr,
+		     "flagged return probe on vt_ret_double");
+	if (rp) {
+		ASSERT_EQ((long long)(vt_ret_double(4) * 10), 100,
+			  "the double vt_ret_double returned (xmm0)");
+		disarm_ret(rp);
+	}
+	rp = arm_ret((void *)vt_ret_ld, PK_PROBE_F_GPR_ONLY, NULL, ret_gpr,
+		     "flagged return probe on vt_ret_ld");
+	if (rp) {
+		ld = vt_ret_ld(7);
+		ASSERT_EQ((long long)ld, 21, "the long double vt_ret_ld returned (st0)");
+		disarm_ret(rp);
+	}
+	rp = arm_ret((void *)vt_leaf, PK_PROBE_F_GPR_ONLY, entry_gpr, ret_gpr,
+		     "flagged return probe on vt_leaf");
+	if (rp) {
+		h = ret_gpr_hits;
+		ASSERT_EQ(ipa_bad(0x6100, "flagged return probe on vt_leaf"), 0,
+			  "vt_ipa_caller's registers across a flagged return probe");
+		ASSERT_EQ(ret_gpr_hits, h + 1, "the flagged return handler ran");
+		set_rax = 777;
+		ASSERT_EQ(vt_leaf(1), 777, "rax set by the flagged return handler");
+		set_rax = -1;
+		disarm_ret(rp);
+	}
+}
+
+/*
+ * The return side's cheap path, seen through a promise-breaking return
+ * handler, and given up while an unflagged return probe rides on the call.
+ */
+static void ret_mixed(void)
+{
+	struct pk_retprobe *liar = arm_ret(vt_addr_ret4(), PK_PROBE_F_GPR_ONLY, NULL,
+					   ret_liar, "promise-breaking flagged return probe");
+	struct pk_retprobe *plain;
+	unsigned long h, ph;
+
+	if (!liar)
+		return;
+	h = ret_gpr_hits;
+	ASSERT_TRUE(ret4_bad() > 0, "a flagged return probe alone saves no vector "
+		    "state (its promise-breaking handler loses ymm0)");
+	ASSERT_EQ(ret_gpr_hits, h + 1, "the flagged return handler ran");
+	plain = arm_ret(vt_addr_ret4(), 0, NULL, ret_plain, "unflagged return probe joins");
+	if (plain) {
+		h = ret_gpr_hits;
+		ph = ret_plain_hits;
+		for (int i = 0; i < 100; i++)
+			if (!ASSERT_EQ(ret4_bad(), 0, "flagged and unflagged return "
+				       "probes on vt_ret4: ymm0 intact"))
+				break;
+		ASSERT_EQ(ret_plain_hits, ph + 100, "the unflagged return handler ran");
+		ASSERT_EQ(ret_gpr_hits, h + 100, "the flagged return handler ran");
+		disarm_ret(plain);
+	}
+	ASSERT_TRUE(ret4_bad() > 0, "back to no vector save once the unflagged "
+		    "return probe left");
+	disarm_ret(liar);
+
+	/* An unflagged entry probe beside a flagged return probe. */
+	liar = arm_ret(vt_addr_ret4(), PK_PROBE_F_GPR_ONLY, entry_gpr, ret_gpr,
+		       "flagged return probe");
+	{
+		struct pk_probe *p = arm(vt_addr_ret4(), 0, 0, pre_plain, NULL,
+					 "unflagged entry probe beside it");
+
+		ASSERT_EQ(ret4_bad(), 0, "vt_ret4 with both");
+		disarm(p);
+	}
+	disarm_ret(liar);
+}
+
 /* Unknown flags are still refused; the flag combines with the others. */
 static void flags_checked(void)
 {
@@ -268,6 +433,17 @@ static void flags_checked(void)
 	o.flags = PK_PROBE_F_GPR_ONLY | PK_PROBE_F_INT3;
 	if (ASSERT_OK(pk_probe_create(&o, &p), "PK_PROBE_F_GPR_ONLY | PK_PROBE_F_INT3"))
 		pk_probe_destroy(p);
+	{
+		PK_OPTS(pk_retprobe_opts, ro, .addr = (void *)vt_leaf, .ret = ret_gpr,
+			.flags = PK_PROBE_F_INT3);
+		struct pk_retprobe *rp = NULL;
+
+		ASSERT_EQ(pk_retprobe_create(&ro, &rp), -EINVAL,
+			  "a return probe's flags: PK_PROBE_F_GPR_ONLY only");
+		ro.flags = PK_PROBE_F_GPR_ONLY;
+		if (ASSERT_OK(pk_retprobe_create(&ro, &rp), "a flagged return probe"))
+			pk_retprobe_destroy(rp);
+	}
 }
 
 int main(void)
@@ -285,5 +461,7 @@ int main(void)
 		mixed(flags);
 	}
 	plain_first();
+	ret_kept();
+	ret_mixed();
 	return t_exit();
 }

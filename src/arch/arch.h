@@ -452,17 +452,30 @@ PK_HIDDEN size_t pk_arch_ret_eh(uint8_t *buf, uintptr_t code, size_t nent,
 				uintptr_t recs, size_t rec_size);
 
 /*
+ * pk_arch_vsave_call() - @fn(@arg), with the vector state saved around it
+ * as the fast stub saves it: for what a dispatch without the vector save
+ * (a dispatcher's gpr 1) must call outside probekit (libc, on a thread's
+ * first return-probe hit). PK_NOPROBE; any thread, async-signal-safe if
+ * @fn is.
+ */
+PK_HIDDEN void *pk_arch_vsave_call(void *(*fn)(void *), void *arg);
+
+/*
  * PK_ARCH_RET_COMMON(name, dispatch) - defines @name, where every landing
  * jumps (PK_NOPROBE text, with CFI): it builds a struct pk_regs of the
  * general registers after a return (flags undefined), whose
  * pk_private_ret is the stack word the landing was returned through,
  * saves the vector and x87 state (tramp.h, "Vector state"), calls
- * @dispatch(regs) (the probe layer's), restores that state and the
+ * @dispatch(regs, 0) (the probe layer's), restores that state and the
  * caller-saved general registers from regs, and leaves through that word, which
  * @dispatch has set to the real return address: by ret if it left
  * regs->flags non-zero (the return stack buffer holds the landing: a
  * divert), else by jmp. The probe layer instantiates it once, and passes
- * @name's address to pk_arch_ret_code(). The ISA's tramp.h defines it.
+ * @name's address to pk_arch_ret_code(). The ISA's tramp.h defines it,
+ * and PK_ARCH_RET_COMMON_GPR(name, dispatch): the same, but first
+ * @dispatch(regs, 1) without any vector or x87 state saved, which returns
+ * 0 when done, non-zero (nothing done) to be called again with 0 after
+ * the save.
  */
 
 #endif /* PK_ARCH_H */

@@ -360,6 +360,95 @@ static size_t vec_code(uint8_t *b, const struct pk_arch_vsave *v, int full,
 	return n;
 }
 
+/*
+ * pk_arch_vsave_call() (arch.h): the save of the fast stub, in C and asm.
+ * Compiled for general registers only, so that nothing here touches a
+ * vector register before the save or after the restore.
+ */
+#define VS_XMM(op, a)							\
+	__asm__ volatile(op " %%xmm0, 0(%0)\n\t" op " %%xmm1, 16(%0)\n\t"	\
+			 op " %%xmm2, 32(%0)\n\t" op " %%xmm3, 48(%0)\n\t"	\
+			 op " %%xmm4, 64(%0)\n\t" op " %%xmm5, 80(%0)\n\t"	\
+			 op " %%xmm6, 96(%0)\n\t" op " %%xmm7, 112(%0)\n\t"	\
+			 op " %%xmm8, 128(%0)\n\t" op " %%xmm9, 144(%0)\n\t"	\
+			 op " %%xmm10, 160(%0)\n\t" op " %%xmm11, 176(%0)\n\t"	\
+			 op " %%xmm12, 192(%0)\n\t" op " %%xmm13, 208(%0)\n\t"	\
+			 op " %%xmm14, 224(%0)\n\t" op " %%xmm15, 240(%0)"	\
+			 :: "r"(a) : "memory")
+#define VL_XMM(op, a)							\
+	__asm__ volatile(op " 0(%0), %%xmm0\n\t" op " 16(%0), %%xmm1\n\t"	\
+			 op " 32(%0), %%xmm2\n\t" op " 48(%0), %%xmm3\n\t"	\
+			 op " 64(%0), %%xmm4\n\t" op " 80(%0), %%xmm5\n\t"	\
+			 op " 96(%0), %%xmm6\n\t" op " 112(%0), %%xmm7\n\t"	\
+			 op " 128(%0), %%xmm8\n\t" op " 144(%0), %%xmm9\n\t"	\
+			 op " 160(%0), %%xmm10\n\t" op " 176(%0), %%xmm11\n\t"	\
+			 op " 192(%0), %%xmm12\n\t" op " 208(%0), %%xmm13\n\t"	\
+			 op " 224(%0), %%xmm14\n\t" op " 240(%0), %%xmm15"	\
+			 :: "r"(a) : "memory")
+#define VS_YMM(op, a)							\
+	__asm__ volatile(op " %%ymm0, 0(%0)\n\t" op " %%ymm1, 32(%0)\n\t"	\
+			 op " %%ymm2, 64(%0)\n\t" op " %%ymm3, 96(%0)\n\t"	\
+			 op " %%ymm4, 128(%0)\n\t" op " %%ymm5, 160(%0)\n\t"	\
+			 op " %%ymm6, 192(%0)\n\t" op " %%ymm7, 224(%0)\n\t"	\
+			 op " %%ymm8, 256(%0)\n\t" op " %%ymm9, 288(%0)\n\t"	\
+			 op " %%ymm10, 320(%0)\n\t" op " %%ymm11, 352(%0)\n\t"	\
+			 op " %%ymm12, 384(%0)\n\t" op " %%ymm13, 416(%0)\n\t"	\
+			 op " %%ymm14, 448(%0)\n\t" op " %%ymm15, 480(%0)"	\
+			 :: "r"(a) : "memory")
+#define VL_YMM(op, a)							\
+	__asm__ volatile(op " 0(%0), %%ymm0\n\t" op " 32(%0), %%ymm1\n\t"	\
+			 op " 64(%0), %%ymm2\n\t" op " 96(%0), %%ymm3\n\t"	\
+			 op " 128(%0), %%ymm4\n\t" op " 160(%0), %%ymm5\n\t"	\
+			 op " 192(%0), %%ymm6\n\t" op " 224(%0), %%ymm7\n\t"	\
+			 op " 256(%0), %%ymm8\n\t" op " 288(%0), %%ymm9\n\t"	\
+			 op " 320(%0), %%ymm10\n\t" op " 352(%0), %%ymm11\n\t"	\
+			 op " 384(%0), %%ymm12\n\t" op " 416(%0), %%ymm13\n\t"	\
+			 op " 448(%0), %%ymm14\n\t" op " 480(%0), %%ymm15"	\
+			 :: "r"(a) : "memory")
+
+__attribute__((target("general-regs-only"))) PK_NOPROBE
+void *pk_arch_vsave_call(void *(*fn)(void *), void *arg)
+{
+	const struct pk_arch_vsave v = pk_arch_vsave;
+	uint8_t buf[v.size + 64];
+	uint8_t *a = (uint8_t *)(((uintptr_t)buf + 63) & ~(uintptr_t)63);
+	volatile uint64_t *hdr = (volatile uint64_t *)(a + 512);
+	void *ret;
+
+	switch (v.mode) {
+	case PK_VSAVE_XMM:
+		VS_XMM("movaps", a);
+		break;
+	case PK_VSAVE_YMM:
+		VS_YMM("vmovaps", a);
+		break;
+	default:
+		for (int i = 0; i < 8; i++)
+			hdr[i] = 0;		/* the XSAVE header, as XRSTOR wants */
+		if (v.mode == PK_VSAVE_XSAVEC)
+			__asm__ volatile("xsavec64 (%0)" :: "r"(a), "a"(v.mask_lo),
+					 "d"(v.mask_hi) : "memory");
+		else
+			__asm__ volatile("xsave64 (%0)" :: "r"(a), "a"(v.mask_lo),
+					 "d"(v.mask_hi) : "memory");
+		break;
+	}
+	ret = fn(arg);
+	switch (v.mode) {
+	case PK_VSAVE_XMM:
+		VL_XMM("movaps", a);
+		break;
+	case PK_VSAVE_YMM:
+		VL_YMM("vmovaps", a);
+		break;
+	default:
+		__asm__ volatile("xrstor64 (%0)" :: "r"(a), "a"(v.mask_lo),
+				 "d"(v.mask_hi) : "memory");
+		break;
+	}
+	return ret;
+}
+
 /* ------------------------------------------------------------ chunk head */
 
 /*
