@@ -359,8 +359,9 @@ PK_HIDDEN void pk_arch_copy_unchecked(void *dst, const void *src, size_t len);
 
 /*
  * What a chunk head's code calls and reads: the two dispatchers
- * (void fn(struct pk_regs *, unsigned long gpr): @gpr 1 when the stub saved
- * no vector state, tramp.h) and this thread's divert request, three
+ * (void fn(struct pk_regs *, uintptr_t gpr): @gpr non-zero, the slot's
+ * owner, when the stub saved no vector state, tramp.h) and this thread's
+ * divert request, three
  * initial-exec thread-local words (the same offset from the thread pointer
  * in every thread, so the code names them by offset).
  */
@@ -454,7 +455,7 @@ PK_HIDDEN size_t pk_arch_ret_eh(uint8_t *buf, uintptr_t code, size_t nent,
 /*
  * pk_arch_vsave_call() - @fn(@arg), with the vector state saved around it
  * as the fast stub saves it: for what a dispatch without the vector save
- * (a dispatcher's gpr 1) must call outside probekit (libc, on a thread's
+ * (a dispatcher's gpr non-zero) must call outside probekit (libc, on a thread's
  * first return-probe hit). PK_NOPROBE; any thread, async-signal-safe if
  * @fn is.
  */

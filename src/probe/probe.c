@@ -94,12 +94,13 @@ struct tramp {
 				   PK_TRAMP_OWNER_GPR): every probe linked
 				   has PK_PROBE_F_GPR_ONLY */
 	uint8_t twin;		/* the slot calls the stubs' twins */
+	uint8_t fast;		/* atomic: one probe linked, no post-handlers
+				   (pk_probe_dispatch()) */
 	uint8_t kind;			/* enum pk_probe_kind */
 	uint8_t post;			/* the slot calls post-handlers */
 	uint8_t full;			/* pre-handlers through the full stub */
 	uint8_t first_len;		/* the probed instruction's length */
 	uint8_t len;			/* displaced bytes (int3: the insn) */
-	uint8_t trapped;		/* on the trap chain (int3 probes) */
 	uintptr_t addr;		/* probe point */
 	uintptr_t slot;		/* its trampoline slot */
 	struct pk_chunk *chunk;
@@ -107,6 +108,7 @@ struct tramp {
 	struct tramp *next;		/* hash chain */
 	uint8_t old[PK_TEXT_MAX];
 	struct pk_sweep_map map;	/* instruction starts: site, copy */
+	uint8_t trapped;		/* on the trap chain (int3 probes) */
 };
 
 /* Set at creation, and read only then on: the handlers, ctx, func, addr
@@ -187,8 +189,8 @@ static __thread unsigned long pre_seq
 
 /* ---------------------------------------------------------- dispatcher */
 
-PK_NOPROBE void pk_probe_dispatch(struct pk_regs *r, unsigned long gpr);
-PK_NOPROBE void pk_probe_dispatch_full(struct pk_regs *r, unsigned long gpr);
+PK_NOPROBE void pk_probe_dispatch(struct pk_regs *r, uintptr_t gpr);
+PK_NOPROBE void pk_probe_dispatch_full(struct pk_regs *r, uintptr_t gpr);
 
 /*
  * The handlers of the trampoline whose slot @r's return address is in:
@@ -196,7 +198,7 @@ PK_NOPROBE void pk_probe_dispatch_full(struct pk_regs *r, unsigned long gpr);
  * vector state) only those of probes with PK_PROBE_F_GPR_ONLY.
  */
 static inline __attribute__((always_inline)) void
-dispatch(struct pk_regs *r, const struct tramp *t, int post, unsigned long gpr)
+dispatch(struct pk_regs *r, const struct tramp *t, int post, uintptr_t gpr)
 {
 	unsigned long d = pk_sweep_self.depth, seen = 0, upto = ULONG_MAX;
 	int lost = 0;
@@ -255,29 +257,35 @@ static PK_NOPROBE_INLINE const struct tramp *tramp_of(uintptr_t ret)
 
 /* dispatch(), out of line: pk_probe_dispatch()'s general case. */
 PK_NOPROBE static __attribute__((noinline)) void
-dispatch_pre(struct pk_regs *r, const struct tramp *t, unsigned long gpr)
+dispatch_pre(struct pk_regs *r, const struct tramp *t, uintptr_t gpr)
 {
 	dispatch(r, t, 0, gpr);
 }
 
 /*
- * The fast stub's: pre-handlers at a function's entry; flags are not
- * restored. The usual hit (one probe, no post-handler, not inside another
- * handler) is dispatch() with nothing live across the handler's call but
- * what it reloads: no callee-saved register to save and restore, where
- * dispatch() keeps six. Which probes a hit calls is the same: every one
- * linked when it reads the list (a probe linked while the handler runs
- * waits for the next hit, as one linked just after would).
+ * The fast stub's (and its twin's, which passes the tramp as @gpr):
+ * pre-handlers at a function's entry; flags are not restored. The usual
+ * hit (t->fast: one probe, no post-handler; not inside another handler)
+ * is dispatch() with nothing live across the handler's call but what it
+ * reloads: no callee-saved register to save and restore, where dispatch()
+ * keeps six. Which probes a hit calls is the same: those linked when it
+ * reads the list. t->fast is cleared before a second probe is linked
+ * (appended: the head stays) and before an unlink, and set after either
+ * leaves one; a hit that read it set calls the list's head only, which is
+ * the list then, or was a moment before (a probe linked while the handler
+ * runs waits for the next hit, as one linked just after would).
  */
-PK_NOPROBE void pk_probe_dispatch(struct pk_regs *r, unsigned long gpr)
+PK_NOPROBE void pk_probe_dispatch(struct pk_regs *r, uintptr_t gpr)
 {
-	const struct tramp *t = tramp_of(r->pk_private_ret);
-	/* Pairs with the release stores in link_probe() and unlink_probe(). */
-	struct pk_probe *p = __atomic_load_n(&t->probes, __ATOMIC_ACQUIRE);
+	const struct tramp *t = gpr ? (const struct tramp *)gpr :
+				tramp_of(r->pk_private_ret);
+	struct pk_probe *p = NULL;
 	pk_probe_handler_fn fn;
 
-	if (pk_sweep_self.depth || t->post || !p || (gpr && !p->gpr) ||
-	    __atomic_load_n(&p->next, __ATOMIC_ACQUIRE)) {
+	/* Pairs with the release stores in link_probe() and unlink_probe(). */
+	if (__atomic_load_n(&t->fast, __ATOMIC_RELAXED))
+		p = __atomic_load_n(&t->probes, __ATOMIC_ACQUIRE);
+	if (!p || pk_sweep_self.depth || (gpr && !p->gpr)) {
 		dispatch_pre(r, t, gpr);
 		return;
 	}
@@ -301,7 +309,7 @@ PK_NOPROBE void pk_probe_dispatch(struct pk_regs *r, unsigned long gpr)
  * from further into the slot than PK_TRAMP_SLOT_RET); the flags are
  * restored, of which handlers may change PK_ARCH_USER_FLAGS only.
  */
-PK_NOPROBE void pk_probe_dispatch_full(struct pk_regs *r, unsigned long gpr)
+PK_NOPROBE void pk_probe_dispatch_full(struct pk_regs *r, uintptr_t gpr)
 {
 	uintptr_t ret = r->pk_private_ret;
 	uint64_t flags = r->flags;
@@ -1227,6 +1235,8 @@ static void link_probe(struct pk_probe *p, struct tramp *t)
 	/* Hits from now on save the vector state (see the top of this file). */
 	if (!p->gpr)
 		__atomic_store_n(&t->gpr, 0, __ATOMIC_RELAXED);
+	/* Hits from now on walk the list (tramp_fast() after). */
+	__atomic_store_n(&t->fast, 0, __ATOMIC_RELAXED);
 	/* Pairs with the acquire loads in dispatch(). */
 	__atomic_store_n(pp, p, __ATOMIC_RELEASE);
 	p->armed_kind = t->kind;
@@ -1240,10 +1250,20 @@ static void unlink_probe(struct pk_probe *p)
 {
 	struct pk_probe **pp = &p->t->probes;
 
+	/* Hits from now on walk the list (tramp_fast() after). */
+	__atomic_store_n(&p->t->fast, 0, __ATOMIC_RELAXED);
 	while (*pp != p)
 		pp = &(*pp)->next;
 	/* Pairs with the acquire loads in dispatch(). */
 	__atomic_store_n(pp, p->next, __ATOMIC_RELEASE);
+}
+
+/* After linking or unlinking: t->fast, one probe linked and no post-handlers. */
+static void tramp_fast(struct tramp *t)
+{
+	const struct pk_probe *p = t->probes;
+
+	__atomic_store_n(&t->fast, !t->post && p && !p->next, __ATOMIC_RELAXED);
 }
 
 /*
@@ -1278,6 +1298,8 @@ static int apply_register(struct change *c)
 		return err;
 	for (size_t i = 0; i < c->n; i++)
 		link_probe(c->probes[i], c->at[i]);
+	for (size_t i = 0; i < c->n; i++)
+		tramp_fast(c->at[i]);
 	return 0;
 }
 
@@ -1289,8 +1311,10 @@ static int apply_unregister(struct change *c)
 		return err;	/* still armed, probes still linked */
 	for (size_t i = 0; i < c->n; i++)
 		unlink_probe(c->probes[i]);
-	for (size_t i = 0; i < c->n; i++)
+	for (size_t i = 0; i < c->n; i++) {
 		tramp_regpr(c->probes[i]->t);
+		tramp_fast(c->probes[i]->t);
+	}
 	for (size_t i = 0; i < c->ntramps; i++)
 		tramp_unhash(c->tramps[i]);
 	/* One wait for the whole set: no thread in a handler or a dead slot. */

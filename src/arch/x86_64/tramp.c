@@ -579,7 +579,8 @@ static size_t build_stub(uint8_t *b, size_t off, int kind, int32_t dsp)
  * general registers") of the stub of @kind at @plain, at @off: the same
  * save of the general registers; then, if the slot's owner says that
  * every handler there touches general registers only, the dispatcher is
- * called with 1 as its second argument and no vector or x87 state saved;
+ * called with the owner as its second argument and no vector or x87
+ * state saved;
  * else on into @plain's code after the same save (its vector save, its
  * call with 0). A probe without the flag that joins the slot makes the
  * owner say so before it is linked; the dispatcher runs only flagged
@@ -617,7 +618,7 @@ static size_t build_gpr_stub(uint8_t *b, size_t off, int kind, size_t plain,
 					     (off + n + 4)));
 	if (kind != STUB_FAST)
 		b[n++] = 0xfc;				/* cld */
-	n += put(b + n, "\xbe\x01\x00\x00\x00", 5);	/* mov esi,1 */
+	n += put(b + n, "\x48\x89\xc6", 3);	/* mov rsi,rax: the owner */
 	n += stub_call(b + n, off, n, kind);
 	return n + stub_tail(b + n, kind, dsp);
 }

@@ -36,9 +36,10 @@
  *         twins (below)
  *   +2032 the fast dispatcher's address, +2040 the full one's
  *
- * A dispatcher is void fn(struct pk_regs *r, unsigned long gpr): @gpr 0
- * when the stub saved the vector state as below, 1 when it did not (then
- * only handlers that touch general registers only may run).
+ * A dispatcher is void fn(struct pk_regs *r, uintptr_t gpr): @gpr 0 when
+ * the stub saved the vector state as below; else it did not (then only
+ * handlers that touch general registers only may run), and @gpr is the
+ * slot's owner (the word at slot +0).
  *   +2048 (PK_TRAMP_HEAD) slot 0, then one slot per PK_TRAMP_SLOT_SIZE
  *
  * A slot (one per probe point P; aligned to its size, so a return address
@@ -114,10 +115,10 @@
  * twin saves the general registers and the flags as its stub does, then
  * reads the slot's owner (the word at slot +0): if its first byte has
  * PK_TRAMP_OWNER_GPR set (every probe linked there has the flag) it calls
- * the dispatcher with gpr 1 and saves no vector, mask or x87 state at
+ * the dispatcher with gpr = the owner and saves no vector, mask or x87 state at
  * all; else it goes on into its stub's vector save after the same
  * general-register save. The owner bit only picks the cheaper path; what
- * keeps the caller's vector registers safe is that a gpr-1 dispatch
+ * keeps the caller's vector registers safe is that a gpr dispatch
  * calls flagged handlers only (the dispatcher compiled without vector
  * registers, src/probe/probe.c).
  *
