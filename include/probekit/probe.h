@@ -85,7 +85,9 @@ typedef void (*pk_probe_handler_fn)(struct pk_probe *p, struct pk_regs *regs,
  * PK_PROBE_F_GPR_ONLY: the handlers touch general registers only, as the
  * kernel's own kprobe handlers do (they never use the FPU without
  * kernel_fpu_begin()). Then the trampoline saves no vector, mask or x87
- * state around them, which is most of a hit's cost.
+ * state around them, which is most of a hit's cost; at a function's entry
+ * regs->flags reads 0x202 (DF clear) instead of the flags (none is live
+ * there).
  *
  * The promise, for the pre- and post-handler and everything they call:
  * no SSE, AVX, AVX-512 or x87 instruction, and no MXCSR or x87 control
