@@ -406,7 +406,7 @@ static size_t vec_code(uint8_t *b, const struct pk_arch_vsave *v, int full,
 			 op " 448(%0), %%ymm14\n\t" op " 480(%0), %%ymm15"	\
 			 :: "r"(a) : "memory")
 
-__attribute__((target("general-regs-only"))) PK_NOPROBE
+__attribute__((target("general-regs-only"), no_sanitize_address)) PK_NOPROBE
 void *pk_arch_vsave_call(void *(*fn)(void *), void *arg)
 {
 	const struct pk_arch_vsave v = pk_arch_vsave;
