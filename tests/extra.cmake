@@ -725,3 +725,17 @@ add_test(NAME cli_time
 set_tests_properties(cli_time PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end time11 ----
+
+# ---- novec12: PK_PROBE_F_GPR_ONLY (issue 12, entry and return hit cost) ----
+# test_probe_gpr and stress_probe_gpr probe test_probe_vector's targets
+# (vector_targets.c, -mavx2); the tests check the CPU first.
+foreach(name test_probe_gpr stress_probe_gpr)
+  if(TARGET ${name})
+    target_sources(${name} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/vector_targets.c)
+    set_target_properties(${name} PROPERTIES ENABLE_EXPORTS ON)
+  endif()
+endforeach()
+if(TARGET test_probe_gpr)
+  pk_test_variant(test_probe_gpr hijack PROBEKIT_RETPROBE_HIJACK=1)
+endif()
+# ---- end novec12 ----
