@@ -56,7 +56,7 @@ set_tests_properties(sig_cli PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
 # ---- sig9: signal gaps of issue 9 item 1 (early ownership, handler masks,
 # more entry points, spurious EINTR, all-blocking helper threads) ----
 foreach(name test_sig_early test_sig_hmask test_sig_entries test_sig_eintr
-             test_sig_helper test_sig_exiting)
+             test_sig_helper test_sig_exiting test_sig_waitsig)
   if(TARGET ${name})
     set_target_properties(${name} PROPERTIES ENABLE_EXPORTS ON)
   endif()
