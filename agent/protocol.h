@@ -109,6 +109,9 @@ enum pka_mode {
 	PKA_MODE_COUNT = 1,	/* "count": struct pka_count slots */
 	PKA_MODE_TIME = 2,	/* "time": struct pka_time slots, and a
 				 * struct pka_time_area at mode_at */
+	PKA_MODE_TRACE = 3,	/* "trace": struct pka_count slots (calls
+				 * seen), a struct pka_trace_area at mode_at
+				 * and a ring file */
 };
 
 /*
@@ -365,6 +368,117 @@ static inline uint64_t pka_time_area_size(uint32_t nprobe)
 	return sizeof(struct pka_time_area) +
 	       PKA_TIME_THREADS * pka_time_thr_size(nprobe) +
 	       (uint64_t)pka_time_ncell(nprobe) * sizeof(struct pka_time_cell);
+}
+
+/*
+ * PKA_MODE_TRACE: one event per call (struct pka_trace_event: entry
+ * clock reading, duration, pid, tid, probe, depth, the first nargs
+ * integer argument registers, the return value), from a return probe,
+ * into a per-thread ring buffer in shared memory that the command drains
+ * while COMMAND runs and once it ended.
+ *
+ * Where the rings are, and why not in the record: a record is read whole
+ * (pread) at every poll and must stay about a megabyte at most; rings are
+ * --buffer-size per thread (1 MiB by default) and the command has to
+ * write each ring's tail back. So each process's agent makes a second
+ * file in the run's directory, PKA_TRACE_PREFIX<pid>-XXXXXX (a leading
+ * dot: never taken for a record, removed with the directory), names it in
+ * its record's area (ring[]), and maps it shared; the command maps it
+ * read-write. The file is sparse (ftruncate): a thread block's bytes are
+ * reserved (fallocate) when a thread first claims it, so a process of
+ * one thread costs one ring, and a full file system is a drop, never a
+ * SIGBUS.
+ *
+ * A ring: a struct pka_trace_thread then nslot events of ev_size bytes.
+ * One producer (the thread owning the block: claimed by compare-and-swap
+ * of owner as time's blocks are, a gone thread's taken over by a new one),
+ * one consumer (the command). The producer writes event head % nslot,
+ * then stores head + 1 (release); the consumer loads head (acquire),
+ * copies the events, then stores tail (release), which the producer
+ * loads (acquire) before it reuses a slot. A full ring (head - tail ==
+ * nslot) drops the new event and counts it in drops (the producer's; the
+ * command reads it with head). An event is in shared memory once its
+ * call returned: nothing needs flushing at exit, exec, _exit() or a
+ * fatal signal; a call still running then has no event.
+ *
+ * Filters applied in the agent, so that they cost no ring space:
+ * min_ns (--min-duration), depth (--depth: calls nested at most that deep
+ * among traced calls, 1 being the outermost), pid and tid (0: any).
+ * PKA_ENV_TRACE carries them and the sizes:
+ * "NARGS:BUFFER_BYTES:MIN_NS:DEPTH:PID:TID".
+ *
+ * A call that finds no ring (more than nthr threads alive at once in a
+ * process and its fork()ed children, or no room for the block) counts in
+ * the area's lost (atomic). The record's slots (struct pka_count) count
+ * the calls that returned and passed the filters, whatever became of
+ * their events: events + drops + lost == calls.
+ */
+#define PKA_ENV_TRACE "PROBEKIT_AGENT_TRACE"
+#define PKA_TRACE_PREFIX ".trace-"
+#define PKA_TRACE_MAGIC 0x706b7472u	/* "pktr" */
+#define PKA_TRACE_THREADS 64u
+#define PKA_TRACE_ARGS 6u
+#define PKA_TRACE_BUF_DEFAULT (1u << 20)
+#define PKA_TRACE_BUF_MIN 4096u
+#define PKA_TRACE_BUF_MAX (256u << 20)
+
+struct pka_trace_area {
+	char ring[32];		/* the ring file's name in the run's directory,
+				 * set before the first event; "" none yet */
+	int32_t status;		/* 0, or -errno: no ring file (nothing traced) */
+	uint32_t nargs;		/* argument registers kept per event */
+	uint64_t lost;		/* atomic: calls with no ring to go to */
+	uint64_t min_ns;	/* the filters the agent applied */
+	uint32_t depth, pid, tid;
+	uint32_t source;	/* the clock: enum pk_tsc_source */
+	uint64_t pad[1];
+};
+
+/* The ring file: this header (4096 bytes), then nthr blocks of thr_size. */
+struct pka_trace_file {
+	uint32_t magic;		/* PKA_TRACE_MAGIC */
+	uint32_t nthr;
+	uint64_t thr_size;	/* bytes of a block: a multiple of 4096 */
+	uint32_t ev_size;	/* bytes of an event: 40 + 8 * nargs */
+	uint32_t nslot;		/* events a ring holds */
+	uint64_t size;		/* of the file: 4096 + nthr * thr_size */
+};
+
+struct pka_trace_thread {
+	uint64_t owner;		/* atomic: pid << 32 | tid, or 0 */
+	uint64_t head;		/* producer: events written (release) */
+	uint64_t drops;		/* producer: events dropped, ring full */
+	uint32_t ready;		/* the block's bytes are reserved */
+	uint32_t pad0;
+	uint64_t pad1[4];
+	uint64_t tail;		/* consumer: events read (release) */
+	uint64_t pad2[7];
+	/* then nslot events */
+};
+
+struct pka_trace_event {
+	uint64_t t0;		/* entry: clock ticks (PKA_ENV_CLOCK's clock) */
+	uint64_t dur_ns;	/* inclusive duration */
+	uint32_t pid, tid;
+	uint32_t probe;		/* the record's probe */
+	uint16_t depth;		/* 1: outermost traced call of its thread */
+	uint16_t pad;
+	uint64_t ret;		/* rax at the return */
+	uint64_t args[];	/* nargs of rdi, rsi, rdx, rcx, r8, r9 */
+};
+
+static inline uint32_t pka_trace_ev_size(uint32_t nargs)
+{
+	return (uint32_t)sizeof(struct pka_trace_event) + 8u * nargs;
+}
+
+/* A block's bytes for rings of @buf bytes of events of @ev bytes. */
+static inline uint64_t pka_trace_thr_size(uint64_t buf, uint32_t ev)
+{
+	uint64_t n = buf / ev;
+
+	return (sizeof(struct pka_trace_thread) + n * ev + 4095u) &
+	       ~(uint64_t)4095u;
 }
 
 #endif /* PK_AGENT_PROTOCOL_H */
