@@ -407,17 +407,19 @@ static inline uint64_t pka_time_area_size(uint32_t nprobe)
  * PKA_ENV_TRACE carries them and the sizes:
  * "NARGS:BUFFER_BYTES:MIN_NS:DEPTH:PID:TID".
  *
- * A call that finds no ring (more than nthr threads alive at once in a
- * process and its fork()ed children, or no room for the block) counts in
- * the area's lost (atomic). The record's slots (struct pka_count) count
- * the calls that returned and passed the filters, whatever became of
- * their events: events + drops + lost == calls.
+ * A call that finds no ring at its entry (more than nthr threads alive
+ * at once in a process and its fork()ed children, or no room for the
+ * block) counts in the area's lost (atomic), before any filter but pid
+ * and tid. The record's slots (struct pka_count) are not used. So for
+ * the calls that returned and passed the filters, events + drops == calls
+ * when lost is 0.
  */
 #define PKA_ENV_TRACE "PROBEKIT_AGENT_TRACE"
 #define PKA_TRACE_PREFIX ".trace-"
 #define PKA_TRACE_MAGIC 0x706b7472u	/* "pktr" */
 #define PKA_TRACE_THREADS 64u
 #define PKA_TRACE_ARGS 6u
+#define PKA_TRACE_DEPTH 128u	/* PK_RETPROBE_DEPTH: calls in flight a thread */
 #define PKA_TRACE_BUF_DEFAULT (1u << 20)
 #define PKA_TRACE_BUF_MIN 4096u
 #define PKA_TRACE_BUF_MAX (256u << 20)
@@ -453,6 +455,8 @@ struct pka_trace_thread {
 	uint64_t pad1[4];
 	uint64_t tail;		/* consumer: events read (release) */
 	uint64_t pad2[7];
+	uint64_t sp[PKA_TRACE_DEPTH]; /* producer's: the entry stack pointers
+				 * of its traced calls in flight (agent/trace.c) */
 	/* then nslot events */
 };
 

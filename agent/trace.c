@@ -31,12 +31,17 @@
  * ring has one writer at a time: its owner thread.
  *
  * Depth: the nesting among traced calls, kept per thread as a stack of
- * the entry stack pointers of the calls in flight. A call's entry pops
- * the entries whose stack pointer is at or below its own (calls that
- * were left by longjmp or an exception, whose return never came), so
- * depth stays right without a return; a return restores the depth its
- * entry saw. Calls deeper than --depth are skipped at entry (no return
- * handler, nothing pushed: everything inside them is deeper still).
+ * the entry stack pointers of the calls in flight (in the thread's block,
+ * not in TLS: 1 KiB of initial-exec TLS does not fit in every process's
+ * static TLS, an ASan one's for one). A call's entry pops the entries
+ * whose stack pointer is at or below its own (calls that were left by
+ * longjmp or an exception, whose return never came), so depth stays right
+ * without a return; a return restores the depth its entry saw. Calls
+ * deeper than --depth are skipped at entry (no return handler, nothing
+ * pushed: everything inside them is deeper still). So a thread claims its
+ * block at its first traced entry; a call that finds none is lost there.
+ * A fork()ed child starts its depth at 0 again in a block of its own (the
+ * calls it inherited still restore their depth as they return).
  *
  * Durations are raw (the return handler's clock minus the entry's), not
  * less an overhead as time's: a trace shows when each call ran, and a
@@ -57,7 +62,6 @@ static __thread uint32_t tr_pid TLS, tr_tid TLS;
 static __thread unsigned int tr_fails TLS;
 static __thread unsigned char tr_skip TLS;	/* 1 filtered out, 2 no ring */
 static __thread uint32_t tr_depth TLS;
-static __thread uint64_t tr_sp[PK_RETPROBE_DEPTH] TLS;
 
 /* A call's data: 16 + 8 * nargs bytes, rounded to 16. */
 struct tr_call {
@@ -113,19 +117,25 @@ static int tr_entry(struct pk_retprobe *rp, struct pk_regs *regs, void *data,
 		    void *ctx)
 {
 	struct tr_call *c = data;
+	struct pka_trace_thread *t = tr_self;
 	uint32_t d = tr_depth;
 
 	(void)rp;
 	(void)ctx;
 	if (pka_busy || !tr_f)
 		return 1;
+	if (!t && !(t = ring())) {
+		if (tr_skip != 1)
+			__atomic_fetch_add(&tr_a->lost, 1, __ATOMIC_RELAXED);
+		return 1;
+	}
 	/* Calls left without a return (longjmp, exceptions) are gone. */
-	while (d && tr_sp[d - 1] <= regs->rsp)
+	while (d && t->sp[d - 1] <= regs->rsp)
 		d--;
 	tr_depth = d;
-	if ((tr_maxdepth && d >= tr_maxdepth) || d >= PK_RETPROBE_DEPTH)
+	if ((tr_maxdepth && d >= tr_maxdepth) || d >= PKA_TRACE_DEPTH)
 		return 1;
-	tr_sp[d] = regs->rsp;
+	t->sp[d] = regs->rsp;
 	tr_depth = d + 1;
 	c->depth = d;
 	for (uint32_t i = 0; i < tr_nargs; i++)
@@ -148,6 +158,7 @@ static void tr_ret(struct pk_retprobe *rp, struct pk_regs *regs, void *data,
 	ns = pk_tsc_to_ns(&tr_clk, t1 - c->t0);
 	if (ns < tr_min)
 		return;
+	/* Its entry claimed one; not so in a fork()ed child's first returns. */
 	t = tr_self;
 	if (!t && !(t = ring())) {
 		if (tr_skip != 1)
@@ -285,6 +296,7 @@ static void tr_atfork_child(void)
 	tr_tid = 0;
 	tr_skip = 0;
 	tr_fails = 0;
+	tr_depth = 0;
 }
 
 static void tr_start(struct pka_header *h)

@@ -7,7 +7,7 @@
 # the protobuf decoded by protoc against the vendored fixture, as many
 # slices as the JSON has events; drops with a tiny --buffer-size (events +
 # drops == calls, said in the summary and in the file); --min-duration,
-# --depth, --pid/--tid, --args 6; _exit, SIGKILL and exec lose no event
+# --depth (after longjmp too), --pid/--tid, --args 6; _exit, SIGKILL and exec lose no event
 # already returned; usage errors.
 # usage: cli-trace.sh PROBEKIT TRACE_TARGET SANITIZED SOURCE_DIR
 # shellcheck source=tests/cli_common.sh
@@ -125,6 +125,12 @@ check "--depth 1: 30 trace_g, only the 7 trace_f called at depth 1" \
 run trace --depth 2 -p trace_f -p trace_g -o "$tmp/t.json" -- "$target" nest 30 calls 7
 check "--depth 2: 30 trace_g, 67 trace_f" \
 	"[ \$rc -eq 0 ] && js 'len(by(\"trace_g\")) == 30 and len(by(\"trace_f\")) == 67'"
+
+# A call left by longjmp() has no return: the next entry finds it gone
+# (its stack pointer), so trace_g is still at depth 1 after 5 of them.
+run trace --depth 1 -p trace_jmp -p trace_g -o "$tmp/t.json" -- "$target" jmp 5 nest 3
+check "--depth 1 after 5 longjmp()s out of trace_jmp: 3 trace_g, no trace_jmp event" \
+	"[ \$rc -eq 0 ] && js 'len(by(\"trace_g\")) == 3 and not by(\"trace_jmp\")'"
 
 # --- --pid / --tid: another process's, another thread's: nothing ---------
 run trace --pid 1 -p trace_f -o "$tmp/t.json" -- "$target" calls 100 fork 100

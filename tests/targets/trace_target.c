@@ -11,6 +11,7 @@
  *   fork N        a fork()ed child does "calls N" and _exit()s; waited for
  *   spin K NS     K calls of trace_spin(NS) (spins NS ns) and K calls of
  *                 trace_quick() (returns at once), interleaved
+ *   jmp N         N times trace_jmp(i), which leaves by longjmp() (no return)
  *   args N        trace_args6(i, i+1, .. i+5) for i = 0 .. N-1 (returns i)
  *   _exit         end here with _exit(3) (no destructor, no atexit)
  *   kill          end here by SIGKILL
@@ -18,6 +19,7 @@
  *   all remaining words are the new program's actions
  */
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,6 +30,7 @@
 #include <unistd.h>
 
 static volatile uint64_t sink;
+static jmp_buf env;
 
 /* noipa: no clone (trace_f.isra.0) the spec would not name. */
 __attribute__((noinline, noipa)) uint64_t trace_f(uint64_t i)
@@ -47,6 +50,12 @@ __attribute__((noinline, noipa)) uint64_t trace_args6(uint64_t a, uint64_t b,
 {
 	sink += a + b + c + d + e + f;
 	return a;
+}
+
+__attribute__((noinline, noipa)) uint64_t trace_jmp(uint64_t i)
+{
+	sink += i;
+	longjmp(env, 1);
 }
 
 static uint64_t now_ns(void)
@@ -76,6 +85,13 @@ static void calls(uint64_t n)
 {
 	for (uint64_t i = 0; i < n; i++)
 		sink += trace_f(i);
+}
+
+static __attribute__((noinline)) void jmps(uint64_t n)
+{
+	for (volatile uint64_t k = 0; k < n; k++)
+		if (!setjmp(env))
+			trace_jmp(k);
 }
 
 static void *thread_main(void *arg)
@@ -123,6 +139,8 @@ int main(int argc, char **argv)
 				sink += trace_spin(ns);
 				sink += trace_quick((uint64_t)j);
 			}
+		} else if (!strcmp(a, "jmp") && i + 1 < argc) {
+			jmps(strtoull(argv[++i], NULL, 0));
 		} else if (!strcmp(a, "args") && i + 1 < argc) {
 			uint64_t n = strtoull(argv[++i], NULL, 0);
 
