@@ -727,6 +727,12 @@ static int trace_main(int argc, char **argv)
 			"(nothing traced there)\n", c.ring_failed,
 			c.ring_failed == 1 ? "" : "es");
 	code = pkc_run_verdict(&r, code);
+	/* A trace missing calls is incomplete too. */
+	if (r.strict && (c.drops || c.lost)) {
+		fprintf(stderr, "probekit: --strict: the trace misses %llu "
+			"calls\n", (unsigned long long)(c.drops + c.lost));
+		code = PKC_EXIT_OWN;
+	}
 	if (wrote)
 		code = wrote;
 out:
@@ -759,7 +765,7 @@ const struct pkc_cmd pkc_cmd_trace = {
 		"      --pid PID, --tid TID  only calls of that process, that thread\n"
 		"      --format F    json (trace-event JSON, default) or perfetto (protobuf)\n"
 		"  -o, --output FILE the trace (required)\n"
-		"      --strict      exit 125 if anything is missing from the trace\n"
+		"      --strict      exit 125 if anything is missing from the trace (drops too)\n"
 		"      --wait-all    once COMMAND ended, wait for its descendants too\n",
 	.main = trace_main,
 };

@@ -110,6 +110,12 @@ check "drops: status 0, summary: $ev events + $dr dropped == 200000, dropped > 0
 check "... in the file: $ev X events, the thread's name says $dr dropped" \
 	"js 'len(X) == $ev and any(e[\"name\"] == \"thread_name\" and \"$dr events dropped\" in e[\"args\"][\"name\"] for e in M)'"
 
+run trace --strict --buffer-size 4096 -p trace_f -o "$tmp/t.json" -- "$target" calls 200000
+check "... with --strict: 125, says how many calls the trace misses" \
+	"[ \$rc -eq 125 ] && grep -q 'strict: the trace misses [1-9][0-9]* calls' \"$tmp/err\""
+run trace --strict -p trace_f -o "$tmp/t.json" -- "$target" calls 1000
+check "... --strict without drops: 0" "[ \$rc -eq 0 ] && js 'len(X) == 1000'"
+
 # --- --min-duration: trace_spin (200 us) kept, trace_quick dropped in the agent
 run trace --min-duration 100us -p trace_spin -p trace_quick -o "$tmp/t.json" -- "$target" spin 20 200000
 check "--min-duration 100us: 20 trace_spin events of >= 200 us, no trace_quick" \
