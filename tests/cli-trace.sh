@@ -43,6 +43,18 @@ def threads(): return sorted({(e["pid"], e["tid"]) for e in X})
 def contains(g, f):
     return (g["tid"] == f["tid"] and g["pid"] == f["pid"] and f["ts"] >= g["ts"]
             and f["ts"] + f["dur"] <= g["ts"] + g["dur"] + 0.0005)
+def nest():
+    # Per thread: any two calls are disjoint or one holds the other (1 ns slack: rounding).
+    for p, t in threads():
+        stack = []
+        for e in sorted(by_thread(p, t), key=lambda e: (e["ts"], -e["dur"])):
+            while stack and e["ts"] >= stack[-1] - 0.001:
+                stack.pop()
+            if stack and e["ts"] + e["dur"] > stack[-1] + 0.001:
+                return False
+            stack.append(e["ts"] + e["dur"])
+    return True
+def by_thread(p, t): return [e for e in X if e["pid"] == p and e["tid"] == t]
 r = eval("(" + sys.argv[2] + "\n)")
 if not r:
     print("check failed:", sys.argv[2], file=sys.stderr)
@@ -81,6 +93,7 @@ check "... 50 trace_g(i), ret 4i+2, each containing trace_f(i) and trace_f(i+1) 
 	     for g in by(\"trace_g\"))'"
 check "... calls of one thread in order: by ts, trace_f's first $N are i = 0 .. $N-1" \
 	"js 'all([a(e, 0) for e in sorted(by(\"trace_f\", p, t), key=lambda e: e[\"ts\"])][:$N] == list(range($N)) for p, t in threads())'"
+check "... every thread's calls nest (disjoint or one inside the other)" "js 'nest()'"
 cp "$tmp/t.json" "$tmp/main.json"
 
 # --- the same calls as Perfetto's protobuf, decoded by protoc ------------
@@ -101,15 +114,17 @@ else
 	echo "skip perfetto: protoc missing (Debian: protobuf-compiler)"
 fi
 
-# --- drops: a 4 KiB ring (102 events) against a burst of 200000 calls ----
-run trace --buffer-size 4096 -p trace_f -o "$tmp/t.json" -- "$target" calls 200000
+# --- drops: a 4 KiB ring (102 events) against a burst of 2000000 calls
+# (a fraction of a second: drained live every 10 ms, so more than one
+# ring's worth is kept) ---
+run trace --buffer-size 4096 -p trace_f -o "$tmp/t.json" -- "$target" calls 2000000
 ev=$(summary 1)
 dr=$(summary 2)
-check "drops: status 0, summary: $ev events + $dr dropped == 200000, dropped > 0, said to be the buffer" \
-	"[ \$rc -eq 0 ] && [ \"\$dr\" -gt 0 ] && [ \$((ev + dr)) -eq 200000 ] && grep -q 'larger --buffer-size' \"$tmp/err\""
+check "drops: status 0, summary: $ev events + $dr dropped == 2000000, dropped > 0, said to be the buffer" \
+	"[ \$rc -eq 0 ] && [ \"\$dr\" -gt 0 ] && [ \$((ev + dr)) -eq 2000000 ] && grep -q 'larger --buffer-size' \"$tmp/err\""
+check "... drained while COMMAND ran: $ev events > the 102 a ring holds" "[ \"\$ev\" -gt 102 ]"
 check "... in the file: $ev X events, the thread's name says $dr dropped" \
 	"js 'len(X) == $ev and any(e[\"name\"] == \"thread_name\" and \"$dr events dropped\" in e[\"args\"][\"name\"] for e in M)'"
-
 run trace --strict --buffer-size 4096 -p trace_f -o "$tmp/t.json" -- "$target" calls 200000
 check "... with --strict: 125, says how many calls the trace misses" \
 	"[ \$rc -eq 125 ] && grep -q 'strict: the trace misses [1-9][0-9]* calls' \"$tmp/err\""
