@@ -421,6 +421,7 @@ static inline uint64_t pka_time_area_size(uint32_t nprobe)
 #define PKA_TRACE_ARGS 6u
 #define PKA_TRACE_DEPTH 128u	/* PK_RETPROBE_DEPTH: calls in flight a thread */
 #define PKA_TRACE_BUF_DEFAULT (1u << 20)
+#define PKA_TRACE_CHUNK (64u << 10)
 #define PKA_TRACE_BUF_MIN 4096u
 #define PKA_TRACE_BUF_MAX (256u << 20)
 
@@ -450,9 +451,11 @@ struct pka_trace_thread {
 	uint64_t owner;		/* atomic: pid << 32 | tid, or 0 */
 	uint64_t head;		/* producer: events written (release) */
 	uint64_t drops;		/* producer: events dropped, ring full */
-	uint32_t ready;		/* the block's bytes are reserved */
-	uint32_t pad0;
-	uint64_t pad1[4];
+	uint32_t ready;		/* its first PKA_TRACE_CHUNK bytes are reserved */
+	uint32_t pad0;		/* producer's: the next event's slot */
+	uint64_t reserved;	/* producer's: bytes of the block reserved,
+				 * from its start (page-aligned) */
+	uint64_t pad1[3];
 	uint64_t tail;		/* consumer: events read (release) */
 	uint64_t pad2[7];
 	uint64_t sp[PKA_TRACE_DEPTH]; /* producer's: the entry stack pointers

@@ -22,13 +22,14 @@
  * (pka_block_claim()), both in time.c.
  *
  * The hit path (tr_entry(), tr_ret()) is async-signal-safe: no malloc,
- * no lock, raw system calls only when a thread claims its block (and
- * reserves the block's bytes with MADV_POPULATE_WRITE: no file
- * descriptor is kept open in the program, so a program that closes every
- * descriptor, or reuses the number, cannot be hurt; a full file system
- * fails the madvise, which becomes this thread's lost calls, not a
- * SIGBUS). Probe hits inside our handlers are the library's misses, so a
- * ring has one writer at a time: its owner thread.
+ * no lock; raw system calls only when a thread claims its block and as
+ * its ring reaches bytes not reserved yet (MADV_POPULATE_WRITE, 64 KiB
+ * at a time: protocol.h, PKA_TRACE_CHUNK). No file descriptor is kept
+ * open in the program, so a program that closes every descriptor, or
+ * reuses the number, cannot be hurt; a full file system fails the
+ * madvise, which becomes lost calls (at the claim) or drops (later),
+ * never a SIGBUS. Probe hits inside our handlers are the library's
+ * misses, so a ring has one writer at a time: its owner thread.
  *
  * Depth: the nesting among traced calls, kept per thread as a stack of
  * the entry stack pointers of the calls in flight (in the thread's block,
@@ -102,12 +103,16 @@ static struct pka_trace_thread *ring(void)
 		return NULL;
 	t = thr((uint32_t)b);
 	if (!__atomic_load_n(&t->ready, __ATOMIC_ACQUIRE)) {
-		if (pka_sys(SYS_madvise, (long)t, (long)tr_thr_size,
+		uint64_t len = tr_thr_size < PKA_TRACE_CHUNK ? tr_thr_size :
+			       PKA_TRACE_CHUNK;
+
+		if (pka_sys(SYS_madvise, (long)t, (long)len,
 			    MADV_POPULATE_WRITE)) {
 			__atomic_store_n(&t->owner, 0, __ATOMIC_RELEASE);
 			tr_skip = 2;
 			return NULL;
 		}
+		t->reserved = len;
 		__atomic_store_n(&t->ready, 1, __ATOMIC_RELEASE);
 	}
 	return tr_self = t;
@@ -176,6 +181,21 @@ static void tr_ret(struct pk_retprobe *rp, struct pk_regs *regs, void *data,
 	if (pos >= tr_nslot)
 		pos = (uint32_t)(head % tr_nslot);
 	e = (struct pka_trace_event *)((char *)(t + 1) + (uint64_t)pos * tr_ev);
+	/* The ring's next bytes, reserved as the producer reaches them. */
+	if (__builtin_expect((char *)(e + 1) + 8 * tr_nargs >
+			     (char *)t + t->reserved, 0)) {
+		uint64_t len = tr_thr_size - t->reserved;
+
+		if (len > PKA_TRACE_CHUNK)
+			len = PKA_TRACE_CHUNK;
+		if (pka_sys(SYS_madvise, (long)((char *)t + t->reserved),
+			    (long)len, MADV_POPULATE_WRITE)) {
+			__atomic_store_n(&t->drops, t->drops + 1,
+					 __ATOMIC_RELAXED);
+			return;
+		}
+		t->reserved += len;
+	}
 	e->t0 = c->t0;
 	e->dur_ns = ns;
 	e->pid = tr_pid;
