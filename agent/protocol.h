@@ -384,14 +384,18 @@ static inline uint64_t pka_time_area_size(uint32_t nprobe)
  * file in the run's directory, PKA_TRACE_PREFIX<pid>-XXXXXX (a leading
  * dot: never taken for a record, removed with the directory), names it in
  * its record's area (ring[]), and maps it shared; the command maps it
- * read-write. The file is sparse (ftruncate): a thread block's bytes are
- * reserved (fallocate) when a thread first claims it, so a process of
- * one thread costs one ring, and a full file system is a drop, never a
- * SIGBUS.
+ * read-write. The file is sparse (ftruncate) but for its header and the
+ * rings' indices (posix_fallocate): a block's bytes are reserved
+ * (MADV_POPULATE_WRITE, which fails where a write would be SIGBUS)
+ * PKA_TRACE_CHUNK bytes at a time as its producer reaches them, so a
+ * thread of ten calls costs 64 KiB, and a full file system is lost calls
+ * or drops, never a SIGBUS; neither side touches a block's bytes before
+ * they are reserved (ready), so the command's reads fault in no hole.
  *
- * A ring: a struct pka_trace_thread then nslot events of ev_size bytes.
- * One producer (the thread owning the block: claimed by compare-and-swap
- * of owner as time's blocks are, a gone thread's taken over by a new one),
+ * A ring: its indices (struct pka_trace_thread) in the file's header,
+ * its nslot events of ev_size bytes in its block. One producer (the
+ * thread owning the ring: claimed by compare-and-swap of owner as time's
+ * blocks are, a gone thread's taken over by a new one),
  * one consumer (the command). The producer writes event head % nslot,
  * then stores head + 1 (release); the consumer loads head (acquire),
  * copies the events, then stores tail (release), which the producer
@@ -437,30 +441,43 @@ struct pka_trace_area {
 	uint64_t pad[1];
 };
 
-/* The ring file: this header (4096 bytes), then nthr blocks of thr_size. */
+/*
+ * The ring file: this header (a page), then nthr struct pka_trace_thread
+ * (the rings' indices, PKA_TRACE_HDR bytes in all with the header, always
+ * reserved: nothing reads or writes a block before its bytes are), then
+ * nthr blocks of thr_size bytes, each a struct pka_trace_ring.
+ */
 struct pka_trace_file {
 	uint32_t magic;		/* PKA_TRACE_MAGIC */
 	uint32_t nthr;
 	uint64_t thr_size;	/* bytes of a block: a multiple of 4096 */
 	uint32_t ev_size;	/* bytes of an event: 40 + 8 * nargs */
 	uint32_t nslot;		/* events a ring holds */
-	uint64_t size;		/* of the file: 4096 + nthr * thr_size */
+	uint64_t size;		/* of the file: PKA_TRACE_HDR + nthr * thr_size */
 };
 
+/* One ring's indices: the producer's cache line, then the consumer's. */
 struct pka_trace_thread {
 	uint64_t owner;		/* atomic: pid << 32 | tid, or 0 */
 	uint64_t head;		/* producer: events written (release) */
 	uint64_t drops;		/* producer: events dropped, ring full */
-	uint32_t ready;		/* its first PKA_TRACE_CHUNK bytes are reserved */
-	uint32_t pad0;		/* producer's: the next event's slot */
+	uint32_t ready;		/* its block's first PKA_TRACE_CHUNK bytes are
+				 * reserved (release) */
+	uint32_t pos;		/* producer's: the next event's slot */
 	uint64_t reserved;	/* producer's: bytes of the block reserved,
 				 * from its start (page-aligned) */
 	uint64_t pad1[3];
 	uint64_t tail;		/* consumer: events read (release) */
 	uint64_t pad2[7];
+};
+
+#define PKA_TRACE_HDR (4096u + PKA_TRACE_THREADS * \
+		       (uint32_t)sizeof(struct pka_trace_thread))
+
+/* A block: the producer's depth stack, then nslot events. */
+struct pka_trace_ring {
 	uint64_t sp[PKA_TRACE_DEPTH]; /* producer's: the entry stack pointers
 				 * of its traced calls in flight (agent/trace.c) */
-	/* then nslot events */
 };
 
 struct pka_trace_event {
@@ -484,7 +501,7 @@ static inline uint64_t pka_trace_thr_size(uint64_t buf, uint32_t ev)
 {
 	uint64_t n = buf / ev;
 
-	return (sizeof(struct pka_trace_thread) + n * ev + 4095u) &
+	return (sizeof(struct pka_trace_ring) + n * ev + 4095u) &
 	       ~(uint64_t)4095u;
 }
 

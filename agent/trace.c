@@ -59,6 +59,7 @@ static uint64_t tr_min, tr_thr_size;
 
 #define TLS __attribute__((tls_model("initial-exec")))
 static __thread struct pka_trace_thread *tr_self TLS;
+static __thread struct pka_trace_ring *tr_ring TLS;	/* tr_self's block */
 static __thread uint32_t tr_pid TLS, tr_tid TLS;
 static __thread unsigned int tr_fails TLS;
 static __thread unsigned char tr_skip TLS;	/* 1 filtered out, 2 no ring */
@@ -74,8 +75,13 @@ struct tr_call {
 
 static struct pka_trace_thread *thr(uint32_t b)
 {
-	return (struct pka_trace_thread *)((char *)tr_f + 4096 +
-					   (uint64_t)b * tr_thr_size);
+	return (struct pka_trace_thread *)((char *)tr_f + 4096) + b;
+}
+
+static struct pka_trace_ring *blk(uint32_t b)
+{
+	return (struct pka_trace_ring *)((char *)tr_f + PKA_TRACE_HDR +
+					 (uint64_t)b * tr_thr_size);
 }
 
 /*
@@ -98,7 +104,7 @@ static struct pka_trace_thread *ring(void)
 			return NULL;
 		}
 	}
-	b = pka_block_claim(&thr(0)->owner, tr_f->nthr, tr_thr_size, &tr_fails);
+	b = pka_block_claim(&thr(0)->owner, tr_f->nthr, sizeof(*t), &tr_fails);
 	if (b < 0)
 		return NULL;
 	t = thr((uint32_t)b);
@@ -106,7 +112,7 @@ static struct pka_trace_thread *ring(void)
 		uint64_t len = tr_thr_size < PKA_TRACE_CHUNK ? tr_thr_size :
 			       PKA_TRACE_CHUNK;
 
-		if (pka_sys(SYS_madvise, (long)t, (long)len,
+		if (pka_sys(SYS_madvise, (long)blk((uint32_t)b), (long)len,
 			    MADV_POPULATE_WRITE)) {
 			__atomic_store_n(&t->owner, 0, __ATOMIC_RELEASE);
 			tr_skip = 2;
@@ -115,6 +121,7 @@ static struct pka_trace_thread *ring(void)
 		t->reserved = len;
 		__atomic_store_n(&t->ready, 1, __ATOMIC_RELEASE);
 	}
+	tr_ring = blk((uint32_t)b);
 	return tr_self = t;
 }
 
@@ -135,12 +142,12 @@ static int tr_entry(struct pk_retprobe *rp, struct pk_regs *regs, void *data,
 		return 1;
 	}
 	/* Calls left without a return (longjmp, exceptions) are gone. */
-	while (d && t->sp[d - 1] <= regs->rsp)
+	while (d && tr_ring->sp[d - 1] <= regs->rsp)
 		d--;
 	tr_depth = d;
 	if ((tr_maxdepth && d >= tr_maxdepth) || d >= PKA_TRACE_DEPTH)
 		return 1;
-	t->sp[d] = regs->rsp;
+	tr_ring->sp[d] = regs->rsp;
 	tr_depth = d + 1;
 	c->depth = d;
 	for (uint32_t i = 0; i < tr_nargs; i++)
@@ -177,18 +184,19 @@ static void tr_ret(struct pk_retprobe *rp, struct pk_regs *regs, void *data,
 		__atomic_store_n(&t->drops, t->drops + 1, __ATOMIC_RELAXED);
 		return;
 	}
-	pos = t->pad0;
+	pos = t->pos;
 	if (pos >= tr_nslot)
 		pos = (uint32_t)(head % tr_nslot);
-	e = (struct pka_trace_event *)((char *)(t + 1) + (uint64_t)pos * tr_ev);
+	e = (struct pka_trace_event *)((char *)(tr_ring + 1) +
+				       (uint64_t)pos * tr_ev);
 	/* The ring's next bytes, reserved as the producer reaches them. */
-	if (__builtin_expect((char *)(e + 1) + 8 * tr_nargs >
-			     (char *)t + t->reserved, 0)) {
+	if (__builtin_expect((char *)e + tr_ev > (char *)tr_ring + t->reserved,
+			     0)) {
 		uint64_t len = tr_thr_size - t->reserved;
 
 		if (len > PKA_TRACE_CHUNK)
 			len = PKA_TRACE_CHUNK;
-		if (pka_sys(SYS_madvise, (long)((char *)t + t->reserved),
+		if (pka_sys(SYS_madvise, (long)((char *)tr_ring + t->reserved),
 			    (long)len, MADV_POPULATE_WRITE)) {
 			__atomic_store_n(&t->drops, t->drops + 1,
 					 __ATOMIC_RELAXED);
@@ -206,7 +214,7 @@ static void tr_ret(struct pk_retprobe *rp, struct pk_regs *regs, void *data,
 	e->ret = regs->rax;
 	for (uint32_t i = 0; i < tr_nargs; i++)
 		e->args[i] = c->args[i];
-	t->pad0 = pos + 1 == tr_nslot ? 0 : pos + 1;
+	t->pos = pos + 1 == tr_nslot ? 0 : pos + 1;
 	/* Release: a consumer that sees head sees the event. */
 	__atomic_store_n(&t->head, head + 1, __ATOMIC_RELEASE);
 }
@@ -257,8 +265,8 @@ static uint64_t tr_config(void)
 }
 
 /*
- * The ring file: dir/.trace-<pid>-XXXXXX, sparse, its header page
- * reserved, mapped shared. 0, or -errno.
+ * The ring file: dir/.trace-<pid>-XXXXXX, sparse, its header and the
+ * rings' indices reserved, mapped shared. 0, or -errno.
  */
 static int tr_file(struct pka_trace_area *a, uint64_t buf)
 {
@@ -271,9 +279,9 @@ static int tr_file(struct pka_trace_area *a, uint64_t buf)
 
 	tr_ev = pka_trace_ev_size(tr_nargs);
 	tr_thr_size = pka_trace_thr_size(buf, tr_ev);
-	tr_nslot = (uint32_t)((tr_thr_size - sizeof(struct pka_trace_thread)) /
+	tr_nslot = (uint32_t)((tr_thr_size - sizeof(struct pka_trace_ring)) /
 			      tr_ev);
-	size = 4096 + PKA_TRACE_THREADS * tr_thr_size;
+	size = PKA_TRACE_HDR + PKA_TRACE_THREADS * tr_thr_size;
 	/* ftruncate() past ulimit -f would be SIGXFSZ. */
 	if (!getrlimit(RLIMIT_FSIZE, &rl) && rl.rlim_cur != RLIM_INFINITY &&
 	    rl.rlim_cur < size)
@@ -285,7 +293,8 @@ static int tr_file(struct pka_trace_area *a, uint64_t buf)
 	fd = mkostemp(path, O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (ftruncate(fd, (off_t)size) || (err = posix_fallocate(fd, 0, 4096))) {
+	if (ftruncate(fd, (off_t)size) ||
+	    (err = posix_fallocate(fd, 0, PKA_TRACE_HDR))) {
 		err = err ? -err : -errno;
 		close(fd);
 		unlink(path);
@@ -313,6 +322,7 @@ static int tr_file(struct pka_trace_area *a, uint64_t buf)
 static void tr_atfork_child(void)
 {
 	tr_self = NULL;
+	tr_ring = NULL;
 	tr_tid = 0;
 	tr_skip = 0;
 	tr_fails = 0;

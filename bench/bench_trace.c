@@ -87,15 +87,16 @@ static void empty_dir(uint64_t *events, uint64_t *drops)
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
 		if (!strncmp(e->d_name, PKA_TRACE_PREFIX, strlen(PKA_TRACE_PREFIX)) &&
 		    (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
-			if (!fstat(fd, &st) && st.st_size >= 4096 &&
+			if (!fstat(fd, &st) && st.st_size >= PKA_TRACE_HDR &&
 			    (p = mmap(NULL, (size_t)st.st_size, PROT_READ,
 				      MAP_SHARED, fd, 0)) != MAP_FAILED) {
 				const struct pka_trace_file *f = p;
 
 				for (uint32_t b = 0; f->magic == PKA_TRACE_MAGIC &&
 				     b < f->nthr; b++) {
-					const struct pka_trace_thread *t = (const void *)
-						((const char *)p + 4096 + b * f->thr_size);
+					const struct pka_trace_thread *t =
+						(const struct pka_trace_thread *)
+						((const char *)p + 4096) + b;
 
 					*events += t->head;
 					*drops += t->drops;

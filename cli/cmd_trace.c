@@ -219,7 +219,7 @@ static struct ring *ring_get(struct ctx *c, const struct pka_header *h,
 	if (fd < 0)
 		return NULL;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-	    st.st_nlink != 1 || st.st_size < 4096) {
+	    st.st_nlink != 1 || st.st_size < PKA_TRACE_HDR) {
 		close(fd);
 		return NULL;
 	}
@@ -232,9 +232,9 @@ static struct ring *ring_get(struct ctx *c, const struct pka_header *h,
 	if (__atomic_load_n(&f->magic, __ATOMIC_ACQUIRE) != PKA_TRACE_MAGIC ||
 	    f->size != (uint64_t)st.st_size || !f->nthr ||
 	    f->nthr > PKA_TRACE_THREADS || f->thr_size % 4096 ||
-	    f->size != 4096 + (uint64_t)f->nthr * f->thr_size ||
+	    f->size != PKA_TRACE_HDR + (uint64_t)f->nthr * f->thr_size ||
 	    f->ev_size != pka_trace_ev_size(a->nargs) || !f->nslot ||
-	    sizeof(struct pka_trace_thread) + (uint64_t)f->nslot * f->ev_size >
+	    sizeof(struct pka_trace_ring) + (uint64_t)f->nslot * f->ev_size >
 	    f->thr_size) {
 		munmap(p, (size_t)st.st_size);
 		return NULL;
@@ -302,8 +302,11 @@ static void drain(struct ctx *c, struct ring *rg, const struct pka_header *h)
 	const struct pka_trace_file *f = rg->f;
 
 	for (uint32_t b = 0; b < f->nthr && !c->oom; b++) {
-		struct pka_trace_thread *t = (void *)((char *)f + 4096 +
-						      (uint64_t)b * f->thr_size);
+		struct pka_trace_thread *t = (struct pka_trace_thread *)
+					     ((char *)f + 4096) + b;
+		const char *ev0 = (const char *)f + PKA_TRACE_HDR +
+				  (uint64_t)b * f->thr_size +
+				  sizeof(struct pka_trace_ring);
 		uint64_t head, tail, drops, owner;
 		struct thr *th;
 
@@ -316,8 +319,7 @@ static void drain(struct ctx *c, struct ring *rg, const struct pka_header *h)
 			tail = head - f->nslot;
 		for (; tail != head; tail++) {
 			const struct pka_trace_event *e = (const void *)
-				((const char *)(t + 1) +
-				 (tail % f->nslot) * f->ev_size);
+				(ev0 + (tail % f->nslot) * f->ev_size);
 			struct pk_trace_event *o;
 			uint32_t fid = probe_fid(c, rg, h, e->probe);
 
