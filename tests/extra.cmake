@@ -739,3 +739,18 @@ if(TARGET test_probe_gpr)
   pk_test_variant(test_probe_gpr hijack PROBEKIT_RETPROBE_HIJACK=1)
 endif()
 # ---- end novec12 ----
+# ---- trace11: probekit trace, per-call traces (issue 11) ----
+# cli-trace.sh: known calls (arguments, returns, nesting, threads, a fork()ed
+# child) checked event by event in the JSON (python3) and the protobuf
+# (protoc --decode), drops, --min-duration, --depth, --pid/--tid, --args,
+# _exit, SIGKILL and exec, usage errors.
+add_executable(trace_target ${CMAKE_CURRENT_SOURCE_DIR}/targets/trace_target.c)
+# Every function its own, whatever the build type (the agent probes them).
+target_compile_options(trace_target PRIVATE -O2)
+target_link_libraries(trace_target PRIVATE pthread)
+add_test(NAME cli_trace
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli-trace.sh $<TARGET_FILE:probekit_cli>
+          $<TARGET_FILE:trace_target> ${PK_CLI_SANITIZED} ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli_trace PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
+# ---- end trace11 ----
