@@ -71,6 +71,8 @@ struct xc_ent {
 };
 
 static int xc_fd = -1;
+/* This program's path, as the symbol layer names the main object. */
+static char xc_exe[4096];
 static struct xc_ent *xc;
 static size_t xc_n, xc_cap;
 /* xc's entries by key (open addressing: index + 1, 0 empty), 2x xc_cap. */
@@ -190,6 +192,8 @@ void pka_xcache_open(const char *dir)
 		xc_fd = -1;
 		return;
 	}
+	got = readlink("/proc/self/exe", xc_exe, sizeof(xc_exe) - 1);
+	xc_exe[got > 0 ? got : 0] = 0;
 	/* One read of the whole file, then as many entries as check out. */
 	if (st.st_size < (off_t)sizeof(*xc) ||
 	    st.st_size > (off_t)(1u << 26))
@@ -428,8 +432,11 @@ int __wrap_pk_sym_func_at(uintptr_t addr, struct pk_func *out)
  * Specs: what a spec names depends on every object of the link map (the
  * lookup order) and nothing else, so its answer (the function's object,
  * by its place in the link map, and its offset there) is keyed by the
- * spec and the build ids of all objects in order. Any object without
- * one: not cached. A hit saves the symbol lookup (~100 us a spec, most of
+ * spec and the build ids and names (the main program's: its path) of
+ * all objects in order: a spec's OBJECT is matched by name, so the same
+ * bytes under another name or path are not the object the spec names
+ * (a byte copy of libz, libz.so for libz.so.1). Any object without a
+ * build id: not cached. A hit saves the symbol lookup (~100 us a spec, most of
  * it a name search through every object's symbol table); the probe is
  * then created at the address, and checked as any other.
  */
@@ -449,6 +456,7 @@ static int lm_each(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct lm_sig *g = arg;
 	struct xc_find f = { 0 };
+	const char *name;
 
 	(void)size;
 	for (int i = 0; i < info->dlpi_phnum && !f.id; i++)
@@ -458,6 +466,14 @@ static int lm_each(struct dl_phdr_info *info, size_t size, void *arg)
 		g->ok = 0;
 	else
 		g->h = fnv(g->h, f.id, f.id_len);
+	/*
+	 * And its name: the symbol layer matches a spec's OBJECT by it
+	 * (object_matches()), so a copy of a library under another name,
+	 * or the same file by another path, is another question.
+	 */
+	name = info->dlpi_name && *info->dlpi_name ? info->dlpi_name :
+	       xc_exe;
+	g->h = fnv(g->h, name, strlen(name) + 1);
 	if (g->n == g->want)
 		g->bias = info->dlpi_addr;
 	if (g->addr && !g->found) {
@@ -529,7 +545,7 @@ void pka_xcache_spec_put(const char *spec, void *addr)
  * the probe layer's refused functions (src/probe/noprobe.c asks for
  * "libc.so.6:pthread_sigmask" once per process, 0.8 ms of reading and
  * sorting libc's symbols), a late spec by name (late.c). Keyed as specs
- * are (the spec and every object's build id, in link-map order); the
+ * are (the spec and every object's build id and name, in link-map order); the
  * answer is the object's place in the link map, the offset from its
  * bias, size, table, flags, name and version. Only plain answers are
  * kept: no IFUNC (this process's resolver chose it), no file on disk,
@@ -627,9 +643,12 @@ int __wrap_pk_sym_lookup(const char *spec, struct pk_sym *out)
 		return __real_pk_sym_lookup(spec, out);
 	}
 	ret = __real_pk_sym_lookup(spec, out);
+	/* A failed lookup's @out is not written: nothing to read there. */
+	if (ret)
+		return ret;
 	nl = strlen(out->name);
 	vl = strlen(out->version);
-	if (ret || (out->flags & ~(unsigned int)(PK_SYM_F_GLOBAL |
+	if ((out->flags & ~(unsigned int)(PK_SYM_F_GLOBAL |
 						 PK_SYM_F_COMPAT)) ||
 	    out->impl[0] || out->file[0] || !out->size ||
 	    nl + 1 + vl + 1 > sizeof(e.name))

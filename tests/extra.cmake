@@ -725,3 +725,19 @@ add_test(NAME cli_time
 set_tests_properties(cli_time PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end time11 ----
+
+# ---- agentfix7: the run's cache by object name, late globs' slots (review of issue 10) ----
+# agent_late_names.sh: a spec's OBJECT matched by name in every process of
+# a run (the cache keyed by names too), same-named functions of two
+# libraries loaded in one dlopen() (libdupa.so needs libdupb.so), and
+# globs over more functions than the reserved slots, long names.
+add_executable(agent_dlcall agent_dlcall.c)
+target_link_libraries(agent_dlcall PRIVATE ${CMAKE_DL_LIBS})
+target_compile_options(agent_dlcall PRIVATE -O2 -fno-sanitize=all)
+target_link_options(agent_dlcall PRIVATE -fno-sanitize=all)
+add_test(NAME agent_late_names
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/agent_late_names.sh $<TARGET_FILE:probekit_cli>
+          $<TARGET_FILE:agent_dlcall> ${PK_CLI_SANITIZED})
+set_tests_properties(agent_late_names PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+# ---- end agentfix7 ----
