@@ -73,6 +73,18 @@ struct xc_ent {
 static int xc_fd = -1;
 /* This program's path, as the symbol layer names the main object. */
 static char xc_exe[4096];
+/*
+ * The link map's signature (lm_each()'s hash and ok) as of its last
+ * dlpi_adds and dlpi_subs: the same for every spec of a plan, so it is
+ * computed once (20 objects' build ids and names, for each of a
+ * thousand specs, was a millisecond of start-up).
+ */
+static struct {
+	unsigned long long adds, subs;
+	uint64_t h;
+	int ok, valid;
+} lm_last;
+
 static struct xc_ent *xc;
 static size_t xc_n, xc_cap;
 /* xc's entries by key (open addressing: index + 1, 0 empty), 2x xc_cap. */
@@ -194,6 +206,7 @@ void pka_xcache_open(const char *dir)
 	}
 	got = readlink("/proc/self/exe", xc_exe, sizeof(xc_exe) - 1);
 	xc_exe[got > 0 ? got : 0] = 0;
+	lm_last.valid = 0;
 	/* One read of the whole file, then as many entries as check out. */
 	if (st.st_size < (off_t)sizeof(*xc) ||
 	    st.st_size > (off_t)(1u << 26))
@@ -488,17 +501,40 @@ static int lm_each(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+static int lm_gen(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	unsigned long long *gen = arg;
+
+	(void)size;
+	gen[0] = info->dlpi_adds;
+	gen[1] = info->dlpi_subs;
+	return 1;
+}
+
 static int spec_key(struct xc_ent *e, uint16_t kind, const char *spec,
 		    struct lm_sig *g)
 {
+	unsigned long long gen[2] = { 0, 0 };
 	uint64_t k[4];
 	size_t len = strlen(spec);
 
 	if (xc_fd < 0)
 		return 0;
-	g->h = 1469598103934665603ull;
-	g->ok = 1;
-	dl_iterate_phdr(lm_each, g);
+	dl_iterate_phdr(lm_gen, gen);
+	if (!g->addr && lm_last.valid && lm_last.adds == gen[0] &&
+	    lm_last.subs == gen[1]) {
+		g->h = lm_last.h;
+		g->ok = lm_last.ok;
+	} else {
+		g->h = 1469598103934665603ull;
+		g->ok = 1;
+		dl_iterate_phdr(lm_each, g);
+		lm_last.adds = gen[0];
+		lm_last.subs = gen[1];
+		lm_last.h = g->h;
+		lm_last.ok = g->ok;
+		lm_last.valid = 1;
+	}
 	if (!g->ok || (g->addr && !g->found))
 		return 0;
 	k[0] = g->h;
