@@ -56,6 +56,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -301,9 +302,11 @@ static void open_one(struct stat_ctx *c, int i, pid_t pid)
  * Privileged execs. The kernel detaches a task's perf events at an exec
  * that leaves it not dumpable (begin_new_exec(): perf_event_exit_task()):
  * a set-user-ID program whose owner is not the real user, a set-group-ID
- * one whose group is not the real group, and a file the user may run but
- * not read. What they count until then stays in the counters, nothing
- * after: near zero, for a counter that would read as counted.
+ * one whose group is not the real group, one with file capabilities (not
+ * root), and a file the user may run but not read. A script's set-ID bits
+ * and no_new_privs make the exec a plain one. What they count until then
+ * stays in the counters, nothing after: near zero, for a counter that
+ * would read as counted.
  */
 
 /* @cmd as execvp() finds it, into @out: 0, or -errno. */
@@ -333,6 +336,19 @@ static int find_cmd(const char *cmd, char *out, size_t len)
 	return -ENOENT;
 }
 
+/* Whether @path starts with "#!" (unreadable: not known, so no). */
+static int script(const char *path)
+{
+	char hb[2];
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), is;
+
+	if (fd < 0)
+		return 0;
+	is = read(fd, hb, 2) == 2 && hb[0] == '#' && hb[1] == '!';
+	close(fd);
+	return is;
+}
+
 /* Why COMMAND's own exec leaves it not dumpable, into c->detach, or "". */
 static void check_detach(struct stat_ctx *c, const char *cmd)
 {
@@ -344,12 +360,19 @@ static void check_detach(struct stat_ctx *c, const char *cmd)
 	if (find_cmd(cmd, path, sizeof(path)) || stat(path, &st) ||
 	    !S_ISREG(st.st_mode))
 		return;		/* execvp() says so, as it would anyway */
+	/* A script's set-ID bits are not honoured (its interpreter runs). */
+	if (script(path))
+		nnp = 1;
 	if (!nnp && (st.st_mode & S_ISUID) && st.st_uid != getuid())
 		snprintf(c->detach, sizeof(c->detach), "%.200s is set-user-ID "
 			 "(owner uid %u)", path, (unsigned int)st.st_uid);
 	else if (!nnp && (st.st_mode & S_ISGID) && st.st_gid != getgid())
 		snprintf(c->detach, sizeof(c->detach), "%.200s is set-group-ID "
 			 "(group gid %u)", path, (unsigned int)st.st_gid);
+	else if (!nnp && getuid() &&
+		 getxattr(path, "security.capability", NULL, 0) > 0)
+		snprintf(c->detach, sizeof(c->detach), "%.200s has file "
+			 "capabilities", path);
 	else if (faccessat(AT_FDCWD, path, R_OK, AT_EACCESS))
 		snprintf(c->detach, sizeof(c->detach), "%.200s may be run but "
 			 "not read", path);
