@@ -94,13 +94,15 @@ else
 fi
 
 # ---- 4. long names (C++): each named (item 3) ----
-if [ -e "$L/libstdc++.so.6" ]; then
+# (Not in a sanitizer build: its ASan runtime, preloaded, loads
+# libstdc++ at start-up, where the glob takes every function it matches.)
+if [ -e "$L/libstdc++.so.6" ] && [ "$sanitized" = 0 ]; then
 	run count -p 'libstdc++.so.6:_ZNSt*' -o "$tmp/rep" -- "$dlcall" libstdc++.so.6 _ZNSt9exceptionD2Ev 0
 	n=$(listed)
 	check "libstdc++.so.6:_ZNSt* (names of 71 bytes on average): 1024 named (got $n), none '(functions not named)'" \
 		'[ $rc -eq 0 ] && [ "$n" = 1024 ] && ! grep -q "functions not named" "$tmp/rep"'
 else
-	echo "skip libstdc++.so.6: not installed"
+	echo "skip libstdc++.so.6: not installed, or a sanitizer build"
 fi
 
 finish
