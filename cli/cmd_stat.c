@@ -415,12 +415,12 @@ static void mark_detached(struct stat_ctx *c)
 		if (e->state == EV_NOT_SUPPORTED)
 			continue;
 		if (e->state == EV_COUNTED)
-			snprintf(e->why, sizeof(e->why), "detached at a "
-				 "privileged exec (read %.0f until then)",
-				 e->value);
+			snprintf(e->why, sizeof(e->why), "detached at an "
+				 "exec that made it not dumpable (read %.0f "
+				 "until then)", e->value);
 		else if (!e->why[0])
-			snprintf(e->why, sizeof(e->why), "detached at a "
-				 "privileged exec");
+			snprintf(e->why, sizeof(e->why), "detached at an "
+				 "exec that made it not dumpable");
 		e->state = EV_NOT_COUNTED;
 		e->scaled = 0;
 	}

@@ -243,6 +243,15 @@ if [ $root = 1 ] && [ "$sanitized" = 0 ] && command -v setpriv >/dev/null 2>&1 &
 	else
 		echo "     (no set-user-ID root program found: /usr/bin/mount, su, passwd)"
 	fi
+	# A program nobody may run but not read: not dumpable either.
+	nr=$(mktemp -d /tmp/pk-stat-noread.XXXXXX)
+	chmod 755 "$nr"
+	cp /usr/bin/true "$nr/true"
+	chmod 711 "$nr/true"
+	(cd / && asnobody "$pk_abs" stat --json -- "$nr/true") >/dev/null 2>"$tmp/j"
+	check "as nobody, a program it may run but not read: no counter counted, said why" \
+		'J "v(\"task-clock\") is None and \"not read\" in j[\"detached\"]"'
+	rm -rf "$nr"
 else
 	echo "     (not run as nobody: not root, a sanitizer build, no setpriv, or the build tree not nobody's to run)"
 fi
