@@ -225,6 +225,7 @@ void pka_late_init(struct pka_header *h, const char *dir, const char *specs,
 #define PKA_LATE_SLOTS 1024u
 #define PKA_LATE_BUDGET 8192u	/* reserved in all, whatever the number of globs */
 #define PKA_LATE_NAME 40u	/* pool bytes reserved a late function's name */
+#define PKA_LATE_NAMES_EXTRA (128u << 10) /* and for longer ones, a record */
 int pka_late_possible(void);
 
 /*

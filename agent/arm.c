@@ -344,6 +344,7 @@ struct pka_plan *pka_plan(const char *specs)
 	int late = 0;
 	/* Room for late globs in all: records stay small however many. */
 	uint32_t late_left = PKA_LATE_BUDGET;
+	int late_any = 0;
 
 	for (const char *c = specs; *c; c++)
 		n += *c == PKA_SEP;
@@ -490,9 +491,17 @@ struct pka_plan *pka_plan(const char *specs)
 		pl->nprobe += pl->count[i] ? pl->count[i] :
 			      pl->late[i] ? pl->late[i] : 1;
 		pl->names += (size_t)pl->late[i] * PKA_LATE_NAME;
+		late_any |= pl->late[i] != 0;
 		if (pl->nprobe > PKA_SPECS_MAX * 4u)
 			goto fail;
 	}
+	/*
+	 * PKA_LATE_NAME is a C library's name (libcrypto's: 36 bytes on
+	 * average); C++ names are twice that (libstdc++'s: 71): room for
+	 * them whoever's slots they are in, once a record.
+	 */
+	if (late_any)
+		pl->names += PKA_LATE_NAMES_EXTRA;
 	plan_alias(pl);
 	return pl;
 fail:

@@ -35,9 +35,15 @@
  * (pk_sym_each()) and every function it matches that has no probe of it
  * armed takes one, all in the same batch as the names. A function that
  * had a slot before (its library closed and opened again) takes that
- * one, found by name, so its counts add up under one name; a new one the
- * next free slot, its name written into the record's pool. Functions
- * past the reserved slots are left out, and the spec says how many.
+ * one, found by its object's basename and its name, so its counts add up
+ * under one name; a new one the next free slot, its name written into
+ * the record's pool (OBJECT:NAME for both where two objects have a
+ * function of that name, as start-up names them). A slot is taken from
+ * the moment it is handed out until its object is closed: two functions
+ * of one name in the same batch never share one. Functions past the
+ * reserved slots are left out, and the spec's left_out says how many
+ * (the most left out at one load: every load expands the glob again
+ * over every object loaded, so those are counted at each).
  *
  * Not covered: libraries loaded into another namespace (dlmopen()), which
  * the symbol layer does not see; specs that were armed at start-up are
@@ -67,7 +73,9 @@ static unsigned char *late_glob;	/* per spec: 1, it owns reserved slots */
 static uint32_t *late_used;	/* per glob spec: slots given out */
 static uint32_t *late_over;	/* per glob spec: functions left out */
 static char **slot_name;	/* per probe slot: its function, or NULL */
-static unsigned char *slot_live; /* per probe slot: a probe armed there */
+static char **slot_obj;		/* per probe slot: its object's basename */
+/* Per probe slot: taken by a function (from glob_slot() to late_close()). */
+static unsigned char *slot_live;
 
 /* What one load arms, as one batch. */
 struct batch {
@@ -156,28 +164,80 @@ struct glob_ctx {
 	struct batch *b;
 	uint32_t spec;
 	uint32_t rank;		/* functions seen so far: the likely slot */
+	uint32_t over;		/* functions given no slot at this load */
 	int err;
 };
 
-/* The slot of spec @i for function @name: its old one, or a new one. */
-static int glob_slot(uint32_t i, uint32_t rank, const char *name)
+static int slot_is(uint32_t k, const char *obj, const char *name)
+{
+	return slot_name[k] && !strcmp(slot_name[k], name) &&
+	       !strcmp(slot_obj[k], obj);
+}
+
+/*
+ * Another function of spec @i named @name, from another object than @obj,
+ * has a slot: both are named OBJECT:NAME, as start-up names the functions
+ * of one spec found in several objects (arm.c, plan_objects()).
+ */
+static void glob_collide(uint32_t i, uint32_t k, const char *obj,
+			 const char *name)
+{
+	const struct pka_spec *sp = pka_record_spec(late_h, i);
+	char *q;
+	int other = 0;
+
+	for (uint32_t j = sp->first; j < sp->first + late_used[i]; j++) {
+		if (j == k || !slot_name[j] || strcmp(slot_name[j], name) ||
+		    !strcmp(slot_obj[j], obj))
+			continue;
+		other = 1;
+		if (*slot_obj[j] && asprintf(&q, "%s:%s", slot_obj[j], name) >= 0) {
+			pka_record_name(late_h, j, q);
+			free(q);
+		}
+	}
+	if (other && *obj && asprintf(&q, "%s:%s", obj, name) >= 0) {
+		pka_record_name(late_h, k, q);
+		free(q);
+	}
+}
+
+/*
+ * The slot of spec @i for function @name of object @obj (a basename):
+ * its old one, or a new one; taken (slot_live) from now on.
+ */
+static int glob_slot(uint32_t i, uint32_t rank, const char *obj,
+		     const char *name)
 {
 	struct pka_spec *sp = pka_record_spec(late_h, i);
 	uint32_t k;
 
 	if (rank < late_used[i] && !slot_live[sp->first + rank] &&
-	    slot_name[sp->first + rank] &&
-	    !strcmp(slot_name[sp->first + rank], name))
-		return (int)(sp->first + rank);
-	for (k = 0; k < late_used[i]; k++)
-		if (!slot_live[sp->first + k] && slot_name[sp->first + k] &&
-		    !strcmp(slot_name[sp->first + k], name))
-			return (int)(sp->first + k);
+	    slot_is(sp->first + rank, obj, name))
+		k = sp->first + rank;
+	else
+		for (k = sp->first; k < sp->first + late_used[i]; k++)
+			if (!slot_live[k] && slot_is(k, obj, name))
+				break;
+	if (k < sp->first + late_used[i]) {
+		slot_live[k] = 1;
+		return (int)k;
+	}
 	if (late_used[i] >= sp->nprobe)
 		return -1;
 	k = sp->first + late_used[i]++;
 	slot_name[k] = strdup(name);
+	slot_obj[k] = strdup(obj);
+	if (!slot_name[k] || !slot_obj[k]) {
+		free(slot_name[k]);
+		free(slot_obj[k]);
+		slot_name[k] = slot_obj[k] = NULL;
+		late_used[i]--;
+		return -1;
+	}
+	slot_live[k] = 1;
 	pka_record_name(late_h, k, name);
+	glob_collide(i, k, obj, name);
 	return (int)k;
 }
 
@@ -186,6 +246,7 @@ static int glob_sym(const struct pk_sym *s, void *arg)
 	struct glob_ctx *g = arg;
 	/* Whole: name, @version, " -> ", impl (as arm.c's plan_sym()). */
 	char name[sizeof(s->name) + sizeof(s->version) + sizeof(s->impl) + 8];
+	const char *obj;
 	void *p;
 	int k;
 
@@ -205,9 +266,11 @@ static int glob_sym(const struct pk_sym *s, void *arg)
 		 (s->flags & PK_SYM_F_COMPAT) ? s->version : "",
 		 (s->flags & PK_SYM_F_IFUNC) && s->impl[0] ? " -> " : "",
 		 (s->flags & PK_SYM_F_IFUNC) ? s->impl : "");
-	k = glob_slot(g->spec, g->rank++, name);
+	obj = strrchr(s->object, '/');
+	obj = obj ? obj + 1 : s->object;
+	k = glob_slot(g->spec, g->rank++, obj, name);
 	if (k < 0) {
-		late_over[g->spec]++;
+		g->over++;
 		return 0;
 	}
 	PK_OPTS(pk_probe_opts, o, .addr = (void *)s->addr);
@@ -218,10 +281,12 @@ static int glob_sym(const struct pk_sym *s, void *arg)
 	if (g->err) {
 		__atomic_store_n(&pka_record_probe(late_h, (uint32_t)k)->status,
 				 g->err, __ATOMIC_RELEASE);
+		slot_live[k] = 0;
 		return 0;
 	}
 	if (batch_add(g->b, p, g->spec, (uint32_t)k)) {
 		pka_hook_destroy(late_m, p);
+		slot_live[k] = 0;
 		return -ENOMEM;
 	}
 	return 0;
@@ -256,8 +321,19 @@ static void late_load(void)
 		if (late_glob[i]) {
 			struct glob_ctx g = { .b = &b, .spec = i };
 
-			if (pk_sym_each(late_spec[i], glob_sym, &g) == -ENOMEM)
-				goto out;
+			rc = pk_sym_each(late_spec[i], glob_sym, &g);
+			/*
+			 * Every loaded object it matches was expanded again:
+			 * g.over is what is left out now (the most seen, in
+			 * the record; functions armed before are not in it).
+			 */
+			if (g.over > late_over[i]) {
+				late_over[i] = g.over;
+				__atomic_store_n(&pka_record_spec(late_h, i)->left_out,
+						 g.over, __ATOMIC_RELEASE);
+			}
+			if (rc == -ENOMEM)
+				goto drop;
 			continue;
 		}
 		if (late_armed[i])
@@ -266,7 +342,7 @@ static void late_load(void)
 		if (!pka_hook_create(late_m, &o, &p) &&
 		    batch_add(&b, p, i, pka_record_spec(late_h, i)->first)) {
 			pka_hook_destroy(late_m, p);
-			goto out;
+			goto drop;
 		}
 	}
 	if (!b.n)
@@ -282,6 +358,7 @@ static void late_load(void)
 			if (!rc)
 				pka_hook_unregister(late_m, &b.p[j], 1);
 			pka_hook_destroy(late_m, b.p[j]);
+			slot_live[b.probe[j]] = 0;
 			continue;
 		}
 		o.addr = info.func;
@@ -298,15 +375,13 @@ static void late_load(void)
 		late_armed[l->spec] = 1;
 		late_probe_armed(l->spec, l->probe, info.kind == PK_PROBE_INT3);
 	}
-	for (uint32_t i = 0; i < late_n; i++)
-		if (late_glob[i] && late_over[i]) {
-			char msg[PKA_WHY_LEN];
-
-			snprintf(msg, sizeof(msg), "%u of its functions in libraries "
-				 "loaded later found no room (%u reserved)",
-				 late_over[i], pka_record_spec(late_h, i)->nprobe);
-			pka_record_why(late_h, i, msg);
-		}
+	goto out;
+drop:
+	/* No memory: nothing of this load armed, its slots free again. */
+	for (size_t j = 0; j < b.n; j++) {
+		pka_hook_destroy(late_m, b.p[j]);
+		slot_live[b.probe[j]] = 0;
+	}
 out:
 	free(b.p);
 	free(b.spec);
@@ -395,9 +470,10 @@ void pka_late_init(struct pka_header *h, const char *dir, const char *specs,
 	late_used = calloc(h->n ? h->n : 1, sizeof(*late_used));
 	late_over = calloc(h->n ? h->n : 1, sizeof(*late_over));
 	slot_name = calloc(h->nprobe ? h->nprobe : 1, sizeof(*slot_name));
+	slot_obj = calloc(h->nprobe ? h->nprobe : 1, sizeof(*slot_obj));
 	slot_live = calloc(h->nprobe ? h->nprobe : 1, 1);
 	if (!late_spec || !late_armed || !late_glob || !late_used ||
-	    !late_over || !slot_name || !slot_live)
+	    !late_over || !slot_name || !slot_obj || !slot_live)
 		return;
 	for (s = strtok_r(list, sep, &save); s && n < h->n;
 	     s = strtok_r(NULL, sep, &save), n++) {

@@ -125,7 +125,9 @@ struct pka_spec {
 	uint32_t nprobe;	/* and how many it has */
 	uint32_t why;		/* its failure's log line: 1 + offset in the
 				 * pool, or 0 */
-	uint32_t pad;
+	uint32_t left_out;	/* a late glob's functions not probed: no
+				 * room left among its reserved slots (0
+				 * before version 7's late globs said it) */
 };
 
 /* One probe a spec expanded to in one process: the function it is on. */

@@ -71,6 +71,20 @@ struct xc_ent {
 };
 
 static int xc_fd = -1;
+/* This program's path, as the symbol layer names the main object. */
+static char xc_exe[4096];
+/*
+ * The link map's signature (lm_each()'s hash and ok) as of its last
+ * dlpi_adds and dlpi_subs: the same for every spec of a plan, so it is
+ * computed once (20 objects' build ids and names, for each of a
+ * thousand specs, was a millisecond of start-up).
+ */
+static struct {
+	unsigned long long adds, subs;
+	uint64_t h;
+	int ok, valid;
+} lm_last;
+
 static struct xc_ent *xc;
 static size_t xc_n, xc_cap;
 /* xc's entries by key (open addressing: index + 1, 0 empty), 2x xc_cap. */
@@ -190,6 +204,9 @@ void pka_xcache_open(const char *dir)
 		xc_fd = -1;
 		return;
 	}
+	got = readlink("/proc/self/exe", xc_exe, sizeof(xc_exe) - 1);
+	xc_exe[got > 0 ? got : 0] = 0;
+	lm_last.valid = 0;
 	/* One read of the whole file, then as many entries as check out. */
 	if (st.st_size < (off_t)sizeof(*xc) ||
 	    st.st_size > (off_t)(1u << 26))
@@ -428,8 +445,11 @@ int __wrap_pk_sym_func_at(uintptr_t addr, struct pk_func *out)
  * Specs: what a spec names depends on every object of the link map (the
  * lookup order) and nothing else, so its answer (the function's object,
  * by its place in the link map, and its offset there) is keyed by the
- * spec and the build ids of all objects in order. Any object without
- * one: not cached. A hit saves the symbol lookup (~100 us a spec, most of
+ * spec and the build ids and names (the main program's: its path) of
+ * all objects in order: a spec's OBJECT is matched by name, so the same
+ * bytes under another name or path are not the object the spec names
+ * (a byte copy of libz, libz.so for libz.so.1). Any object without a
+ * build id: not cached. A hit saves the symbol lookup (~100 us a spec, most of
  * it a name search through every object's symbol table); the probe is
  * then created at the address, and checked as any other.
  */
@@ -449,6 +469,7 @@ static int lm_each(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct lm_sig *g = arg;
 	struct xc_find f = { 0 };
+	const char *name;
 
 	(void)size;
 	for (int i = 0; i < info->dlpi_phnum && !f.id; i++)
@@ -458,6 +479,14 @@ static int lm_each(struct dl_phdr_info *info, size_t size, void *arg)
 		g->ok = 0;
 	else
 		g->h = fnv(g->h, f.id, f.id_len);
+	/*
+	 * And its name: the symbol layer matches a spec's OBJECT by it
+	 * (object_matches()), so a copy of a library under another name,
+	 * or the same file by another path, is another question.
+	 */
+	name = info->dlpi_name && *info->dlpi_name ? info->dlpi_name :
+	       xc_exe;
+	g->h = fnv(g->h, name, strlen(name) + 1);
 	if (g->n == g->want)
 		g->bias = info->dlpi_addr;
 	if (g->addr && !g->found) {
@@ -472,17 +501,40 @@ static int lm_each(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+static int lm_gen(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	unsigned long long *gen = arg;
+
+	(void)size;
+	gen[0] = info->dlpi_adds;
+	gen[1] = info->dlpi_subs;
+	return 1;
+}
+
 static int spec_key(struct xc_ent *e, uint16_t kind, const char *spec,
 		    struct lm_sig *g)
 {
+	unsigned long long gen[2] = { 0, 0 };
 	uint64_t k[4];
 	size_t len = strlen(spec);
 
 	if (xc_fd < 0)
 		return 0;
-	g->h = 1469598103934665603ull;
-	g->ok = 1;
-	dl_iterate_phdr(lm_each, g);
+	dl_iterate_phdr(lm_gen, gen);
+	if (!g->addr && lm_last.valid && lm_last.adds == gen[0] &&
+	    lm_last.subs == gen[1]) {
+		g->h = lm_last.h;
+		g->ok = lm_last.ok;
+	} else {
+		g->h = 1469598103934665603ull;
+		g->ok = 1;
+		dl_iterate_phdr(lm_each, g);
+		lm_last.adds = gen[0];
+		lm_last.subs = gen[1];
+		lm_last.h = g->h;
+		lm_last.ok = g->ok;
+		lm_last.valid = 1;
+	}
 	if (!g->ok || (g->addr && !g->found))
 		return 0;
 	k[0] = g->h;
@@ -529,7 +581,7 @@ void pka_xcache_spec_put(const char *spec, void *addr)
  * the probe layer's refused functions (src/probe/noprobe.c asks for
  * "libc.so.6:pthread_sigmask" once per process, 0.8 ms of reading and
  * sorting libc's symbols), a late spec by name (late.c). Keyed as specs
- * are (the spec and every object's build id, in link-map order); the
+ * are (the spec and every object's build id and name, in link-map order); the
  * answer is the object's place in the link map, the offset from its
  * bias, size, table, flags, name and version. Only plain answers are
  * kept: no IFUNC (this process's resolver chose it), no file on disk,
@@ -627,9 +679,12 @@ int __wrap_pk_sym_lookup(const char *spec, struct pk_sym *out)
 		return __real_pk_sym_lookup(spec, out);
 	}
 	ret = __real_pk_sym_lookup(spec, out);
+	/* A failed lookup's @out is not written: nothing to read there. */
+	if (ret)
+		return ret;
 	nl = strlen(out->name);
 	vl = strlen(out->version);
-	if (ret || (out->flags & ~(unsigned int)(PK_SYM_F_GLOBAL |
+	if ((out->flags & ~(unsigned int)(PK_SYM_F_GLOBAL |
 						 PK_SYM_F_COMPAT)) ||
 	    out->impl[0] || out->file[0] || !out->size ||
 	    nl + 1 + vl + 1 > sizeof(e.name))

@@ -141,6 +141,9 @@ struct pkc_spec {
 	int last_err;		/* the last -errno seen */
 	char why[PKA_WHY_LEN];	/* and its log line */
 	int int3;		/* processes that armed it as an int3 probe */
+	unsigned long left_out;	/* a late glob's functions not probed (no
+				 * room), summed over processes */
+	int left_procs;		/* processes that left some out */
 };
 
 /*

@@ -53,7 +53,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -112,6 +115,7 @@ struct stat_ctx {
 	struct ev ev[N_EV];
 	struct timespec t0;
 	const char *fail;	/* PROBEKIT_STAT_FAIL */
+	char detach[320];	/* why COMMAND's exec detaches them, or "" */
 };
 
 /* Whether comma-separated @list names @name, or is "all". */
@@ -294,6 +298,134 @@ static void open_one(struct stat_ctx *c, int i, pid_t pid)
 		e->user_only = 0;
 }
 
+/*
+ * Privileged execs. The kernel detaches a task's perf events at an exec
+ * that leaves it not dumpable (begin_new_exec(): perf_event_exit_task()):
+ * a set-user-ID program whose owner is not the real user, a set-group-ID
+ * one whose group is not the real group, one with file capabilities (not
+ * root), and a file the user may run but not read. A script's set-ID bits
+ * and no_new_privs make the exec a plain one. What they count until then
+ * stays in the counters, nothing after: near zero, for a counter that
+ * would read as counted.
+ */
+
+/* @cmd as execvp() finds it, into @out: 0, or -errno. */
+static int find_cmd(const char *cmd, char *out, size_t len)
+{
+	const char *pathv = getenv("PATH");
+	char *copy, *save = NULL;
+
+	if (strchr(cmd, '/')) {
+		snprintf(out, len, "%s", cmd);
+		return 0;
+	}
+	copy = strdup(pathv ? pathv : "/bin:/usr/bin");
+	if (!copy)
+		return -ENOMEM;
+	for (char *d = strtok_r(copy, ":", &save); d;
+	     d = strtok_r(NULL, ":", &save)) {
+		struct stat st;
+
+		snprintf(out, len, "%s/%s", *d ? d : ".", cmd);
+		if (!stat(out, &st) && S_ISREG(st.st_mode) && !access(out, X_OK)) {
+			free(copy);
+			return 0;
+		}
+	}
+	free(copy);
+	return -ENOENT;
+}
+
+/* Whether @path starts with "#!" (unreadable: not known, so no). */
+static int script(const char *path)
+{
+	char hb[2];
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), is;
+
+	if (fd < 0)
+		return 0;
+	is = read(fd, hb, 2) == 2 && hb[0] == '#' && hb[1] == '!';
+	close(fd);
+	return is;
+}
+
+/* Why COMMAND's own exec leaves it not dumpable, into c->detach, or "". */
+static void check_detach(struct stat_ctx *c, const char *cmd)
+{
+	char path[4096];
+	struct stat st;
+	int nnp = prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1;
+
+	c->detach[0] = 0;
+	if (find_cmd(cmd, path, sizeof(path)) || stat(path, &st) ||
+	    !S_ISREG(st.st_mode))
+		return;		/* execvp() says so, as it would anyway */
+	/* A script's set-ID bits are not honoured (its interpreter runs). */
+	if (script(path))
+		nnp = 1;
+	if (!nnp && (st.st_mode & S_ISUID) && st.st_uid != getuid())
+		snprintf(c->detach, sizeof(c->detach), "%.200s is set-user-ID "
+			 "(owner uid %u)", path, (unsigned int)st.st_uid);
+	else if (!nnp && (st.st_mode & S_ISGID) && st.st_gid != getgid())
+		snprintf(c->detach, sizeof(c->detach), "%.200s is set-group-ID "
+			 "(group gid %u)", path, (unsigned int)st.st_gid);
+	else if (!nnp && getuid() &&
+		 getxattr(path, "security.capability", NULL, 0) > 0)
+		snprintf(c->detach, sizeof(c->detach), "%.200s has file "
+			 "capabilities", path);
+	else if (faccessat(AT_FDCWD, path, R_OK, AT_EACCESS))
+		snprintf(c->detach, sizeof(c->detach), "%.200s may be run but "
+			 "not read", path);
+	else
+		return;
+	snprintf(c->detach + strlen(c->detach),
+		 sizeof(c->detach) - strlen(c->detach), ": the kernel "
+		 "detaches perf counters at its exec (the process stops being "
+		 "dumpable)");
+}
+
+/*
+ * After the run: task-clock far below the CPU time COMMAND's rusage says
+ * it used is a counter detached on the way (a privileged program exec'd
+ * later in COMMAND, as check_detach() says of COMMAND itself). Every
+ * counter is then not counted: each stopped there.
+ */
+static void check_detached(struct stat_ctx *c, const struct rusage *ru)
+{
+	const struct ev *t = &c->ev[EV_TASK_CLOCK];
+	double cpu = ((double)ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1e9 +
+		     ((double)ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) * 1e3;
+
+	if (c->detach[0] || t->state != EV_COUNTED || cpu < 1e6 ||
+	    t->value >= cpu / 2)
+		return;
+	snprintf(c->detach, sizeof(c->detach), "detached while COMMAND ran: "
+		 "task-clock %.3f ms, but COMMAND's rusage %.3f ms of CPU (a "
+		 "set-user-ID, set-group-ID or unreadable program exec'd in "
+		 "COMMAND; the kernel detaches perf counters there)",
+		 t->value / 1e6, cpu / 1e6);
+}
+
+/* Every counter not counted, because of c->detach. */
+static void mark_detached(struct stat_ctx *c)
+{
+	for (int i = 0; i < N_EV; i++) {
+		struct ev *e = &c->ev[i];
+
+		if (e->state == EV_NOT_SUPPORTED)
+			continue;
+		if (e->state == EV_COUNTED)
+			snprintf(e->why, sizeof(e->why), "detached at an "
+				 "exec that made it not dumpable (read %.0f "
+				 "until then)", e->value);
+		else if (!e->why[0])
+			snprintf(e->why, sizeof(e->why), "detached at an "
+				 "exec that made it not dumpable");
+		e->state = EV_NOT_COUNTED;
+		e->scaled = 0;
+	}
+}
+
 /* pkc_spawn()'s @ready: the child waits before its exec meanwhile. */
 static void open_all(pid_t pid, void *arg)
 {
@@ -466,7 +598,12 @@ static void report_json(FILE *o, const struct stat_ctx *c, char **argv,
 	json_num(o, r.ipf_ok, r.ipf);
 	fprintf(o, ",\"faults_per_syscall\":");
 	json_num(o, r.fps_ok, r.fps);
-	fprintf(o, "},\"rusage\":{\"utime_us\":%llu,\"stime_us\":%llu,"
+	fprintf(o, "},\"detached\":");
+	if (c->detach[0])
+		pkc_json_str(o, c->detach);
+	else
+		fputs("null", o);
+	fprintf(o, ",\"rusage\":{\"utime_us\":%llu,\"stime_us\":%llu,"
 		   "\"minflt\":%ld,\"majflt\":%ld,\"nvcsw\":%ld,\"nivcsw\":%ld,"
 		   "\"maxrss_kb\":%ld}}\n",
 		tv_us(&ru->ru_utime), tv_us(&ru->ru_stime), ru->ru_minflt,
@@ -570,6 +707,8 @@ static void report_text(FILE *o, const struct stat_ctx *c, char **argv,
 		fprintf(o, "\n NAME:u counts user space only (perf_event_paranoid "
 			   "%d; root or CAP_PERFMON counts the kernel's side too)\n",
 			paranoid());
+	if (c->detach[0])
+		fprintf(o, "\n Counters not counted: %s\n", c->detach);
 	if (scaled)
 		fprintf(o, "\n Scaled counters were multiplexed: their values "
 			   "are estimates from the time they were counted\n");
@@ -643,6 +782,7 @@ static int stat_main(int argc, char **argv)
 		fprintf(stderr, "probekit: %s: %s\n", out_path, strerror(errno));
 		return PKC_EXIT_OWN;
 	}
+	check_detach(&c, argv[optind]);
 	code = pkc_spawn(&argv[optind], &pid, open_all, &c);
 	if (code) {
 		for (int i = 0; i < N_EV; i++)
@@ -655,6 +795,9 @@ static int stat_main(int argc, char **argv)
 	memset(&ru, 0, sizeof(ru));
 	code = pkc_spawn_wait(pid, &ru, &t1);
 	read_all(&c, getenv("PROBEKIT_STAT_HALVE"));
+	check_detached(&c, &ru);
+	if (c.detach[0])
+		mark_detached(&c);
 	/* What the kernel does count of them without perf: said beside. */
 	if (c.ev[EV_CS].user_only && c.ev[EV_CS].state == EV_NOT_COUNTED) {
 		size_t n = strlen(c.ev[EV_CS].why);

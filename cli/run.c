@@ -1140,6 +1140,10 @@ static void add_specs(struct pka_header *h, struct pkc_spec *t, int n)
 	for (uint32_t i = 0; i < (uint32_t)n && i < h->n; i++) {
 		struct pka_spec *s = pka_record_spec(h, i);
 
+		if (s->left_out) {
+			t[i].left_out += s->left_out;
+			t[i].left_procs++;
+		}
 		if (s->status == 0) {
 			t[i].armed++;
 			t[i].int3 += s->int3 != 0;
@@ -1495,6 +1499,15 @@ void pkc_run_check(struct pkc_run *r, int procs, const struct pkc_spec *t)
 		problem(r, "no process of the command loaded the agent");
 	else if (procs && !armed)
 		problem(r, "no probe could be armed in any process");
+	/* A late glob's functions past its reserved slots (agent/late.c). */
+	for (int i = 0; i < r->n; i++)
+		if (t[i].left_out)
+			problem(r, "%s: %lu function%s of libraries loaded later "
+				   "not probed (no room left in the slots the "
+				   "glob had reserved), in %d process%s",
+				t[i].spec, t[i].left_out,
+				t[i].left_out == 1 ? "" : "s", t[i].left_procs,
+				t[i].left_procs == 1 ? "" : "es");
 	if (r->not_counted)
 		proc_problem(r, r->not_counted, "not counted", pick_uncounted);
 	if (r->outlived)

@@ -754,3 +754,31 @@ add_test(NAME cli_trace
 set_tests_properties(cli_trace PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end trace11 ----
+# ---- agentfix7: the run's cache by object name, late globs' slots (review of issue 10) ----
+# agent_late_names.sh: a spec's OBJECT matched by name in every process of
+# a run (the cache keyed by names too), same-named functions of two
+# libraries loaded in one dlopen() (libdupa.so needs libdupb.so), and
+# globs over more functions than the reserved slots, long names.
+add_executable(agent_dlcall agent_dlcall.c)
+target_link_libraries(agent_dlcall PRIVATE ${CMAKE_DL_LIBS})
+target_compile_options(agent_dlcall PRIVATE -O2 -fno-sanitize=all)
+target_link_options(agent_dlcall PRIVATE -fno-sanitize=all)
+add_library(late_dupb SHARED agent_late_dup.c)
+target_compile_definitions(late_dupb PRIVATE DUP_B)
+add_library(late_dupa SHARED agent_late_dup.c)
+target_link_libraries(late_dupa PRIVATE late_dupb)
+foreach(t late_dupa late_dupb)
+  target_compile_options(${t} PRIVATE -O2 -fno-sanitize=all)
+  target_link_options(${t} PRIVATE -fno-sanitize=all)
+endforeach()
+set_target_properties(late_dupa PROPERTIES OUTPUT_NAME dupa
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_target_properties(late_dupb PROPERTIES OUTPUT_NAME dupb
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+add_test(NAME agent_late_names
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/agent_late_names.sh $<TARGET_FILE:probekit_cli>
+          $<TARGET_FILE:agent_dlcall> $<TARGET_FILE:late_dupa>
+          $<TARGET_FILE:late_dupb> ${PK_CLI_SANITIZED})
+set_tests_properties(agent_late_names PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+# ---- end agentfix7 ----
