@@ -440,7 +440,17 @@ struct pka_trace_area {
 	uint64_t min_ns;	/* the filters the agent applied */
 	uint32_t depth, pid, tid;
 	uint32_t source;	/* the clock: enum pk_tsc_source */
-	uint64_t pad[1];
+	int32_t ring_err;	/* 0, or the -errno that last left a thread
+				 * without a ring (reserving its first
+				 * bytes failed: MADV_POPULATE_WRITE is
+				 * EINVAL before Linux 5.14, ENOSPC on a
+				 * full disk) */
+	uint64_t deep;		/* atomic: of lost, the calls skipped
+				 * because PKA_TRACE_DEPTH traced calls
+				 * were in flight in the thread */
+	uint32_t nthr;		/* rings in the file (fewer than
+				 * PKA_TRACE_THREADS under RLIMIT_AS) */
+	uint32_t pad0;
 };
 
 /*

@@ -178,6 +178,30 @@ run trace -p trace_f -o "$tmp/t.json" -- "$target" calls 100 exec calls 200 _exi
 check "exec in place: status 3, both images' calls traced (300), one pid" \
 	"[ \$rc -eq 3 ] && js 'len(by(\"trace_f\")) == 300 and len({e[\"pid\"] for e in X}) == 1'"
 
+# --- tracefix (issue 11 review) -------------------------------------------
+# B: a child of _Fork() (no atfork handler) writes a ring of its own with
+# its own pid: the parent traced trace_f(0) before, so its thread state is
+# the parent's (before the fix: every event had the parent's pid).
+run trace --args 1 -p trace_f -o "$tmp/t.json" -- "$target" _fork 1000
+check "_Fork(): 2 processes, the parent's 1001 trace_f and the child's 1000, each i < 1000 once, no loss" \
+	"[ \$rc -eq 0 ] && [ \"\$(summary 3)\" = 0 ] && [ \"\$(summary 2)\" = 0 ] &&
+	 js 'len({e[\"pid\"] for e in X}) == 2 and all(wellformed(e) for e in X) and named() and
+	     sorted(len(by(\"trace_f\", p)) for p in {e[\"pid\"] for e in X}) == [1000, 1001] and
+	     all(sorted(set(a(e, 0) for e in by(\"trace_f\", p))) == list(range(1000)) for p in {e[\"pid\"] for e in X})'"
+# F: the program's address space: a ring mapped per thread that traces,
+# not 64 of them (64 MiB) at start. COMMAND under ulimit -v: its own size
+# + 40 MiB + the 64 MiB it mallocs (not under ASan: its shadow needs
+# terabytes of address space).
+if [ "$sanitized" = 0 ]; then
+	vm=$("$target" vm)
+	lim=$((vm + 40960 + 65536))
+	run trace --args 1 -p trace_f -o "$tmp/t.json" -- sh -c "ulimit -v $lim && exec $target hog 64"
+	check "ulimit -v $lim: a program that mallocs 64 MiB near its limit still succeeds, its call traced" \
+		"[ \$rc -eq 0 ] && js 'len(by(\"trace_f\")) == 1'"
+else
+	echo "skip ulimit -v: a sanitizer build"
+fi
+
 # --- usage errors: 125 ----------------------------------------------------
 run trace --args 7 -p trace_f -o "$tmp/t.json" -- "$target" calls 1
 check "--args 7: 125, says what it wants" '[ $rc -eq 125 ] && grep -q "\-\-args wants 0 to 6" "$tmp/err"'
