@@ -202,6 +202,49 @@ else
 	echo "skip ulimit -v: a sanitizer build"
 fi
 
+# A: the depth stack's skips: not reachable while the library's return
+# probe depth (128) equals the stack's; its misses wait for timefix's counter.
+# D: --max-events: the rest counted, said, and --strict fails.
+run trace --max-events 100 -p trace_f -o "$tmp/t.json" -- "$target" calls 1000
+check "--max-events 100: 100 events kept, 900 more said dropped past --max-events" \
+	"[ \$rc -eq 0 ] && [ \"\$(summary 1)\" = 100 ] && js 'len(X) == 100' &&
+	 grep -q '900 more events dropped: past --max-events 100' \"$tmp/err\""
+run trace --strict --max-events 100 -p trace_f -o "$tmp/t.json" -- "$target" calls 1000
+check "... with --strict: 125, the trace misses 900 calls" \
+	"[ \$rc -eq 125 ] && grep -q 'strict: the trace misses 900 calls' \"$tmp/err\""
+if [ "$sanitized" = 0 ]; then
+	# D: out of memory (the command under ulimit -S -v, COMMAND not): the
+	# summary says no trace was written, never 'N events written'.
+	(ulimit -S -v 200000 && exec "$pk" trace -p trace_f -o "$tmp/t.json" -- \
+		sh -c "ulimit -S -v unlimited; exec $target calls 1 threads 8 1000000") >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	if grep -q 'Cannot allocate memory' "$tmp/err"; then
+		check "out of memory: 125, 'no trace written', no 'events written'" \
+			"[ \$rc -eq 125 ] && grep -q 'no trace written (Cannot allocate memory)' \"$tmp/err\" &&
+			 ! grep -q 'events written' \"$tmp/err\""
+	else
+		echo "skip out of memory: the command read too few events to run out (a loaded machine)"
+	fi
+fi
+if [ "$sanitized" = 0 ]; then
+	# E: each process's ring file (64 MiB here) unmapped by the command once
+	# the process is gone: 40 processes one after another in 1.2 GB of
+	# address space (before: the 17th on were lost, and not said).
+	(ulimit -S -v 1200000 && exec "$pk" trace -p trace_f -o "$tmp/t.json" -- \
+		sh -c "ulimit -S -v unlimited; for i in \$(seq 40); do $target calls 10; done") >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	check "40 processes in turn, the command under ulimit -S -v 1200000: all 400 calls, 40 pids" \
+		"[ \$rc -eq 0 ] && [ \"\$(summary 1)\" = 400 ] && js 'len(X) == 400 and len({e[\"pid\"] for e in X}) == 40'"
+	# E: a ring file the command cannot map (16 GiB at --buffer-size 256M,
+	# the command under ulimit -S -v 2000000) is said, and --strict fails.
+	(ulimit -S -v 2000000 && exec "$pk" trace --strict --buffer-size 256M -p trace_f -o "$tmp/t.json" -- \
+		sh -c "ulimit -S -v unlimited; exec $target calls 10") >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	check "a ring file the command cannot map: said (process, reason), --strict 125" \
+		"[ \$rc -eq 125 ] && grep -q 'could not map (nothing traced there): Cannot allocate memory' \"$tmp/err\" &&
+		 grep -q 'strict: the trace misses 0 calls and every call of a process' \"$tmp/err\""
+fi
+
 # --- usage errors: 125 ----------------------------------------------------
 run trace --args 7 -p trace_f -o "$tmp/t.json" -- "$target" calls 1
 check "--args 7: 125, says what it wants" '[ $rc -eq 125 ] && grep -q "\-\-args wants 0 to 6" "$tmp/err"'
