@@ -22,14 +22,29 @@
  * (pka_block_claim()), both in time.c.
  *
  * The hit path (tr_entry(), tr_ret()) is async-signal-safe: no malloc,
- * no lock; raw system calls only when a thread claims its block and as
- * its ring reaches bytes not reserved yet (MADV_POPULATE_WRITE, 64 KiB
- * at a time: protocol.h, PKA_TRACE_CHUNK). No file descriptor is kept
- * open in the program, so a program that closes every descriptor, or
- * reuses the number, cannot be hurt; a full file system fails the
- * madvise, which becomes lost calls (at the claim) or drops (later),
- * never a SIGBUS. Probe hits inside our handlers are the library's
- * misses, so a ring has one writer at a time: its owner thread.
+ * no lock; raw system calls only when a thread claims its block (the
+ * block is mapped then, open + mmap + close of the file by its absolute
+ * name, the first time any thread claims it: a process maps the header
+ * and one block per thread that traced, not nthr blocks of the
+ * program's address space), every 4096th call of a thread that found
+ * none, and as its ring reaches bytes not reserved yet
+ * (MADV_POPULATE_WRITE, 64 KiB at a time: protocol.h, PKA_TRACE_CHUNK;
+ * before Linux 5.14, where it is EINVAL, the block is fallocate()d
+ * whole at its first mapping instead: a write-touch of a hole would be
+ * SIGBUS on a full disk). No file descriptor is kept open in the
+ * program, so a program that closes every descriptor, or reuses the
+ * number, cannot be hurt; a full file system fails the madvise, which
+ * becomes lost calls (at the claim, the errno in the area's ring_err)
+ * or drops (later), never a SIGBUS. Probe hits inside our handlers are
+ * the library's misses, so a ring has one writer at a time: its owner
+ * thread.
+ *
+ * Forks: a fork() child's thread state is reset by the atfork handler;
+ * _Fork(), syscall(SYS_fork) and raw clones run none, so the handlers
+ * also look at a MADV_WIPEONFORK page (tr_wipe) that the kernel zeroes
+ * in every child: zero, and the thread state is the parent's, reset
+ * before use (one load a hit). pid and tid are cached in TLS only with
+ * that check in front.
  *
  * Depth: the nesting among traced calls, kept per thread as a stack of
  * the entry stack pointers of the calls in flight (in the thread's block,
@@ -39,8 +54,13 @@
  * longjmp or an exception, whose return never came), so depth stays right
  * without a return; a return restores the depth its entry saw. Calls
  * deeper than --depth are skipped at entry (no return handler, nothing
- * pushed: everything inside them is deeper still). So a thread claims its
- * block at its first traced entry; a call that finds none is lost there.
+ * pushed: everything inside them is deeper still). A call with
+ * PKA_TRACE_DEPTH calls in flight is lost (counted in lost and deep).
+ * The stack-pointer comparison assumes one stack per thread: on a
+ * coroutine stack or a sigaltstack above the thread's stack, the calls
+ * in flight below are taken as left (man TRACE says so). So a thread
+ * claims its block at its first traced entry; a call that finds none is
+ * lost there.
  * A fork()ed child starts its depth at 0 again in a block of its own (the
  * calls it inherited still restore their depth as they return).
  *
