@@ -738,6 +738,9 @@ endforeach()
 if(TARGET test_probe_gpr)
   pk_test_variant(test_probe_gpr hijack PROBEKIT_RETPROBE_HIJACK=1)
 endif()
+if(TARGET test_probe_gpr_join)
+  set_target_properties(test_probe_gpr_join PROPERTIES ENABLE_EXPORTS ON)
+endif()
 # ---- end novec12 ----
 # ---- trace11: probekit trace, per-call traces (issue 11) ----
 # cli-trace.sh: known calls (arguments, returns, nesting, threads, a fork()ed
