@@ -260,7 +260,8 @@ static void report(FILE *o, int json, char **argv, int status, int procs,
 		   const struct pkc_run *r, const struct fn_tab *fns)
 {
 	size_t at = 0, cnt;
-	int n = r->n;
+	int n = r->n, col;
+	const char *warn, *bad, *off;
 
 	if (json) {
 		fprintf(o, "{\"command\":[");
@@ -311,12 +312,19 @@ static void report(FILE *o, int json, char **argv, int status, int procs,
 		fprintf(o, "}\n");
 		return;
 	}
+	col = pkc_color_for(o, 0);
+	warn = pkc_sgr(col, PKC_SGR_WARN);
+	bad = pkc_sgr(col, PKC_SGR_BAD);
+	off = pkc_sgr(col, PKC_SGR_OFF);
 	fprintf(o, "\n probekit count: %d process%s, exit status %d",
 		procs, procs == 1 ? "" : "es", status);
 	if (r->not_counted)
-		fprintf(o, " (%d more not counted)", r->not_counted);
+		fprintf(o, " %s(%d more not counted)%s",
+			pkc_sgr(col, PKC_SGR_WARN), r->not_counted,
+			pkc_sgr(col, PKC_SGR_OFF));
 	fprintf(o, "\n\n");
-	fprintf(o, " %16s  %s\n", "calls", "function");
+	fprintf(o, " %s%16s  %s%s\n", pkc_sgr(col, PKC_SGR_HEAD), "calls",
+		"function", pkc_sgr(col, PKC_SGR_OFF));
 	for (int i = 0; i < n; i++, at += cnt) {
 		cnt = fn_count(fns, at, i);
 		if (t[i].armed)
@@ -324,16 +332,18 @@ static void report(FILE *o, int json, char **argv, int status, int procs,
 		else
 			fprintf(o, " %16s  %s", "-", t[i].spec);
 		if (t[i].int3)
-			fprintf(o, "  (int3 probe in %d of %d: ~1 us a call)",
-				t[i].int3, procs);
+			fprintf(o, "  %s(int3 probe in %d of %d: ~1 us a call)%s",
+				warn, t[i].int3, procs, off);
 		if (t[i].failed)
-			fprintf(o, "  (not probed in %d of %d: %s)", t[i].failed,
-				procs, t[i].why[0] ? t[i].why
-						  : strerror(t[i].last_err));
+			fprintf(o, "  %s(not probed in %d of %d: %s)%s", bad,
+				t[i].failed, procs, t[i].why[0] ? t[i].why
+						  : strerror(t[i].last_err), off);
 		if (fns->unprobed[i])
-			fprintf(o, "  (%llu of its functions not probed%s%s)",
-				fns->unprobed[i], fns->unprobed_why[i] ? ", first: " : "",
-				fns->unprobed_why[i] ? fns->unprobed_why[i] : "");
+			fprintf(o, "  %s(%llu of its functions not probed%s%s)%s",
+				warn, fns->unprobed[i],
+				fns->unprobed_why[i] ? ", first: " : "",
+				fns->unprobed_why[i] ? fns->unprobed_why[i] : "",
+				off);
 		/* The same spec twice says nothing: the same count. */
 		if (fns->shared[i] && strcmp(t[fns->shared[i] - 1].spec, t[i].spec))
 			fprintf(o, "  (the probes of \"%s\": a function is "
@@ -343,9 +353,12 @@ static void report(FILE *o, int json, char **argv, int status, int procs,
 		if (!fn_lines(fns, at, cnt, t[i].spec))
 			continue;
 		for (size_t k = 0; k < cnt; k++)
-			fprintf(o, " %16llu    %s%s\n", fns->e[at + k].hits,
+			fprintf(o, " %16llu    %s%s%s%s%s\n", fns->e[at + k].hits,
 				fns->e[at + k].name,
-				fns->e[at + k].int3 ? "  (int3 probe)" : "");
+				fns->e[at + k].int3 ? "  " : "",
+				fns->e[at + k].int3 ? warn : "",
+				fns->e[at + k].int3 ? "(int3 probe)" : "",
+				fns->e[at + k].int3 ? off : "");
 		if (fns->unnamed[i])
 			fprintf(o, " %16llu    (functions not named)\n",
 				fns->unnamed[i]);
@@ -540,6 +553,9 @@ static int count_main(int argc, char **argv)
 		{ "interval", required_argument, NULL, 'I' },
 		{ "strict", no_argument, NULL, 's' },
 		{ "wait-all", no_argument, NULL, 'w' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "color", optional_argument, NULL, 'C' },
+		{ "colour", optional_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -553,11 +569,11 @@ static int count_main(int argc, char **argv)
 	struct fn_tab fns = { 0 };
 	struct hits_ctx hc = { 0 };
 	const char *out_path = NULL;
-	int json = 0, c, code = PKC_EXIT_OWN, procs, wrote;
+	int json = 0, c, code = PKC_EXIT_OWN, procs, wrote, quiet = 0;
 	long interval_ms = 0;
 	FILE *out = stderr;
 
-	while ((c = getopt_long(argc, argv, "+p:P:jo:hI:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+p:P:jo:hI:q", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (pkc_spec_add(&l, optarg, "-p"))
@@ -578,6 +594,13 @@ static int count_main(int argc, char **argv)
 			break;
 		case 'w':
 			r.wait_all = 1;
+			break;
+		case 'q':
+			quiet = 1;
+			break;
+		case 'C':
+			if (pkc_color_opt(optarg))
+				goto out;
 			break;
 		case 'I': {
 			char *end;
@@ -628,6 +651,7 @@ static int count_main(int argc, char **argv)
 		out = stderr;
 		goto out;
 	}
+	pkc_progress_init(quiet);
 	code = pkc_run_start(&r, &argv[optind]);
 	if (code)
 		goto out;
@@ -668,7 +692,7 @@ out:
 const struct pkc_cmd pkc_cmd_count = {
 	.name = "count",
 	.synopsis = "count [-p SPEC]... [-P FILE]... [-I MS] [--json] [-o FILE] [--strict]\n"
-		    "         [--wait-all] -- COMMAND [ARG]...",
+		    "         [--wait-all] [-q] [--color[=WHEN]] -- COMMAND [ARG]...",
 	.help =
 		"Counts calls of functions while COMMAND runs, in every process it starts.\n"
 		"  -p, --probe SPEC  a function: NAME or OBJECT:NAME (e.g. malloc,\n"
@@ -681,6 +705,9 @@ const struct pkc_cmd pkc_cmd_count = {
 		"                    armed, processes not counted or outliving COMMAND);\n"
 		"                    without it COMMAND's status is kept and this is only said\n"
 		"      --wait-all    once COMMAND ended, wait for its descendants that outlive\n"
-		"                    it (daemons) and count their calls too\n",
+		"                    it (daemons) and count their calls too\n"
+		"  -q, --quiet       no progress line on the terminal while probes are armed\n"
+		"      --color[=WHEN] colour the text report: auto (a terminal, NO_COLOR\n"
+		"                    unset), always, never\n",
 	.main = count_main,
 };

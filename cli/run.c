@@ -1000,6 +1000,122 @@ static void walk(struct pkc_run *r, pid_t pid, int depth, int end)
 	free(buf);
 }
 
+static int open_record(int dfd, const char *name, off_t *size);
+static int record_name(const char *name);
+
+/*
+ * Arming's progress (protocol.h, version 8), for the progress line while
+ * stderr is a terminal: the records' headers only, read every SCAN_MS
+ * while some process is arming or about to (a record without magic yet,
+ * or not yet creating probes), else only when the directory changed (a
+ * new record) or every RESCAN_MS (a change within the file system's
+ * timestamp granularity). Returns the line to show, or NULL with *@read
+ * 0 when nothing was read (nothing changed), 1 when no process is arming.
+ */
+#define RESCAN_MS 250
+
+static struct {
+	struct timespec mtime;	/* the directory's at the last read */
+	struct timespec last;	/* when it was read, CLOCK_MONOTONIC */
+	int pending;		/* a record not yet past arming */
+	char line[256];
+} arming;
+
+static const char *arming_scan(struct pkc_run *r, int *read)
+{
+	struct pka_header h;
+	struct timespec now;
+	struct stat st;
+	struct dirent *e;
+	DIR *d;
+	int dfd, busy = 0, pending = 0;
+	char a[32], b[32], comm[sizeof(h.comm)];
+	long ms;
+
+	*read = 0;
+	if (r->dir_fd < 0 || fstat(r->dir_fd, &st))
+		return NULL;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	ms = (now.tv_sec - arming.last.tv_sec) * 1000 +
+	     (now.tv_nsec - arming.last.tv_nsec) / 1000000;
+	if (!arming.pending && ms < RESCAN_MS &&
+	    st.st_mtim.tv_sec == arming.mtime.tv_sec &&
+	    st.st_mtim.tv_nsec == arming.mtime.tv_nsec)
+		return NULL;
+	arming.mtime = st.st_mtim;
+	arming.last = now;
+	*read = 1;
+	dfd = openat(r->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	d = dfd < 0 ? NULL : fdopendir(dfd);
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
+		return NULL;
+	}
+	while ((e = readdir(d))) {
+		off_t size;
+		ssize_t got;
+		int fd;
+
+		if (record_name(e->d_name) != 1)
+			continue;
+		fd = open_record(dirfd(d), e->d_name, &size);
+		if (fd < 0)
+			continue;
+		got = pread(fd, &h, sizeof(h), 0);
+		close(fd);
+		/* Made, not yet filled in: look again at the next scan. */
+		if (size > 0 && (got < (ssize_t)sizeof(h) ||
+				 h.magic != PKA_MAGIC)) {
+			pending++;
+			continue;
+		}
+		if (got < (ssize_t)sizeof(h) || h.version != PKA_VERSION ||
+		    h.status || h.mode != r->mode)
+			continue;
+		if (h.arm_state == PKA_ARM_START) {
+			pending++;
+			continue;
+		}
+		if (h.arm_state != PKA_ARM_CREATE &&
+		    h.arm_state != PKA_ARM_REGISTER)
+			continue;
+		/* The first one arming is named; the others counted. */
+		if (busy++)
+			continue;
+		memcpy(comm, h.comm, sizeof(comm));
+		comm[sizeof(comm) - 1] = 0;
+		for (char *c = comm; *c; c++)
+			if ((unsigned char)*c < ' ' || *c == 0x7f)
+				*c = '?';
+		pkc_group(b, sizeof(b), h.arm_planned);
+		if (h.arm_state == PKA_ARM_CREATE)
+			snprintf(arming.line, sizeof(arming.line),
+				 "probekit: arming %s of %s functions in %s "
+				 "(pid %d)", pkc_group(a, sizeof(a),
+				 h.arm_done < h.arm_planned ? h.arm_done :
+				 h.arm_planned), b, comm, (int)h.pid);
+		else
+			snprintf(arming.line, sizeof(arming.line),
+				 "probekit: registering %s probes in %s (pid %d)",
+				 b, comm, (int)h.pid);
+	}
+	closedir(d);
+	arming.pending = pending + busy;
+	if (!busy)
+		return NULL;
+	if (busy > 1) {
+		size_t n = strlen(arming.line);
+
+		snprintf(arming.line + n, sizeof(arming.line) - n,
+			 " and %d more process%s", busy - 1,
+			 busy == 2 ? "" : "es");
+	}
+	strncat(arming.line, "...", sizeof(arming.line) -
+		strlen(arming.line) - 1);
+	return arming.line;
+}
+
 /*
  * Wait for COMMAND, looking at its processes every SCAN_MS and calling
  * @tick (if any) every @ms milliseconds (as perf stat -I).
@@ -1017,8 +1133,18 @@ static int wait_watching(struct pkc_run *r, long ms,
 
 		walk(r, getpid(), 64, 0);
 		err = wait_end(r->pid, 0);
-		if (err != -EAGAIN)
+		if (err != -EAGAIN) {
+			pkc_progress_clear();
 			return err;
+		}
+		if (pkc_progress_on()) {
+			int read;
+			const char *line = arming_scan(r, &read);
+
+			/* Unchanged when nothing was read. */
+			if (read)
+				pkc_progress_update(line);
+		}
 		nanosleep(&nap, NULL);
 		if (!tick)
 			continue;
@@ -1027,6 +1153,7 @@ static int wait_watching(struct pkc_run *r, long ms,
 		     (double)(now.tv_nsec - t0.tv_nsec) / 1e9;
 		if (el < next)
 			continue;
+		pkc_progress_clear();
 		tick(el, ctx);
 		while (next <= el)
 			next += ms / 1e3;
