@@ -380,6 +380,8 @@ static void tick(double el, void *arg)
 	/* The reader is gone (EPIPE) or the disk full: COMMAND runs on. */
 	if (c->failed)
 		return;
+	/* The progress line, if shown, comes back at the next update. */
+	pkc_progress_clear();
 	memset(c->t, 0, (size_t)r->n * sizeof(*c->t));
 	memset(hits, 0, (size_t)r->n * sizeof(*hits));
 	pkc_run_collect(r, c->t, 0, add_hits, &hc);

@@ -1153,7 +1153,6 @@ static int wait_watching(struct pkc_run *r, long ms,
 		     (double)(now.tv_nsec - t0.tv_nsec) / 1e9;
 		if (el < next)
 			continue;
-		pkc_progress_clear();
 		tick(el, ctx);
 		while (next <= el)
 			next += ms / 1e3;
