@@ -442,7 +442,7 @@ int pkc_report_done(FILE *out, const char *path, int err)
 		err = errno ? errno : EIO;
 	if (!err)
 		return 0;
-	fprintf(stderr, "probekit: cannot write the report to %s: %s\n",
+	pkc_err("cannot write the report to %s: %s\n",
 		path ? path : "standard error", strerror(err));
 	return PKC_EXIT_OWN;
 }
@@ -453,11 +453,11 @@ int pkc_spec_add(struct pkc_spec_list *l, char *spec, const char *where)
 	const char *why = bad_spec(spec);
 
 	if (why) {
-		fprintf(stderr, "probekit: %s '%s': %s\n", where, spec, why);
+		pkc_err("%s '%s': %s\n", where, spec, why);
 		return PKC_EXIT_OWN;
 	}
 	if (l->n == (int)PKA_SPECS_MAX) {
-		fprintf(stderr, "probekit: too many probes (at most %u)\n",
+		pkc_err("too many probes (at most %u)\n",
 			PKA_SPECS_MAX);
 		return PKC_EXIT_OWN;
 	}
@@ -466,7 +466,7 @@ int pkc_spec_add(struct pkc_spec_list *l, char *spec, const char *where)
 		char **v = realloc(l->v, (size_t)cap * sizeof(*v));
 
 		if (!v) {
-			fprintf(stderr, "probekit: %s\n", strerror(ENOMEM));
+			pkc_err("%s\n", strerror(ENOMEM));
 			return PKC_EXIT_OWN;
 		}
 		l->v = v;
@@ -490,7 +490,7 @@ int pkc_spec_file(struct pkc_spec_list *l, const char *path)
 	int c, no = 0;
 
 	if (!f) {
-		fprintf(stderr, "probekit: -P %s: %s\n", path, strerror(errno));
+		pkc_err("-P %s: %s\n", path, strerror(errno));
 		return PKC_EXIT_OWN;
 	}
 	m = open_memstream(&buf, &len);
@@ -500,7 +500,7 @@ int pkc_spec_file(struct pkc_spec_list *l, const char *path)
 	if (f != stdin)
 		fclose(f);
 	if (!m || fclose(m) || c) {
-		fprintf(stderr, "probekit: -P %s: %s\n", path,
+		pkc_err("-P %s: %s\n", path,
 			c ? "read error" : strerror(ENOMEM));
 		free(buf);
 		return PKC_EXIT_OWN;
@@ -508,13 +508,13 @@ int pkc_spec_file(struct pkc_spec_list *l, const char *path)
 	b = realloc(l->bufs, (size_t)(l->nbufs + 1) * sizeof(*b));
 	if (!b) {
 		free(buf);
-		fprintf(stderr, "probekit: %s\n", strerror(ENOMEM));
+		pkc_err("%s\n", strerror(ENOMEM));
 		return PKC_EXIT_OWN;
 	}
 	l->bufs = b;
 	l->bufs[l->nbufs++] = buf;
 	if (strlen(buf) != len) {
-		fprintf(stderr, "probekit: -P %s: a NUL byte in the file\n", path);
+		pkc_err("-P %s: a NUL byte in the file\n", path);
 		return PKC_EXIT_OWN;
 	}
 	for (line = buf; line; line = next) {
@@ -609,7 +609,7 @@ static int count_main(int argc, char **argv)
 
 			interval_ms = strtol(optarg, &end, 10);
 			if (*end || interval_ms < 10 || interval_ms > 3600000) {
-				fprintf(stderr, "probekit: -I wants milliseconds, "
+				pkc_err("-I wants milliseconds, "
 						"10 to 3600000\n");
 				goto out;
 			}
@@ -625,7 +625,7 @@ static int count_main(int argc, char **argv)
 		}
 	}
 	if (!l.n || optind >= argc) {
-		fprintf(stderr, "probekit: %s\n", !l.n ? "no probe given (-p NAME)"
+		pkc_err("%s\n", !l.n ? "no probe given (-p NAME)"
 						       : "no command given");
 		pkc_usage(stderr, &pkc_cmd_count);
 		goto out;
@@ -645,11 +645,11 @@ static int count_main(int argc, char **argv)
 	fns.nspec = (size_t)r.n;
 	if (!tc.t || !tc.hits || !tc.last || !fns.unnamed || !fns.shared ||
 	    !fns.unprobed || !fns.unprobed_why) {
-		fprintf(stderr, "probekit: %s\n", strerror(ENOMEM));
+		pkc_err("%s\n", strerror(ENOMEM));
 		goto out;
 	}
 	if (out_path && !(out = fopen(out_path, "we"))) {
-		fprintf(stderr, "probekit: %s: %s\n", out_path, strerror(errno));
+		pkc_err("%s: %s\n", out_path, strerror(errno));
 		out = stderr;
 		goto out;
 	}

@@ -590,7 +590,7 @@ static int report_done(FILE *out, const char *path)
 		err = errno ? errno : EIO;
 	if (!err)
 		return 0;
-	fprintf(stderr, "probekit: cannot write the report to %s: %s\n",
+	pkc_err("cannot write the report to %s: %s\n",
 		path ? path : "standard error", strerror(err));
 	return PKC_EXIT_OWN;
 }
@@ -618,7 +618,7 @@ static int stat_main(int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, "+p:jo:h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'p':
-			fprintf(stderr, "probekit stat: -p is not supported yet: "
+			pkc_msg("probekit stat", "-p is not supported yet: "
 					"per-function faults and context switches "
 					"need the agent's counter reads at entry and "
 					"return (probekit count -p counts calls)\n");
@@ -642,14 +642,14 @@ static int stat_main(int argc, char **argv)
 		}
 	}
 	if (optind >= argc) {
-		fprintf(stderr, "probekit: no command given\n");
+		pkc_err("no command given\n");
 		pkc_usage(stderr, &pkc_cmd_stat);
 		return PKC_EXIT_OWN;
 	}
 	for (int i = 0; i < N_EV; i++)
 		c.ev[i].fd = -1;
 	if (out_path && !(out = fopen(out_path, "we"))) {
-		fprintf(stderr, "probekit: %s: %s\n", out_path, strerror(errno));
+		pkc_err("%s: %s\n", out_path, strerror(errno));
 		return PKC_EXIT_OWN;
 	}
 	code = pkc_spawn(&argv[optind], &pid, open_all, &c);

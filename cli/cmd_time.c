@@ -737,7 +737,7 @@ static void set_clock(void)
 
 static int usage_error(const char *msg)
 {
-	fprintf(stderr, "probekit: %s\n", msg);
+	pkc_err("%s\n", msg);
 	pkc_usage(stderr, &pkc_cmd_time);
 	return PKC_EXIT_OWN;
 }
@@ -800,7 +800,7 @@ static int time_main(int argc, char **argv)
 			else if (!strcmp(optarg, "openmetrics"))
 				c.fmt = F_OM;
 			else {
-				fprintf(stderr, "probekit: --format %s: unknown "
+				pkc_err("--format %s: unknown "
 					"(text, json or openmetrics)\n", optarg);
 				goto out;
 			}
@@ -826,7 +826,7 @@ static int time_main(int argc, char **argv)
 			interval_ms = strtol(optarg, &end, 10);
 			if (errno || end == optarg || *end || interval_ms < 10 ||
 			    interval_ms > 3600000) {
-				fprintf(stderr, "probekit: -I wants milliseconds, "
+				pkc_err("-I wants milliseconds, "
 						"10 to 3600000\n");
 				goto out;
 			}
@@ -836,7 +836,7 @@ static int time_main(int argc, char **argv)
 			c.dur_s = strtod(optarg, &end);
 			if (errno || end == optarg || *end || !(c.dur_s >= 0.01) ||
 			    c.dur_s > 31536000) {
-				fprintf(stderr, "probekit: -d wants seconds, "
+				pkc_err("-d wants seconds, "
 						"0.01 to 31536000\n");
 				goto out;
 			}
@@ -862,12 +862,12 @@ static int time_main(int argc, char **argv)
 		goto out;
 	c.t = calloc((size_t)r.n, sizeof(*c.t));
 	if (!c.t) {
-		fprintf(stderr, "probekit: %s\n", strerror(ENOMEM));
+		pkc_err("%s\n", strerror(ENOMEM));
 		goto out;
 	}
 	/* OpenMetrics to a file is written whole, by rename (prof/openmetrics.h). */
 	if (c.out_path && c.fmt != F_OM && !(out = fopen(c.out_path, "we"))) {
-		fprintf(stderr, "probekit: %s: %s\n", c.out_path, strerror(errno));
+		pkc_err("%s: %s\n", c.out_path, strerror(errno));
 		out = stderr;
 		goto out;
 	}
@@ -879,7 +879,7 @@ static int time_main(int argc, char **argv)
 		snprintf(tmp, sizeof(tmp), "%s.tmp", c.out_path);
 		t = fopen(tmp, "we");
 		if (!t) {
-			fprintf(stderr, "probekit: %s: %s\n", tmp, strerror(errno));
+			pkc_err("%s: %s\n", tmp, strerror(errno));
 			goto out;
 		}
 		fclose(t);
@@ -912,7 +912,7 @@ static int time_main(int argc, char **argv)
 	else if (!c.failed)
 		report(&c, code, procs);
 	if (om_err) {
-		fprintf(stderr, "probekit: cannot write %s: %s\n",
+		pkc_err("cannot write %s: %s\n",
 			c.out_path ? c.out_path : "standard error",
 			strerror(-om_err));
 		wrote = PKC_EXIT_OWN;

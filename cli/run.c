@@ -63,7 +63,7 @@ int pkc_run_find_agent(struct pkc_run *r)
 	int err = find_agent(r->agent, sizeof(r->agent));
 
 	if (err) {
-		fprintf(stderr, "probekit: cannot find the agent %s (set "
+		pkc_err("cannot find the agent %s (set "
 				"PROBEKIT_AGENT): %s\n", r->agent, strerror(-err));
 		return PKC_EXIT_OWN;
 	}
@@ -365,11 +365,11 @@ static int start_command(char **argv, pid_t *pid,
 	char c;
 
 	if (pipe2(err, O_CLOEXEC)) {
-		fprintf(stderr, "probekit: pipe: %s\n", strerror(errno));
+		pkc_err("pipe: %s\n", strerror(errno));
 		return PKC_EXIT_OWN;
 	}
 	if (ready && pipe2(go, O_CLOEXEC)) {
-		fprintf(stderr, "probekit: pipe: %s\n", strerror(errno));
+		pkc_err("pipe: %s\n", strerror(errno));
 		close(err[0]);
 		close(err[1]);
 		return PKC_EXIT_OWN;
@@ -399,7 +399,7 @@ static int start_command(char **argv, pid_t *pid,
 	if (ready)
 		close(go[0]);
 	if (*pid < 0) {
-		fprintf(stderr, "probekit: fork: %s\n", strerror(errno));
+		pkc_err("fork: %s\n", strerror(errno));
 		close(err[0]);
 		if (ready)
 			close(go[1]);
@@ -415,7 +415,7 @@ static int start_command(char **argv, pid_t *pid,
 		close(go[1]);
 	}
 	if (read(err[0], &e, sizeof(e)) == (ssize_t)sizeof(e)) {
-		fprintf(stderr, "probekit: %s: %s\n", argv[0], strerror(e));
+		pkc_err("%s: %s\n", argv[0], strerror(e));
 		close(err[0]);
 		fwd_pid = 0;
 		waitpid(*pid, NULL, 0);
@@ -476,10 +476,10 @@ int pkc_run_start(struct pkc_run *r, char **argv)
 	if (!mkdtemp(r->dir)) {
 		err = errno;
 		if (no_room(err))
-			fprintf(stderr, "probekit: no room for the counts in "
+			pkc_err("no room for the counts in "
 					"%s: %s\n", tmp, strerror(err));
 		else
-			fprintf(stderr, "probekit: cannot make the counts "
+			pkc_err("cannot make the counts "
 					"directory in %s (mkdtemp): %s\n", tmp,
 				strerror(err));
 		unblock_signals();
@@ -488,7 +488,7 @@ int pkc_run_start(struct pkc_run *r, char **argv)
 	r->dir_fd = open(r->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 			 O_CLOEXEC);
 	if (r->dir_fd < 0) {
-		fprintf(stderr, "probekit: %s: %s\n", r->dir, strerror(errno));
+		pkc_err("%s: %s\n", r->dir, strerror(errno));
 		rmdir(r->dir);
 		unblock_signals();
 		return PKC_EXIT_OWN;
@@ -499,17 +499,17 @@ int pkc_run_start(struct pkc_run *r, char **argv)
 		err = check_room(r);
 		if (err) {
 			if (no_room(err))
-				fprintf(stderr, "probekit: no room for the counts "
+				pkc_err("no room for the counts "
 						"in %s (a record is %llu bytes)\n",
 					tmp, (unsigned long long)r->rec_size);
 			else if (err == EFBIG)
-				fprintf(stderr, "probekit: the file size limit "
+				pkc_err("the file size limit "
 						"(ulimit -f) is below a record's "
 						"%llu bytes: no process of the "
 						"command could be counted\n",
 					(unsigned long long)r->rec_size);
 			else
-				fprintf(stderr, "probekit: %s: %s\n", r->dir,
+				pkc_err("%s: %s\n", r->dir,
 					strerror(err));
 			code = PKC_EXIT_OWN;
 			goto fail;
@@ -517,7 +517,7 @@ int pkc_run_start(struct pkc_run *r, char **argv)
 		err = set_env(r);
 	}
 	if (err) {
-		fprintf(stderr, "probekit: cannot start: %s\n", strerror(-err));
+		pkc_err("cannot start: %s\n", strerror(-err));
 		code = PKC_EXIT_OWN;
 		goto fail;
 	}
@@ -1197,7 +1197,7 @@ int pkc_run_wait(struct pkc_run *r, long interval_ms,
 			;
 	/* waitpid() failed (status untouched): probekit's failure, not COMMAND's. */
 	if (status == -1) {
-		fprintf(stderr, "probekit: waitpid: %s\n",
+		pkc_err("waitpid: %s\n",
 			strerror(err ? -err : errno));
 		return PKC_EXIT_OWN;
 	}
@@ -1670,8 +1670,11 @@ void pkc_run_json_procs(const struct pkc_run *r, FILE *o)
 
 int pkc_run_verdict(const struct pkc_run *r, int code)
 {
+	char who[64];
+
+	snprintf(who, sizeof(who), "probekit %s", r->mode_name);
 	for (int i = 0; i < r->nproblems; i++)
-		fprintf(stderr, "probekit %s: %s\n", r->mode_name, r->problems[i]);
+		pkc_msg(who, "%s\n", r->problems[i]);
 	if (r->fatal || (r->strict && r->nproblems))
 		return PKC_EXIT_OWN;
 	return code;
@@ -1728,7 +1731,7 @@ int pkc_spawn_wait(pid_t pid, struct rusage *ru, struct timespec *end)
 		while (wait4(pid, &status, 0, ru) < 0 && errno == EINTR)
 			;
 	if (status == -1) {
-		fprintf(stderr, "probekit: waitpid: %s\n",
+		pkc_err("waitpid: %s\n",
 			strerror(err ? -err : errno));
 		return PKC_EXIT_OWN;
 	}
