@@ -8,6 +8,8 @@
  * has lasted the delay (200 ms; PROBEKIT_PROGRESS_DELAY_MS, a test hook):
  * a short run prints nothing extra. Only when stderr is a terminal whose
  * TERM is not "dumb" and --quiet was not given: piped, nothing at all.
+ * With NO_COLOR set (and not empty) the line holds no escape sequence at
+ * all: it is erased by blanks over it and "\r".
  * The line is erased as soon as the work ends and before anything else
  * probekit writes to stderr (pkc_err(), a report), but COMMAND writes to
  * the same terminal: it may write in the few milliseconds before the
@@ -40,6 +42,8 @@ static struct {
 	int on;			/* pkc_progress_init() found a terminal */
 	int shown;		/* a line is on the terminal now */
 	int busy;		/* work was seen at the previous update */
+	int plain;		/* NO_COLOR: no escape sequence at all */
+	int width;		/* of the line shown (plain: blanked) */
 	long delay_ms;
 	double since;		/* when the work began */
 	double drawn;		/* when the line was drawn last */
@@ -112,7 +116,10 @@ void pkc_progress_init(int quiet)
 	const char *d = getenv("PROBEKIT_PROGRESS_DELAY_MS");
 	char *end;
 
+	const char *nc = getenv("NO_COLOR");
+
 	prog.on = !quiet && isatty(STDERR_FILENO) && term_ok();
+	prog.plain = nc && *nc;
 	prog.delay_ms = DELAY_MS;
 	if (d && *d) {
 		long v = strtol(d, &end, 10);
@@ -131,7 +138,10 @@ void pkc_progress_clear(void)
 {
 	if (!prog.shown)
 		return;
-	fputs("\r\033[K", stderr);
+	if (prog.plain)
+		fprintf(stderr, "\r%*s\r", prog.width, "");
+	else
+		fputs("\r\033[K", stderr);
 	fflush(stderr);
 	prog.shown = 0;
 }
@@ -160,7 +170,17 @@ void pkc_progress_update(const char *text)
 	/* Never wider than the terminal: a wrapped line would not go back. */
 	if (!ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) && ws.ws_col > 1)
 		cols = ws.ws_col;
-	fprintf(stderr, "\r%.*s\033[K", cols - 1, text);
+	if (prog.plain) {
+		int w = (int)strlen(text) < cols - 1 ? (int)strlen(text) : cols - 1;
+
+		/* Blanks over what the previous line had beyond this one. */
+		fprintf(stderr, "\r%.*s%*s", w, text,
+			prog.shown && prog.width > w ? prog.width - w : 0, "");
+		if (!prog.shown || w > prog.width)
+			prog.width = w;
+	} else {
+		fprintf(stderr, "\r%.*s\033[K", cols - 1, text);
+	}
 	fflush(stderr);
 	prog.shown = 1;
 	prog.drawn = t;
