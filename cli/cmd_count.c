@@ -3,7 +3,7 @@
 
 /*
  * probekit count [-p SPEC]... [-P FILE]... [-I MS] [--json] [-o FILE]
- *                [--strict] [--wait-all] -- COMMAND [ARG]...
+ *                [--strict] [--wait-all] [-q] [--color[=WHEN]] -- COMMAND [ARG]...
  *
  * Runs COMMAND with the agent in its "count" mode (see agent/protocol.h),
  * waits for it, and reports how often each function was entered, summed

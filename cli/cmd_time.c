@@ -4,7 +4,7 @@
 /*
  * probekit time [-p SPEC]... [-P FILE]... [--hist] [--json] [-d SECONDS]
  *               [-I MS] [--format text|json|openmetrics] [-o FILE]
- *               [--strict] [--wait-all] -- COMMAND [ARG]...
+ *               [--strict] [--wait-all] [-q] [--color[=WHEN]] -- COMMAND [ARG]...
  *
  * A subcommand of its own rather than count growing it: count's probes are
  * entry probes that cost one relaxed add; timing needs return probes

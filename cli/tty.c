@@ -167,6 +167,9 @@ void pkc_progress_update(const char *text)
 	if ((t - prog.since) * 1e3 < (double)prog.delay_ms ||
 	    (prog.shown && (t - prog.drawn) * 1e3 < PROGRESS_MS))
 		return;
+	/* A background job (probekit ... &) keeps the terminal's line alone. */
+	if (!prog.shown && tcgetpgrp(STDERR_FILENO) != getpgrp())
+		return;
 	/* Never wider than the terminal: a wrapped line would not go back. */
 	if (!ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) && ws.ws_col > 1)
 		cols = ws.ws_col;
