@@ -80,6 +80,9 @@ check "... byte-identical to a --quiet run" "cmp -s '$tmp/piped' '$tmp/err'"
 tty_run "$tmp/ttyq" count --quiet --color=never -p "$glob" -- /bin/true
 check "tty --quiet --color=never: byte-identical to the piped run" \
 	"cmp -s '$tmp/piped' '$tmp/ttyq'"
+PROBEKIT_PROGRESS_DELAY_MS=3600000 tty_run "$tmp/late" count --color=never -p "$glob" -- /bin/true
+check "tty, arming shorter than the delay: nothing extra, the piped bytes" \
+	"cmp -s '$tmp/piped' '$tmp/late'"
 TERM=dumb tty_run "$tmp/dumb" count -p "$glob" -- /bin/true
 check "tty, TERM=dumb: no progress, no colour: the piped bytes" \
 	"cmp -s '$tmp/piped' '$tmp/dumb'"
