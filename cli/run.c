@@ -1077,8 +1077,10 @@ static const char *arming_scan(struct pkc_run *r, int *read)
 			pending++;
 			continue;
 		}
-		if (h.arm_state != PKA_ARM_CREATE &&
-		    h.arm_state != PKA_ARM_REGISTER)
+		/* Killed while arming (SIGINT passed on): arming no more. */
+		if ((h.arm_state != PKA_ARM_CREATE &&
+		     h.arm_state != PKA_ARM_REGISTER) ||
+		    (kill((pid_t)h.pid, 0) && errno == ESRCH))
 			continue;
 		/* The first one arming is named; the others counted. */
 		if (busy++)
