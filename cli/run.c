@@ -1009,7 +1009,7 @@ static int record_name(const char *name);
  * while some process is arming or about to (a record without magic yet,
  * or not yet creating probes), else only when the directory changed (a
  * new record) or every RESCAN_MS (a change within the file system's
- * timestamp granularity). Returns the line to show, or NULL with *@read
+ * timestamp granularity). Returns the line to show, or NULL with *@looked
  * 0 when nothing was read (nothing changed), 1 when no process is arming.
  */
 #define RESCAN_MS 250
@@ -1021,7 +1021,7 @@ static struct {
 	char line[256];
 } arming;
 
-static const char *arming_scan(struct pkc_run *r, int *read)
+static const char *arming_scan(struct pkc_run *r, int *looked)
 {
 	struct pka_header h;
 	struct timespec now;
@@ -1032,7 +1032,7 @@ static const char *arming_scan(struct pkc_run *r, int *read)
 	char a[32], b[32], comm[sizeof(h.comm)];
 	long ms;
 
-	*read = 0;
+	*looked = 0;
 	if (r->dir_fd < 0 || fstat(r->dir_fd, &st))
 		return NULL;
 	clock_gettime(CLOCK_MONOTONIC, &now);
@@ -1044,7 +1044,7 @@ static const char *arming_scan(struct pkc_run *r, int *read)
 		return NULL;
 	arming.mtime = st.st_mtim;
 	arming.last = now;
-	*read = 1;
+	*looked = 1;
 	dfd = openat(r->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	d = dfd < 0 ? NULL : fdopendir(dfd);
 	if (!d) {
@@ -1073,15 +1073,14 @@ static const char *arming_scan(struct pkc_run *r, int *read)
 		if (got < (ssize_t)sizeof(h) || h.version != PKA_VERSION ||
 		    h.status || h.mode != r->mode)
 			continue;
+		/* Killed while arming (SIGINT passed on): arming no more. */
+		if (h.arm_state > PKA_ARM_REGISTER ||
+		    (kill((pid_t)h.pid, 0) && errno == ESRCH))
+			continue;
 		if (h.arm_state == PKA_ARM_START) {
 			pending++;
 			continue;
 		}
-		/* Killed while arming (SIGINT passed on): arming no more. */
-		if ((h.arm_state != PKA_ARM_CREATE &&
-		     h.arm_state != PKA_ARM_REGISTER) ||
-		    (kill((pid_t)h.pid, 0) && errno == ESRCH))
-			continue;
 		/* The first one arming is named; the others counted. */
 		if (busy++)
 			continue;
@@ -1140,11 +1139,11 @@ static int wait_watching(struct pkc_run *r, long ms,
 			return err;
 		}
 		if (pkc_progress_on()) {
-			int read;
-			const char *line = arming_scan(r, &read);
+			int looked;
+			const char *line = arming_scan(r, &looked);
 
 			/* Unchanged when nothing was read. */
-			if (read)
+			if (looked)
 				pkc_progress_update(line);
 		}
 		nanosleep(&nap, NULL);
