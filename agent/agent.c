@@ -26,6 +26,7 @@
 static const struct pka_mode_ops *const modes[] = {
 	&pka_mode_count,
 	&pka_mode_time,
+	&pka_mode_trace,
 };
 
 #define N_MODES (sizeof(modes) / sizeof(modes[0]))

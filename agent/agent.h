@@ -40,6 +40,32 @@ struct pka_mode_ops {
 
 extern const struct pka_mode_ops pka_mode_count;
 extern const struct pka_mode_ops pka_mode_time;
+extern const struct pka_mode_ops pka_mode_trace;
+
+/* A raw system call (async-signal-safe, errno untouched): -errno or the result. */
+static inline long pka_sys(long nr, long a, long b, long c)
+{
+	long ret;
+
+	__asm__ volatile("syscall" : "=a"(ret)
+			 : "0"(nr), "D"(a), "S"(b), "d"(c)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
+/*
+ * pka_block_claim() - claim one of @n per-thread blocks @stride bytes
+ * apart whose owner words (pid << 32 | tid, 0 free) start at @owner0,
+ * for this thread: a free one, else a gone thread's or process's
+ * (scanned for at most every 4096th failure, counted in *@fails).
+ * The block's index, or -1. Async-signal-safe (time.c, trace.c).
+ */
+int pka_block_claim(uint64_t *owner0, uint32_t n, uint64_t stride,
+		    unsigned int *fails);
+
+/* pka_clock_from_env() - @clk from PKA_ENV_CLOCK, if it is set and valid (time.c). */
+struct pk_tsc;
+void pka_clock_from_env(struct pk_tsc *clk);
 
 /*
  * A mode's probe, as arm.c and late.c handle it (agent.c): a struct

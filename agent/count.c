@@ -4,7 +4,9 @@
 
 /*
  * Any thread, any time the function is entered: one relaxed add, unless
- * the call is the agent's own (pka_busy, own.c).
+ * the call is the agent's own (pka_busy, own.c). General registers only
+ * (this file is compiled with -mgeneral-regs-only, agent/CMakeLists.txt),
+ * so the probes carry PK_PROBE_F_GPR_ONLY: no vector save per hit.
  */
 static void count_hit(struct pk_probe *p, struct pk_regs *regs, void *ctx)
 {
@@ -22,6 +24,7 @@ static void count_probe(struct pka_header *h, unsigned int i,
 
 	o->pre = count_hit;
 	o->ctx = &c->n;
+	o->flags |= PK_PROBE_F_GPR_ONLY;
 }
 
 const struct pka_mode_ops pka_mode_count = {

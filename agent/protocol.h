@@ -111,6 +111,9 @@ enum pka_mode {
 	PKA_MODE_COUNT = 1,	/* "count": struct pka_count slots */
 	PKA_MODE_TIME = 2,	/* "time": struct pka_time slots, and a
 				 * struct pka_time_area at mode_at */
+	PKA_MODE_TRACE = 3,	/* "trace": struct pka_count slots (calls
+				 * seen), a struct pka_trace_area at mode_at
+				 * and a ring file */
 };
 
 /*
@@ -384,6 +387,141 @@ static inline uint64_t pka_time_area_size(uint32_t nprobe)
 	return sizeof(struct pka_time_area) +
 	       PKA_TIME_THREADS * pka_time_thr_size(nprobe) +
 	       (uint64_t)pka_time_ncell(nprobe) * sizeof(struct pka_time_cell);
+}
+
+/*
+ * PKA_MODE_TRACE: one event per call (struct pka_trace_event: entry
+ * clock reading, duration, pid, tid, probe, depth, the first nargs
+ * integer argument registers, the return value), from a return probe,
+ * into a per-thread ring buffer in shared memory that the command drains
+ * while COMMAND runs and once it ended.
+ *
+ * Where the rings are, and why not in the record: a record is read whole
+ * (pread) at every poll and must stay about a megabyte at most; rings are
+ * --buffer-size per thread (1 MiB by default) and the command has to
+ * write each ring's tail back. So each process's agent makes a second
+ * file in the run's directory, PKA_TRACE_PREFIX<pid>-XXXXXX (a leading
+ * dot: never taken for a record, removed with the directory), names it in
+ * its record's area (ring[]), and maps it shared; the command maps it
+ * read-write. The file is sparse (ftruncate) but for its header and the
+ * rings' indices (posix_fallocate): a block's bytes are reserved
+ * (MADV_POPULATE_WRITE, which fails where a write would be SIGBUS)
+ * PKA_TRACE_CHUNK bytes at a time as its producer reaches them, so a
+ * thread of ten calls costs 64 KiB, and a full file system is lost calls
+ * or drops, never a SIGBUS; neither side touches a block's bytes before
+ * they are reserved (ready), so the command's reads fault in no hole.
+ *
+ * A ring: its indices (struct pka_trace_thread) in the file's header,
+ * its nslot events of ev_size bytes in its block. One producer (the
+ * thread owning the ring: claimed by compare-and-swap of owner as time's
+ * blocks are, a gone thread's taken over by a new one),
+ * one consumer (the command). The producer writes event head % nslot,
+ * then stores head + 1 (release); the consumer loads head (acquire),
+ * copies the events, then stores tail (release), which the producer
+ * loads (acquire) before it reuses a slot. A full ring (head - tail ==
+ * nslot) drops the new event and counts it in drops (the producer's; the
+ * command reads it with head). An event is in shared memory once its
+ * call returned: nothing needs flushing at exit, exec, _exit() or a
+ * fatal signal; a call still running then has no event.
+ *
+ * Filters applied in the agent, so that they cost no ring space:
+ * min_ns (--min-duration), depth (--depth: calls nested at most that deep
+ * among traced calls, 1 being the outermost), pid and tid (0: any).
+ * PKA_ENV_TRACE carries them and the sizes:
+ * "NARGS:BUFFER_BYTES:MIN_NS:DEPTH:PID:TID".
+ *
+ * A call that finds no ring at its entry (more than nthr threads alive
+ * at once in a process and its fork()ed children, or no room for the
+ * block) counts in the area's lost (atomic), before any filter but pid
+ * and tid. The record's slots (struct pka_count) are not used. So for
+ * the calls that returned and passed the filters, events + drops == calls
+ * when lost is 0.
+ */
+#define PKA_ENV_TRACE "PROBEKIT_AGENT_TRACE"
+#define PKA_TRACE_PREFIX ".trace-"
+#define PKA_TRACE_MAGIC 0x706b7472u	/* "pktr" */
+#define PKA_TRACE_THREADS 64u
+#define PKA_TRACE_ARGS 6u
+#define PKA_TRACE_DEPTH 128u	/* PK_RETPROBE_DEPTH: calls in flight a thread */
+#define PKA_TRACE_BUF_DEFAULT (1u << 20)
+#define PKA_TRACE_CHUNK (64u << 10)
+#define PKA_TRACE_BUF_MIN 4096u
+#define PKA_TRACE_BUF_MAX (256u << 20)
+
+struct pka_trace_area {
+	char ring[32];		/* the ring file's name in the run's directory,
+				 * set before the first event; "" none yet */
+	int32_t status;		/* 0, or -errno: no ring file (nothing traced) */
+	uint32_t nargs;		/* argument registers kept per event */
+	uint64_t lost;		/* atomic: calls with no ring to go to */
+	uint64_t min_ns;	/* the filters the agent applied */
+	uint32_t depth, pid, tid;
+	uint32_t source;	/* the clock: enum pk_tsc_source */
+	uint64_t pad[1];
+};
+
+/*
+ * The ring file: this header (a page), then nthr struct pka_trace_thread
+ * (the rings' indices, PKA_TRACE_HDR bytes in all with the header, always
+ * reserved: nothing reads or writes a block before its bytes are), then
+ * nthr blocks of thr_size bytes, each a struct pka_trace_ring.
+ */
+struct pka_trace_file {
+	uint32_t magic;		/* PKA_TRACE_MAGIC */
+	uint32_t nthr;
+	uint64_t thr_size;	/* bytes of a block: a multiple of 4096 */
+	uint32_t ev_size;	/* bytes of an event: 40 + 8 * nargs */
+	uint32_t nslot;		/* events a ring holds */
+	uint64_t size;		/* of the file: PKA_TRACE_HDR + nthr * thr_size */
+};
+
+/* One ring's indices: the producer's cache line, then the consumer's. */
+struct pka_trace_thread {
+	uint64_t owner;		/* atomic: pid << 32 | tid, or 0 */
+	uint64_t head;		/* producer: events written (release) */
+	uint64_t drops;		/* producer: events dropped, ring full */
+	uint32_t ready;		/* its block's first PKA_TRACE_CHUNK bytes are
+				 * reserved (release) */
+	uint32_t pos;		/* producer's: the next event's slot */
+	uint64_t reserved;	/* producer's: bytes of the block reserved,
+				 * from its start (page-aligned) */
+	uint64_t pad1[3];
+	uint64_t tail;		/* consumer: events read (release) */
+	uint64_t pad2[7];
+};
+
+#define PKA_TRACE_HDR (4096u + PKA_TRACE_THREADS * \
+		       (uint32_t)sizeof(struct pka_trace_thread))
+
+/* A block: the producer's depth stack, then nslot events. */
+struct pka_trace_ring {
+	uint64_t sp[PKA_TRACE_DEPTH]; /* producer's: the entry stack pointers
+				 * of its traced calls in flight (agent/trace.c) */
+};
+
+struct pka_trace_event {
+	uint64_t t0;		/* entry: clock ticks (PKA_ENV_CLOCK's clock) */
+	uint64_t dur_ns;	/* inclusive duration */
+	uint32_t pid, tid;
+	uint32_t probe;		/* the record's probe */
+	uint16_t depth;		/* 1: outermost traced call of its thread */
+	uint16_t pad;
+	uint64_t ret;		/* rax at the return */
+	uint64_t args[];	/* nargs of rdi, rsi, rdx, rcx, r8, r9 */
+};
+
+static inline uint32_t pka_trace_ev_size(uint32_t nargs)
+{
+	return (uint32_t)sizeof(struct pka_trace_event) + 8u * nargs;
+}
+
+/* A block's bytes for rings of @buf bytes of events of @ev bytes. */
+static inline uint64_t pka_trace_thr_size(uint64_t buf, uint32_t ev)
+{
+	uint64_t n = buf / ev;
+
+	return (sizeof(struct pka_trace_ring) + n * ev + 4095u) &
+	       ~(uint64_t)4095u;
 }
 
 #endif /* PK_AGENT_PROTOCOL_H */

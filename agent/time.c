@@ -66,16 +66,6 @@ static inline uint64_t tm_now_end(void)
 	return pk_tsc_now(&tm_clk);
 }
 
-static inline long tm_sys(long nr, long a, long b, long c)
-{
-	long ret;
-
-	__asm__ volatile("syscall" : "=a"(ret)
-			 : "0"(nr), "D"(a), "S"(b), "d"(c)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
-
 static struct pka_time_thread *thr(uint32_t b)
 {
 	return (struct pka_time_thread *)((char *)tm_h + tm_a->thr_at +
@@ -91,41 +81,54 @@ static struct pka_time_cell *cell(uint32_t c)
  * A thread block for this thread: a free one, else one whose owner is
  * gone (a thread that ended, or, in a fork()ed child, the parent's ids:
  * the pid part differs, so the child never writes its parent's cells).
- * A scan for gone owners at most every 4096 failed calls.
+ * A scan for gone owners at most every 4096 failed calls. Shared with
+ * trace.c (agent.h): @owner0 is block 0's owner, blocks @stride bytes
+ * apart.
  */
-static struct pka_time_thread *claim(void)
+int pka_block_claim(uint64_t *owner0, uint32_t n, uint64_t stride,
+		    unsigned int *fails)
 {
-	uint32_t pid = (uint32_t)tm_sys(SYS_getpid, 0, 0, 0);
-	uint32_t tid = (uint32_t)tm_sys(SYS_gettid, 0, 0, 0);
+	uint32_t pid = (uint32_t)pka_sys(SYS_getpid, 0, 0, 0);
+	uint32_t tid = (uint32_t)pka_sys(SYS_gettid, 0, 0, 0);
 	uint64_t me = (uint64_t)pid << 32 | tid;
 
-	for (uint32_t b = 0; b < tm_a->nthr; b++) {
+#define OWNER(b) ((uint64_t *)((char *)owner0 + (uint64_t)(b) * stride))
+	for (uint32_t b = 0; b < n; b++) {
 		uint64_t zero = 0;
 
-		if (__atomic_compare_exchange_n(&thr(b)->owner, &zero, me, 0,
+		if (__atomic_compare_exchange_n(OWNER(b), &zero, me, 0,
 						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-			return thr(b);
+			return (int)b;
 	}
-	if (tm_fails++ & 4095)
-		return NULL;
-	for (uint32_t b = 0; b < tm_a->nthr; b++) {
-		uint64_t o = __atomic_load_n(&thr(b)->owner, __ATOMIC_RELAXED);
+	if ((*fails)++ & 4095)
+		return -1;
+	for (uint32_t b = 0; b < n; b++) {
+		uint64_t o = __atomic_load_n(OWNER(b), __ATOMIC_RELAXED);
 
 		/*
 		 * Same process, gone thread (or this very tid: a thread that
 		 * had it ended); or another process that is gone.
 		 */
 		if (o != me && (uint32_t)(o >> 32) == pid &&
-		    tm_sys(SYS_tgkill, pid, (long)(uint32_t)o, 0) != -ESRCH)
+		    pka_sys(SYS_tgkill, pid, (long)(uint32_t)o, 0) != -ESRCH)
 			continue;
 		if ((uint32_t)(o >> 32) != pid &&
-		    tm_sys(SYS_kill, (long)(o >> 32), 0, 0) != -ESRCH)
+		    pka_sys(SYS_kill, (long)(o >> 32), 0, 0) != -ESRCH)
 			continue;
-		if (__atomic_compare_exchange_n(&thr(b)->owner, &o, me, 0,
+		if (__atomic_compare_exchange_n(OWNER(b), &o, me, 0,
 						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-			return thr(b);
+			return (int)b;
 	}
-	return NULL;
+#undef OWNER
+	return -1;
+}
+
+static struct pka_time_thread *claim(void)
+{
+	int b = pka_block_claim(&thr(0)->owner, tm_a->nthr, tm_a->thr_size,
+				&tm_fails);
+
+	return b < 0 ? NULL : thr((uint32_t)b);
 }
 
 /* No cell: the probe's slot, atomically (calls, total, min, max). */
@@ -312,8 +315,8 @@ static int calibrate(void)
 	return 0;
 }
 
-/* The command's clock: "SOURCE:MULT:SHIFT" (PKA_ENV_CLOCK). */
-static void clock_from_env(void)
+/* The command's clock: "SOURCE:MULT:SHIFT" (PKA_ENV_CLOCK); shared with trace.c. */
+void pka_clock_from_env(struct pk_tsc *clk)
 {
 	const char *s = secure_getenv(PKA_ENV_CLOCK);
 	unsigned long long mult;
@@ -332,9 +335,9 @@ static void clock_from_env(void)
 	if (*end || !mult || shift > 127 ||
 	    (src != PK_TSC_SRC_TSC && src != PK_TSC_SRC_MONO_RAW))
 		return;
-	tm_clk.source = src;
-	tm_clk.mult = mult;
-	tm_clk.shift = shift;
+	clk->source = src;
+	clk->mult = mult;
+	clk->shift = shift;
 }
 
 /* In a fork()ed child the parent's block is the parent thread's. */
@@ -356,7 +359,7 @@ static void time_start(struct pka_header *h)
 	a->thr_at = (uint32_t)(h->mode_at + sizeof(*a));
 	a->ncell = pka_time_ncell(h->nprobe);
 	a->cell_at = a->thr_at + a->nthr * a->thr_size;
-	clock_from_env();
+	pka_clock_from_env(&tm_clk);
 	a->source = tm_clk.source;
 	pthread_atfork(NULL, NULL, time_atfork_child);
 	a->cal_status = calibrate();

@@ -43,6 +43,12 @@
  *                                    gen_probe_funcs.cmake): register all as
  *                                    one batch vs one pk_probe_register()
  *                                    each; no other thread runs
+ * probe / entry_gpr, return_gpr      the entry and return cases with
+ *                                    PK_PROBE_F_GPR_ONLY (handlers compiled
+ *                                    for general registers only: no vector
+ *                                    save), each run alternating with the
+ *                                    unflagged case; ns_overhead and
+ *                                    ratio_vs_direct_call as for those
  * probe / entry|return / ratio_vs_direct_call
  *                                    each run's probe overhead per call
  *                                    (probed minus unprobed) divided by
@@ -109,6 +115,13 @@ static void empty(struct pk_probe *p, struct pk_regs *r, void *ctx)
 	(void)p, (void)r, (void)ctx;
 }
 
+/* The same, for probes with PK_PROBE_F_GPR_ONLY: no vector register used. */
+#define GPR_ONLY __attribute__((target("general-regs-only")))
+GPR_ONLY static void empty_gpr(struct pk_probe *p, struct pk_regs *r, void *ctx)
+{
+	(void)p, (void)r, (void)ctx;
+}
+
 static int empty_entry(struct pk_retprobe *rp, struct pk_regs *r, void *data,
 		       void *ctx)
 {
@@ -122,13 +135,39 @@ static void empty_ret(struct pk_retprobe *rp, struct pk_regs *r, void *data,
 	(void)rp, (void)r, (void)data, (void)ctx;
 }
 
+GPR_ONLY static int empty_entry_gpr(struct pk_retprobe *rp, struct pk_regs *r,
+				    void *data, void *ctx)
+{
+	(void)rp, (void)r, (void)data, (void)ctx;
+	return 0;
+}
+
+GPR_ONLY static void empty_ret_gpr(struct pk_retprobe *rp, struct pk_regs *r,
+				   void *data, void *ctx)
+{
+	(void)rp, (void)r, (void)data, (void)ctx;
+}
+
+static double thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+/*
+ * The per-call loops count this thread's CPU time, not wall time: on a
+ * shared machine a preemption in the probed or the plain loop would land
+ * in the difference (the ratios' spread was 2x here with wall time).
+ */
 static double loop_ns(unsigned long n)
 {
-	double t0 = bench_now_ns();
+	double t0 = thread_cpu_ns();
 
 	for (unsigned long i = 0; i < n; i++)
 		bench_keep(bp_target((long)i));
-	return (bench_now_ns() - t0) / (double)n;
+	return (thread_cpu_ns() - t0) / (double)n;
 }
 
 /*
@@ -138,7 +177,7 @@ static double loop_ns(unsigned long n)
 static double loop_fn_ns(long (*fn)(long), unsigned long n, int ymm)
 {
 	long (*volatile f)(long) = fn;
-	double t0 = bench_now_ns();
+	double t0 = thread_cpu_ns();
 
 	for (unsigned long i = 0; i < n; i++) {
 		if (ymm)
@@ -146,15 +185,7 @@ static double loop_fn_ns(long (*fn)(long), unsigned long n, int ymm)
 					 ::: "xmm15");
 		bench_keep(f((long)i));
 	}
-	return (bench_now_ns() - t0) / (double)n;
-}
-
-static double thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
+	return (thread_cpu_ns() - t0) / (double)n;
 }
 
 struct tjob {
@@ -200,8 +231,9 @@ static double threads_ns(int t, unsigned long n)
 static struct pk_probe *make_probe_opts(void *addr, unsigned int flags,
 					 pk_probe_handler_fn post)
 {
-	PK_OPTS(pk_probe_opts, o, .addr = addr, .pre = empty, .flags = flags,
-		.post = post);
+	PK_OPTS(pk_probe_opts, o, .addr = addr,
+		.pre = flags & PK_PROBE_F_GPR_ONLY ? empty_gpr : empty,
+		.flags = flags, .post = post);
 	struct pk_probe *p = NULL;
 	int err = pk_probe_create(&o, &p);
 
@@ -476,13 +508,27 @@ int main(int argc, char **argv)
 		else
 			bench_report("probe", "int3_floor", "ns_per_trap", "ns", &fl);
 	}
-	for (int r = 0; r < bench_opts.runs; r++)
-		add_overhead_ratio(p, n, &entry, &entry_ratio, "(un)register");
-	pk_probe_get_info(p, &info);
-	bench_add(&bytes, (double)info.bytes);
-	bench_report("probe", "entry", "ns_overhead", "ns", &entry);
-	bench_report("probe", "entry", "ratio_vs_direct_call", "x", &entry_ratio);
-	bench_report("probe", "entry", "bytes_per_probe", "B", &bytes);
+	/* With and without PK_PROBE_F_GPR_ONLY, alternating within each run. */
+	{
+		struct pk_probe *g = make_probe_opts((void *)bp_target,
+						     PK_PROBE_F_GPR_ONLY, NULL);
+		struct bench_series gpr = { 0 }, gpr_ratio = { 0 };
+
+		for (int r = 0; r < bench_opts.runs; r++) {
+			add_overhead_ratio(p, n, &entry, &entry_ratio, "(un)register");
+			add_overhead_ratio(g, n, &gpr, &gpr_ratio,
+					   "(un)register, GPR only");
+		}
+		pk_probe_destroy(g);
+		pk_probe_get_info(p, &info);
+		bench_add(&bytes, (double)info.bytes);
+		bench_report("probe", "entry", "ns_overhead", "ns", &entry);
+		bench_report("probe", "entry", "ratio_vs_direct_call", "x", &entry_ratio);
+		bench_report("probe", "entry", "bytes_per_probe", "B", &bytes);
+		bench_report("probe", "entry_gpr", "ns_overhead", "ns", &gpr);
+		bench_report("probe", "entry_gpr", "ratio_vs_direct_call", "x",
+			     &gpr_ratio);
+	}
 
 	/* An int3 probe costs a signal per hit: fewer calls. */
 	{
@@ -531,10 +577,16 @@ int main(int argc, char **argv)
 	{
 		PK_OPTS(pk_retprobe_opts, ro, .addr = (void *)bp_target,
 			.entry = empty_entry, .ret = empty_ret);
-		struct bench_series ret_ratio = { 0 }, ret_call = { 0 };
-		struct pk_retprobe *rp = NULL;
+		PK_OPTS(pk_retprobe_opts, rog, .addr = (void *)bp_target,
+			.entry = empty_entry_gpr, .ret = empty_ret_gpr,
+			.flags = PK_PROBE_F_GPR_ONLY);
+		struct bench_series ret_ratio = { 0 }, ret_call = { 0 },
+				    gpr = { 0 }, gpr_call = { 0 };
+		struct pk_retprobe *rp = NULL, *rg = NULL;
 
 		must(pk_retprobe_create(&ro, &rp), "pk_retprobe_create");
+		must(pk_retprobe_create(&rog, &rg), "pk_retprobe_create, GPR only");
+		/* With and without PK_PROBE_F_GPR_ONLY, alternating within each run. */
 		for (int r = 0; r < bench_opts.runs; r++) {
 			double plain = loop_ns(n), probed;
 
@@ -545,7 +597,17 @@ int main(int argc, char **argv)
 			bench_add(&ret_ratio, probed / plain);
 			if (plain > 0)
 				bench_add(&ret_call, (probed - plain) / plain);
+			plain = loop_ns(n);
+			must(pk_retprobe_register(&rg, 1), "register return probe, GPR only");
+			probed = loop_ns(n);
+			must(pk_retprobe_unregister(&rg, 1), "unregister return probe, GPR only");
+			bench_add(&gpr, probed - plain);
+			if (plain > 0)
+				bench_add(&gpr_call, (probed - plain) / plain);
 		}
+		pk_retprobe_destroy(rg);
+		bench_report("probe", "return_gpr", "ns_overhead", "ns", &gpr);
+		bench_report("probe", "return_gpr", "ratio_vs_direct_call", "x", &gpr_call);
 		/* Nothing shared is written on a hit: flat with threads too. */
 		{
 			struct bench_series t1 = { 0 }, t64 = { 0 }, r64 = { 0 };

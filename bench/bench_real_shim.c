@@ -46,6 +46,11 @@ static void shim_log(enum pk_log_level l, const char *msg, void *ctx)
 		fprintf(pkr_log, "%s\n", msg);
 }
 
+/*
+ * General registers only, as the agent's count handler: its probes take
+ * PK_PROBE_F_GPR_ONLY (no vector save), as `probekit count`'s do.
+ */
+__attribute__((target("general-regs-only")))
 static void hit(struct pk_probe *p, struct pk_regs *r, void *ctx)
 {
 	struct pkr_fn *f = ctx;
@@ -114,7 +119,8 @@ __attribute__((constructor)) static void shim_init(void)
 	for (uint32_t i = 0; i < h->n; i++) {
 		PK_OPTS(pk_probe_opts, o, .addr = (void *)(lm->l_addr + fn[i].vaddr),
 			.pre = hit, .ctx = &fn[i],
-			.flags = int3 ? PK_PROBE_F_INT3 : 0);
+			.flags = PK_PROBE_F_GPR_ONLY |
+				 (int3 ? PK_PROBE_F_INT3 : 0));
 		struct pk_probe_info info = { .sz = sizeof(info) };
 		struct pk_probe *p = NULL;
 

@@ -26,6 +26,7 @@
 
 #include "bench.h"
 #include "protocol.h"
+#include "tsc.h"
 
 extern char **environ;
 
@@ -55,6 +56,8 @@ static int child(long n)
 }
 
 static char dir[] = "/tmp/pk-bench-time-XXXXXX";
+/* PKA_ENV_CLOCK as the command hands it (else the agent falls back to clock_gettime()). */
+static char clock_env[128];
 
 /* Remove the run's records; the overhead the last one had, or -1. */
 static double empty_dir(void)
@@ -122,6 +125,7 @@ static double run(const char *self, const char *mode, long n)
 		env[k++] = modebuf;
 		env[k++] = dirbuf;
 		env[k++] = specbuf;
+		env[k++] = clock_env;
 	}
 	env[k] = NULL;
 	if (pipe(fds)) {
@@ -192,6 +196,13 @@ int main(int argc, char **argv)
 	if (!f || fprintf(f, "bench_time_fn%c", 0) < 0 || fclose(f)) {
 		perror(path);
 		return 1;
+	}
+	{
+		struct pk_tsc clk;
+
+		pk_tsc_init(&clk, 0);
+		snprintf(clock_env, sizeof(clock_env), PKA_ENV_CLOCK "=%u:%llu:%u",
+			 clk.source, (unsigned long long)clk.mult, clk.shift);
 	}
 	printf("bench_time: %ld calls of a one-line function a child, %d runs\n",
 	       n, bench_opts.runs);

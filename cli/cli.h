@@ -31,6 +31,7 @@ extern const struct pkc_cmd pkc_cmd_count;
 extern const struct pkc_cmd pkc_cmd_list;
 extern const struct pkc_cmd pkc_cmd_stat;
 extern const struct pkc_cmd pkc_cmd_time;
+extern const struct pkc_cmd pkc_cmd_trace;
 
 /* The specs of a run: -p arguments and -P files' lines, in their order. */
 struct pkc_spec_list {

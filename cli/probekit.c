@@ -27,6 +27,7 @@ static const struct pkc_cmd *const cmds[] = {
 	&pkc_cmd_list,
 	&pkc_cmd_stat,
 	&pkc_cmd_time,
+	&pkc_cmd_trace,
 };
 
 #define N_CMDS (sizeof(cmds) / sizeof(cmds[0]))

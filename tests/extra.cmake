@@ -56,7 +56,7 @@ set_tests_properties(sig_cli PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
 # ---- sig9: signal gaps of issue 9 item 1 (early ownership, handler masks,
 # more entry points, spurious EINTR, all-blocking helper threads) ----
 foreach(name test_sig_early test_sig_hmask test_sig_entries test_sig_eintr
-             test_sig_helper test_sig_exiting)
+             test_sig_helper test_sig_exiting test_sig_waitsig)
   if(TARGET ${name})
     set_target_properties(${name} PROPERTIES ENABLE_EXPORTS ON)
   endif()
@@ -725,6 +725,35 @@ add_test(NAME cli_time
 set_tests_properties(cli_time PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end time11 ----
+
+# ---- novec12: PK_PROBE_F_GPR_ONLY (issue 12, entry and return hit cost) ----
+# test_probe_gpr and stress_probe_gpr probe test_probe_vector's targets
+# (vector_targets.c, -mavx2); the tests check the CPU first.
+foreach(name test_probe_gpr stress_probe_gpr)
+  if(TARGET ${name})
+    target_sources(${name} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/vector_targets.c)
+    set_target_properties(${name} PROPERTIES ENABLE_EXPORTS ON)
+  endif()
+endforeach()
+if(TARGET test_probe_gpr)
+  pk_test_variant(test_probe_gpr hijack PROBEKIT_RETPROBE_HIJACK=1)
+endif()
+# ---- end novec12 ----
+# ---- trace11: probekit trace, per-call traces (issue 11) ----
+# cli-trace.sh: known calls (arguments, returns, nesting, threads, a fork()ed
+# child) checked event by event in the JSON (python3) and the protobuf
+# (protoc --decode), drops, --min-duration, --depth, --pid/--tid, --args,
+# _exit, SIGKILL and exec, usage errors.
+add_executable(trace_target ${CMAKE_CURRENT_SOURCE_DIR}/targets/trace_target.c)
+# Every function its own, whatever the build type (the agent probes them).
+target_compile_options(trace_target PRIVATE -O2)
+target_link_libraries(trace_target PRIVATE pthread)
+add_test(NAME cli_trace
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli-trace.sh $<TARGET_FILE:probekit_cli>
+          $<TARGET_FILE:trace_target> ${PK_CLI_SANITIZED} ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli_trace PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
+# ---- end trace11 ----
 
 # ---- progress11: the terminal: progress line, colour (issue 11) ----
 # cli-tty.sh: under a pty (python3's pty module) a libc glob's arming shows

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* test_probe_rseq.c - no probe breaks a restartable sequence: a jump probe whose displaced bytes hold part of one becomes an int3 probe, a probe in one is refused, and a probe before one leaves it working (per-CPU counts exact while probed). */
+/* test_probe_rseq.c - no probe breaks a restartable sequence: a jump probe whose displaced bytes hold part of one (or its rseq_cs store, or its abort signature) becomes an int3 probe, a probe in one or on its store is refused, and a probe before one leaves it working (per-CPU counts exact while probed). */
 
 /*
  * The functions are assembly with their descriptors in __rseq_cs, as
@@ -12,7 +12,8 @@
  *                   the count; its abort handler starts the section
  *                   again (not the function: the entry probe would count
  *                   the call twice)
- *   rs_two(x)       x + 1: a 2-byte nop, then a section of one lea
+ *   rs_two(x)       x + 1: a 2-byte nop, a 3-byte mov (its store's
+ *                   place), then a section of one lea
  */
 #include <errno.h>
 #include <pthread.h>
@@ -27,7 +28,8 @@
 
 void rs_inc(uint64_t *counts);
 long rs_two(long x);
-extern const char rs_inc_cs[], rs_inc_cs2[];
+extern const char rs_inc_cs[], rs_inc_cs2[], rs_inc_store[], rs_inc_ret[],
+	rs_inc_sig[];
 
 __asm__(".text\n"
 	".globl rs_inc\n"
@@ -37,6 +39,8 @@ __asm__(".text\n"
 	"	movq (%rcx), %rcx\n"
 	".Lrs_inc_retry:\n"
 	"	leaq .Lrs_inc_desc(%rip), %rax\n"
+	".globl rs_inc_store\n"
+	"rs_inc_store:\n"
 	"	movq %rax, %fs:8(%rcx)\n"	/* struct rseq.rseq_cs */
 	".globl rs_inc_cs\n"
 	"rs_inc_cs:\n"
@@ -47,7 +51,11 @@ __asm__(".text\n"
 	"	addq $1, %rax\n"
 	"	movq %rax, (%rdi,%rdx,8)\n"	/* the commit */
 	".Lrs_inc_end:\n"
+	".globl rs_inc_ret\n"
+	"rs_inc_ret:\n"
 	"	ret\n"
+	".globl rs_inc_sig\n"
+	"rs_inc_sig:\n"
 	"	.byte 0x0f, 0xb9, 0x3d\n"	/* ud1 carrying the signature */
 	"	.long 0x53053053\n"		/* glibc's RSEQ_SIG */
 	".Lrs_inc_abort:\n"
@@ -57,6 +65,7 @@ __asm__(".text\n"
 	".type rs_two,@function\n"
 	"rs_two:\n"
 	"	xchg %ax, %ax\n"
+	"	movq %rdi, %rax\n"
 	".Lrs_two_start:\n"
 	"	leaq 1(%rdi), %rax\n"
 	".Lrs_two_end:\n"
@@ -149,6 +158,22 @@ int main(void)
 	r = make_f((void *)rs_inc, cs_off, PK_PROBE_F_INT3, &p);
 	pk_set_log(NULL, NULL);
 	ASSERT_EQ(r, -EPERM, "an int3 probe at a critical section's start");
+	/* The store of rseq_cs run out of line leaves the section unprotected. */
+	pk_set_log(t_quiet_log, NULL);
+	r = make((void *)rs_inc, (size_t)(rs_inc_store - (const char *)rs_inc), &p);
+	pk_set_log(NULL, NULL);
+	ASSERT_EQ(r, -EPERM, "a probe on the rseq_cs store");
+	/* A jmp over the ret would cover the abort handler's signature. */
+	if (ASSERT_OK(make((void *)rs_inc, (size_t)(rs_inc_ret - (const char *)rs_inc), &p),
+		      "a probe on the ret before the signature")) {
+		ASSERT_EQ(reason(p, &kind), PK_PROBE_WHY_RSEQ, "why the ret's kind");
+		ASSERT_EQ(kind, PK_PROBE_INT3, "the ret's kind");
+		pk_probe_destroy(p);
+	}
+	pk_set_log(t_quiet_log, NULL);
+	r = make((void *)rs_inc, (size_t)(rs_inc_sig - (const char *)rs_inc), &p);
+	pk_set_log(NULL, NULL);
+	ASSERT_EQ(r, -EPERM, "a probe on the signature");
 	/* The jmp would displace the section's start: an int3 probe before it. */
 	if (ASSERT_OK(make((void *)rs_two, 0, &p), "rs_two's entry")) {
 		ASSERT_EQ(reason(p, &kind), PK_PROBE_WHY_RSEQ, "why rs_two's kind");
@@ -168,9 +193,15 @@ int main(void)
 	ASSERT_EQ(kind, PK_PROBE_JUMP, "rs_inc's kind");
 	if (!ASSERT_OK(pk_probe_register(&p, 1), "register rs_inc"))
 		return t_exit();
-	if (__rseq_size == 0)
-		printf("note: glibc registered no rseq area here (tunable "
-		       "glibc.pthread.rseq=0?): the section runs unprotected\n");
+	if (__rseq_size == 0) {
+		/* No area: cpu_id reads as -1 and the section cannot run. */
+		ASSERT_OK(pk_probe_unregister(&p, 1), "unregister rs_inc");
+		pk_probe_destroy(p);
+		printf("note: glibc registered no rseq area here "
+		       "(glibc.pthread.rseq=0, or rseq(2) refused): the section "
+		       "was not run, only the placements checked\n");
+		return t_exit();
+	}
 	for (int i = 0; i < NTHREADS; i++)
 		pthread_create(&th[i], NULL, worker, NULL);
 	for (int i = 0; i < NTHREADS; i++)
@@ -180,8 +211,7 @@ int main(void)
 	for (int i = 0; i < NCPU; i++)
 		sum += counts[i];
 	ASSERT_EQ(hits, (unsigned long)NTHREADS * PER_THREAD, "rs_inc's hits");
-	if (__rseq_size)
-		ASSERT_EQ(sum, (uint64_t)NTHREADS * PER_THREAD,
-			  "per-CPU counts through the critical section");
+	ASSERT_EQ(sum, (uint64_t)NTHREADS * PER_THREAD,
+		  "per-CPU counts through the critical section");
 	return t_exit();
 }

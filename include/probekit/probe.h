@@ -70,7 +70,8 @@ struct pk_probe;
 /*
  * A pre- or post-handler. It may change the general-purpose registers in
  * regs (and, where flags are restored, the arithmetic flags and DF); it
- * may use any vector or x87 register (saved around it), must not change
+ * may use any vector or x87 register (saved around it, unless the probe
+ * has PK_PROBE_F_GPR_ONLY: then it must use none), must not change
  * the x87/MXCSR control words, and must be async-signal-safe if the probed
  * code can run in a signal handler.
  * The details: probekit(7), PROBES, "Handlers".
@@ -80,6 +81,32 @@ typedef void (*pk_probe_handler_fn)(struct pk_probe *p, struct pk_regs *regs,
 
 /* pk_probe_opts.flags */
 #define PK_PROBE_F_INT3 0x1u	/* an int3 probe even where a jump probe fits */
+/*
+ * PK_PROBE_F_GPR_ONLY: the handlers touch general registers only, as the
+ * kernel's own kprobe handlers do (they never use the FPU without
+ * kernel_fpu_begin()). Then the trampoline saves no vector, mask or x87
+ * state around them, which is most of a hit's cost; at a function's entry
+ * regs->flags reads 0x202 (DF clear) instead of the flags (none is live
+ * there).
+ *
+ * The promise, for the pre- and post-handler and everything they call:
+ * no SSE, AVX, AVX-512 or x87 instruction, and no MXCSR or x87 control
+ * word change. Compile them with -mgeneral-regs-only, or
+ * __attribute__((target("general-regs-only"))) on GCC, and call nothing
+ * compiled otherwise: glibc's memcpy, memset, strlen and printf use
+ * vector registers (so do calls the compiler makes for large struct
+ * copies). A handler that breaks the promise corrupts the probed code's
+ * vector registers: a function's double, float or __m256 arguments, and
+ * any value its caller keeps in a vector register across the call.
+ *
+ * Several probes on one address: the cheap path is taken only while every
+ * probe armed there has the flag, and only if the first one armed there
+ * had it; while one without it is armed, every hit saves the vector state
+ * as for a probe without the flag (a hit racing its pk_probe_register()
+ * may skip it: counted in pk_probe_info.missed). With PK_PROBE_F_INT3 the
+ * trap is taken as usual and the handlers then run as above.
+ */
+#define PK_PROBE_F_GPR_ONLY 0x2u
 
 struct pk_probe_opts {
 	size_t sz;		/* sizeof(struct pk_probe_opts) */
@@ -98,7 +125,8 @@ struct pk_probe_opts {
  * pk_probe_create() - prepare a probe (not armed yet)
  * @opts: where (@opts->symbol or @opts->addr, then @opts->offset) and what to
  *        call (@opts->pre, @opts->post, @opts->ctx); @opts->flags
- *        PK_PROBE_F_INT3 for an int3 probe
+ *        PK_PROBE_F_INT3 for an int3 probe, PK_PROBE_F_GPR_ONLY for handlers
+ *        that touch general registers only (see its comment)
  * @out: receives the probe
  *
  * Decodes the whole function (its size from the symbol table), as it was

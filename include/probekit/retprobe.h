@@ -42,7 +42,8 @@ struct pk_retprobe;
  * The entry handler returns non-zero to skip this call's return handler.
  * The return handler may change rax and rdx only (see pk_regs_ret()).
  * Neither may throw or longjmp, nor change the x87/MXCSR control words;
- * vector and x87 registers are saved around both. The details:
+ * vector and x87 registers are saved around both (unless the probe has
+ * PK_PROBE_F_GPR_ONLY: then neither may use them). The details:
  * probekit(7), RETURN PROBES, "Handlers".
  */
 typedef int (*pk_retprobe_entry_fn)(struct pk_retprobe *rp,
@@ -60,6 +61,13 @@ struct pk_retprobe_opts {
 	void *ctx;		/* passed to both */
 	size_t data_size;	/* per-call data bytes (<= PK_RETPROBE_DATA_MAX),
 				   16-byte aligned, uninitialised at entry */
+	unsigned int flags;	/* PK_PROBE_F_GPR_ONLY: the entry and return
+				   handlers touch general registers only, as
+				   that flag's comment in probekit/probe.h
+				   says; then neither side saves vector or x87
+				   state (the return values in xmm0/xmm1 and
+				   st0/st1 are left where they are). Other
+				   flags: -EINVAL */
 };
 
 /**

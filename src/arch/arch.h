@@ -359,7 +359,9 @@ PK_HIDDEN void pk_arch_copy_unchecked(void *dst, const void *src, size_t len);
 
 /*
  * What a chunk head's code calls and reads: the two dispatchers
- * (void fn(struct pk_regs *)) and this thread's divert request, three
+ * (void fn(struct pk_regs *, uintptr_t gpr): @gpr non-zero, the slot's
+ * owner, when the stub saved no vector state, tramp.h) and this thread's
+ * divert request, three
  * initial-exec thread-local words (the same offset from the thread pointer
  * in every thread, so the code names them by offset).
  */
@@ -390,6 +392,9 @@ struct pk_tramp_slot {
 				   (pk_arch_relocate_one()) */
 	uint8_t post;		/* post-handlers after the first instruction */
 	uint8_t full;		/* pre-handlers through the full stub */
+	uint8_t gpr;		/* through the stubs' general-registers-only
+				   twins; @owner's first byte says when
+				   (PK_TRAMP_OWNER_GPR) */
 };
 
 /*
@@ -448,17 +453,30 @@ PK_HIDDEN size_t pk_arch_ret_eh(uint8_t *buf, uintptr_t code, size_t nent,
 				uintptr_t recs, size_t rec_size);
 
 /*
+ * pk_arch_vsave_call() - @fn(@arg), with the vector state saved around it
+ * as the fast stub saves it: for what a dispatch without the vector save
+ * (a dispatcher's gpr non-zero) must call outside probekit (libc, on a thread's
+ * first return-probe hit). PK_NOPROBE; any thread, async-signal-safe if
+ * @fn is.
+ */
+PK_HIDDEN void *pk_arch_vsave_call(void *(*fn)(void *), void *arg);
+
+/*
  * PK_ARCH_RET_COMMON(name, dispatch) - defines @name, where every landing
  * jumps (PK_NOPROBE text, with CFI): it builds a struct pk_regs of the
  * general registers after a return (flags undefined), whose
  * pk_private_ret is the stack word the landing was returned through,
  * saves the vector and x87 state (tramp.h, "Vector state"), calls
- * @dispatch(regs) (the probe layer's), restores that state and the
+ * @dispatch(regs, 0) (the probe layer's), restores that state and the
  * caller-saved general registers from regs, and leaves through that word, which
  * @dispatch has set to the real return address: by ret if it left
  * regs->flags non-zero (the return stack buffer holds the landing: a
  * divert), else by jmp. The probe layer instantiates it once, and passes
- * @name's address to pk_arch_ret_code(). The ISA's tramp.h defines it.
+ * @name's address to pk_arch_ret_code(). The ISA's tramp.h defines it,
+ * and PK_ARCH_RET_COMMON_GPR(name, dispatch): the same, but first
+ * @dispatch(regs, 1) without any vector or x87 state saved, which returns
+ * 0 when done, non-zero (nothing done) to be called again with 0 after
+ * the save.
  */
 
 #endif /* PK_ARCH_H */

@@ -485,7 +485,11 @@ static int place_jump(struct pk_probe_place *p, int post,
 		p->reason = PK_PROBE_WHY_RELOC;
 		return -ENOTSUP;
 	}
-	/* Run in the trampoline, a critical section's part aborts nothing. */
+	/*
+	 * Run in the trampoline, a critical section's part aborts nothing
+	 * (nor does the store before it protect it); the jmp must not cover
+	 * an abort handler's signature or start.
+	 */
 	err = pk_rseq_cs_in(p->addr, off, &hit);
 	if (err < 0)
 		return err;
@@ -652,17 +656,21 @@ int pk_probe_place(const struct pk_func *fn, const uint8_t *code,
 	}
 	/*
 	 * An int3 signalled in a critical section (at its first instruction
-	 * or after, or where the trap's return address is its start) sends
-	 * the thread to the section's abort handler, not to the probe.
+	 * or after) sends the thread to the section's abort handler, not to
+	 * the probe; the instruction that ends at its start (the store of
+	 * rseq_cs) run out of line is followed by a jump back from outside
+	 * the section, where a preemption clears rseq_cs for the run (and
+	 * the signature before an abort handler must stay as it is).
 	 */
-	err = pk_rseq_cs_in(p->addr, 2, &cs);
+	err = pk_rseq_cs_in(p->addr, in0.len, &cs);
 	if (err < 0)
 		return err;
 	if (err) {
-		pk_err("probe: %s: inside the restartable sequence (rseq(2)) "
-		       "that starts at %#" PRIxPTR ": the kernel would abort it "
-		       "at a probe's trap, and not in a trampoline; refused",
-		       what, cs);
+		pk_err("probe: %s: in, or on the rseq_cs store or the abort "
+		       "signature of, the restartable sequence (rseq(2)) that "
+		       "starts at %#" PRIxPTR ": a probe there breaks it (the "
+		       "kernel aborts it at the trap, or it runs unprotected); "
+		       "refused", what, cs);
 		return -EPERM;
 	}
 	if (in0.kind == PK_INSN_TRAP) {

@@ -49,7 +49,25 @@
  * that hit the int3 before the disarming commit may still be in the signal
  * handler (PK_NOPROBE code, so the sweep waits for it) on its way to the
  * trap chain.
+ *
+ * Handlers that touch general registers only (PK_PROBE_F_GPR_ONLY): a
+ * trampoline built for such a probe has its slot call the stubs'
+ * general-registers-only twins (tramp.h), which skip the vector save while
+ * the tramp's gpr byte (its first, PK_TRAMP_OWNER_GPR) says that every
+ * probe linked there has the flag. A probe without it clears the byte
+ * before it is linked, and the last such probe's unregister sets it
+ * again. A hit that read the byte set calls its dispatcher with gpr 1,
+ * which runs flagged handlers only: one that raced the link of an
+ * unflagged probe skips that probe (counted as missed). So the dispatcher
+ * runs with the probed code's vector registers live: this whole file is
+ * compiled for general registers only (below), and the hit path calls
+ * nothing outside it but the handlers.
  */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC target("general-regs-only")
+#elif defined(__clang__)
+#pragma clang attribute push(__attribute__((target("general-regs-only"))), apply_to = function)
+#endif
 
 #include <errno.h>
 #include <inttypes.h>
@@ -72,19 +90,25 @@
 
 /* A probe point's trampoline: its slot and the probes that share it. */
 struct tramp {
+	uint8_t gpr;		/* atomic; first (the slot's owner byte,
+				   PK_TRAMP_OWNER_GPR): every probe linked
+				   has PK_PROBE_F_GPR_ONLY */
+	uint8_t twin;		/* the slot calls the stubs' twins */
+	uint8_t fast;		/* atomic: one probe linked, no post-handlers
+				   (pk_probe_dispatch()) */
+	uint8_t kind;			/* enum pk_probe_kind */
+	uint8_t post;			/* the slot calls post-handlers */
+	uint8_t full;			/* pre-handlers through the full stub */
+	uint8_t first_len;		/* the probed instruction's length */
+	uint8_t len;			/* displaced bytes (int3: the insn) */
 	uintptr_t addr;		/* probe point */
 	uintptr_t slot;		/* its trampoline slot */
 	struct pk_chunk *chunk;
 	struct pk_probe *probes;	/* linked in registration order */
 	struct tramp *next;		/* hash chain */
-	uint8_t len;			/* displaced bytes (int3: the insn) */
-	uint8_t trapped;		/* on the trap chain (int3 probes) */
 	uint8_t old[PK_TEXT_MAX];
 	struct pk_sweep_map map;	/* instruction starts: site, copy */
-	uint8_t kind;			/* enum pk_probe_kind */
-	uint8_t post;			/* the slot calls post-handlers */
-	uint8_t full;			/* pre-handlers through the full stub */
-	uint8_t first_len;		/* the probed instruction's length */
+	uint8_t trapped;		/* on the trap chain (int3 probes) */
 };
 
 /* Set at creation, and read only then on: the handlers, ctx, func, addr
@@ -105,8 +129,10 @@ struct pk_probe {
 	uint8_t first_len;		/* the probed instruction's length */
 	uint8_t armed_kind, armed_len;	/* its trampoline's, while armed */
 	uint8_t stale;			/* retired: its code went away */
+	uint8_t gpr;			/* PK_PROBE_F_GPR_ONLY */
 	uint8_t code[PK_TEXT_MAX];	/* the displaced bytes, as placed */
 };
+_Static_assert(offsetof(struct tramp, gpr) == 0, "the stubs' owner byte");
 
 /*
  * probe_lock guards:
@@ -163,15 +189,16 @@ static __thread unsigned long pre_seq
 
 /* ---------------------------------------------------------- dispatcher */
 
-PK_NOPROBE void pk_probe_dispatch(struct pk_regs *r);
-PK_NOPROBE void pk_probe_dispatch_full(struct pk_regs *r);
+PK_NOPROBE void pk_probe_dispatch(struct pk_regs *r, uintptr_t gpr);
+PK_NOPROBE void pk_probe_dispatch_full(struct pk_regs *r, uintptr_t gpr);
 
 /*
  * The handlers of the trampoline whose slot @r's return address is in:
- * pre-handlers, or (@post) post-handlers.
+ * pre-handlers, or (@post) post-handlers; with @gpr (the stub saved no
+ * vector state) only those of probes with PK_PROBE_F_GPR_ONLY.
  */
 static inline __attribute__((always_inline)) void
-dispatch(struct pk_regs *r, const struct tramp *t, int post)
+dispatch(struct pk_regs *r, const struct tramp *t, int post, uintptr_t gpr)
 {
 	unsigned long d = pk_sweep_self.depth, seen = 0, upto = ULONG_MAX;
 	int lost = 0;
@@ -205,7 +232,9 @@ dispatch(struct pk_regs *r, const struct tramp *t, int post)
 				__atomic_add_fetch(&p->missed, 1, __ATOMIC_RELAXED);
 		} else {
 			seen = p->seq;
-			if (fn)
+			if (fn && gpr && !p->gpr)
+				__atomic_add_fetch(&p->missed, 1, __ATOMIC_RELAXED);
+			else if (fn)
 				fn(p, r, p->ctx);
 		}
 	}
@@ -228,30 +257,36 @@ static PK_NOPROBE_INLINE const struct tramp *tramp_of(uintptr_t ret)
 
 /* dispatch(), out of line: pk_probe_dispatch()'s general case. */
 PK_NOPROBE static __attribute__((noinline)) void
-dispatch_pre(struct pk_regs *r, const struct tramp *t)
+dispatch_pre(struct pk_regs *r, const struct tramp *t, uintptr_t gpr)
 {
-	dispatch(r, t, 0);
+	dispatch(r, t, 0, gpr);
 }
 
 /*
- * The fast stub's: pre-handlers at a function's entry; flags are not
- * restored. The usual hit (one probe, no post-handler, not inside another
- * handler) is dispatch() with nothing live across the handler's call but
- * what it reloads: no callee-saved register to save and restore, where
- * dispatch() keeps six. Which probes a hit calls is the same: every one
- * linked when it reads the list (a probe linked while the handler runs
- * waits for the next hit, as one linked just after would).
+ * The fast stub's (and its twin's, which passes the tramp as @gpr):
+ * pre-handlers at a function's entry; flags are not restored. The usual
+ * hit (t->fast: one probe, no post-handler; not inside another handler)
+ * is dispatch() with nothing live across the handler's call but what it
+ * reloads: no callee-saved register to save and restore, where dispatch()
+ * keeps six. Which probes a hit calls is the same: those linked when it
+ * reads the list. t->fast is cleared before a second probe is linked
+ * (appended: the head stays) and before an unlink, and set after either
+ * leaves one; a hit that read it set calls the list's head only, which is
+ * the list then, or was a moment before (a probe linked while the handler
+ * runs waits for the next hit, as one linked just after would).
  */
-PK_NOPROBE void pk_probe_dispatch(struct pk_regs *r)
+PK_NOPROBE void pk_probe_dispatch(struct pk_regs *r, uintptr_t gpr)
 {
-	const struct tramp *t = tramp_of(r->pk_private_ret);
-	/* Pairs with the release stores in link_probe() and unlink_probe(). */
-	struct pk_probe *p = __atomic_load_n(&t->probes, __ATOMIC_ACQUIRE);
+	const struct tramp *t = gpr ? (const struct tramp *)gpr :
+				tramp_of(r->pk_private_ret);
+	struct pk_probe *p = NULL;
 	pk_probe_handler_fn fn;
 
-	if (pk_sweep_self.depth || t->post || !p ||
-	    __atomic_load_n(&p->next, __ATOMIC_ACQUIRE)) {
-		dispatch_pre(r, t);
+	/* Pairs with the release stores in link_probe() and unlink_probe(). */
+	if (__atomic_load_n(&t->fast, __ATOMIC_RELAXED))
+		p = __atomic_load_n(&t->probes, __ATOMIC_ACQUIRE);
+	if (!p || pk_sweep_self.depth || (gpr && !p->gpr)) {
+		dispatch_pre(r, t, gpr);
 		return;
 	}
 	/* dispatch()'s steps for d == 0, in its order. */
@@ -274,12 +309,13 @@ PK_NOPROBE void pk_probe_dispatch(struct pk_regs *r)
  * from further into the slot than PK_TRAMP_SLOT_RET); the flags are
  * restored, of which handlers may change PK_ARCH_USER_FLAGS only.
  */
-PK_NOPROBE void pk_probe_dispatch_full(struct pk_regs *r)
+PK_NOPROBE void pk_probe_dispatch_full(struct pk_regs *r, uintptr_t gpr)
 {
 	uintptr_t ret = r->pk_private_ret;
 	uint64_t flags = r->flags;
 
-	dispatch(r, tramp_of(ret), (ret & (PK_TRAMP_SLOT_SIZE - 1)) != PK_TRAMP_SLOT_RET);
+	dispatch(r, tramp_of(ret), (ret & (PK_TRAMP_SLOT_SIZE - 1)) != PK_TRAMP_SLOT_RET,
+		 gpr);
 	r->flags = (r->flags & PK_ARCH_USER_FLAGS) | (flags & ~PK_ARCH_USER_FLAGS);
 }
 
@@ -473,7 +509,7 @@ int pk_probe_create_in(const struct pk_probe_opts *opts, struct pk_probe **out)
 	if (err)
 		return err;
 	if (!opts->symbol == !opts->addr ||
-	    (OPT(opts, flags) & ~PK_PROBE_F_INT3))
+	    (OPT(opts, flags) & ~(PK_PROBE_F_INT3 | PK_PROBE_F_GPR_ONLY)))
 		return -EINVAL;
 	p = calloc(1, sizeof(*p));
 	if (!p)
@@ -481,6 +517,7 @@ int pk_probe_create_in(const struct pk_probe_opts *opts, struct pk_probe **out)
 	p->pre = opts->pre;
 	p->ctx = OPT(opts, ctx);
 	p->post = OPT(opts, post);
+	p->gpr = !!(OPT(opts, flags) & PK_PROBE_F_GPR_ONLY);
 	if (opts->symbol) {
 		struct pk_sym s;
 
@@ -557,7 +594,7 @@ static int slot_code(struct tramp *t, uint8_t *slot)
 		.at = t->slot, .head = pk_chunk_head(t->chunk), .owner = t,
 		.addr = t->addr, .code = t->old, .len = t->len,
 		.first_len = t->first_len, .int3 = t->kind == PK_PROBE_INT3,
-		.post = t->post, .full = t->full,
+		.post = t->post, .full = t->full, .gpr = t->twin,
 	};
 	struct pk_reloc_map map;
 	int err = pk_arch_tramp_slot(slot, &s, &map);
@@ -594,6 +631,8 @@ static int tramp_build(struct pk_probe *p, struct tramp **out)
 	t->post = p->post != NULL;
 	t->full = p->full;
 	t->first_len = p->first_len;
+	t->twin = p->gpr;
+	t->gpr = p->gpr;	/* link_probe() clears it for each probe without */
 	memcpy(t->old, (const void *)p->addr, p->len);
 	err = pk_chunk_slot_alloc(p->addr, &env, &t->chunk, &t->slot);
 	if (err) {
@@ -1193,6 +1232,11 @@ static void link_probe(struct pk_probe *p, struct tramp *t)
 	p->t = t;
 	p->next = NULL;
 	p->seq = ++link_seq;	/* after every probe linked before */
+	/* Hits from now on save the vector state (see the top of this file). */
+	if (!p->gpr)
+		__atomic_store_n(&t->gpr, 0, __ATOMIC_RELAXED);
+	/* Hits from now on walk the list (tramp_fast() after). */
+	__atomic_store_n(&t->fast, 0, __ATOMIC_RELAXED);
 	/* Pairs with the acquire loads in dispatch(). */
 	__atomic_store_n(pp, p, __ATOMIC_RELEASE);
 	p->armed_kind = t->kind;
@@ -1206,10 +1250,37 @@ static void unlink_probe(struct pk_probe *p)
 {
 	struct pk_probe **pp = &p->t->probes;
 
+	/* Hits from now on walk the list (tramp_fast() after). */
+	__atomic_store_n(&p->t->fast, 0, __ATOMIC_RELAXED);
 	while (*pp != p)
 		pp = &(*pp)->next;
 	/* Pairs with the acquire loads in dispatch(). */
 	__atomic_store_n(pp, p->next, __ATOMIC_RELEASE);
+}
+
+/* After linking or unlinking: t->fast, one probe linked and no post-handlers. */
+static void tramp_fast(struct tramp *t)
+{
+	const struct pk_probe *p = t->probes;
+
+	__atomic_store_n(&t->fast, !t->post && p && !p->next, __ATOMIC_RELAXED);
+}
+
+/*
+ * After unlinking: a twin slot whose probes left all have the flag saves
+ * no vector state again (a hit that still walks an unlinked probe without
+ * it skips that one: the dispatcher's test).
+ */
+static void tramp_regpr(struct tramp *t)
+{
+	const struct pk_probe *q;
+
+	if (!t->twin || !t->probes)
+		return;
+	for (q = t->probes; q && q->gpr; q = q->next)
+		;
+	if (!q)
+		__atomic_store_n(&t->gpr, 1, __ATOMIC_RELAXED);
 }
 
 static int apply_register(struct change *c)
@@ -1227,6 +1298,8 @@ static int apply_register(struct change *c)
 		return err;
 	for (size_t i = 0; i < c->n; i++)
 		link_probe(c->probes[i], c->at[i]);
+	for (size_t i = 0; i < c->n; i++)
+		tramp_fast(c->at[i]);
 	return 0;
 }
 
@@ -1238,6 +1311,10 @@ static int apply_unregister(struct change *c)
 		return err;	/* still armed, probes still linked */
 	for (size_t i = 0; i < c->n; i++)
 		unlink_probe(c->probes[i]);
+	for (size_t i = 0; i < c->n; i++) {
+		tramp_regpr(c->probes[i]->t);
+		tramp_fast(c->probes[i]->t);
+	}
 	for (size_t i = 0; i < c->ntramps; i++)
 		tramp_unhash(c->tramps[i]);
 	/* One wait for the whole set: no thread in a handler or a dead slot. */
@@ -1416,3 +1493,6 @@ int pk_probe_get_info(const struct pk_probe *p, struct pk_probe_info *info)
 	memcpy(info, &cur, cur.sz);
 	return 0;
 }
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif

@@ -103,7 +103,23 @@
  * Either the thread's reload sees NULL or unregister sees cur == rp. A is a
  * compiler barrier and B membarrier(PRIVATE_EXPEDITED) where the kernel has
  * it (no fence on the hit path); otherwise both are full fences.
+ *
+ * Handlers that touch general registers only (PK_PROBE_F_GPR_ONLY in the
+ * options' flags): the entry probe has the flag too, and each record says
+ * whether its probe had it (REC_GPR in its word). pk_ret_common is
+ * PK_ARCH_RET_COMMON_GPR's: it first calls pk_ret_dispatch() with no
+ * vector or x87 state saved, which goes on only if the record and every
+ * rider on its call are flagged, else returns before any change to be
+ * called again after the full save. Both dispatchers run with the probed
+ * code's vector registers live, so this file is compiled for general
+ * registers only, and what the hit path calls outside it (libc, on a
+ * thread's first hit: claim()) goes through pk_arch_vsave_call().
  */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC target("general-regs-only")
+#elif defined(__clang__)
+#pragma clang attribute push(__attribute__((target("general-regs-only"))), apply_to = function)
+#endif
 
 #include <errno.h>
 #include <inttypes.h>
@@ -125,11 +141,13 @@
 #define RET_THREADS 128		/* blocks, unless PROBEKIT_RETPROBE_THREADS */
 
 enum mode { M_HIJACK, M_DIVERT, M_PIGGY };
+#define REC_MODE 3ull		/* struct rec's word: enum mode */
+#define REC_GPR 4ull		/* its probe has PK_PROBE_F_GPR_ONLY */
 
 struct rec {
 	uint64_t ret;		/* the real return address: first, the FDE reads it */
-	uint64_t word;		/* the stack word, | enum mode: rec_word(),
-				   rec_mode() */
+	uint64_t word;		/* the stack word, | enum mode | REC_GPR:
+				   rec_word(), rec_mode() */
 	struct pk_retprobe *rp;	/* atomic; NULL once the probe is unregistered */
 	uint64_t cont;		/* divert: what the entry calls (the trampoline
 				   slot's copy); piggy: the landing the word
@@ -147,14 +165,14 @@ static PK_NOPROBE_INLINE uint64_t rec_word(const struct rec *r)
 
 static PK_NOPROBE_INLINE enum mode rec_mode(const struct rec *r)
 {
-	return (enum mode)(r->word & 7);
+	return (enum mode)(r->word & REC_MODE);
 }
 
 /* Whether @r's stack word is @word and its mode @m. */
 static PK_NOPROBE_INLINE int rec_is(const struct rec *r, uint64_t word,
 				    enum mode m)
 {
-	return r->word == (word | m);
+	return (r->word & ~REC_GPR) == (word | m);
 }
 
 /* One thread's records: the owner and unregister read and write these. */
@@ -174,6 +192,7 @@ struct pk_retprobe {
 	unsigned long pool_empty;	/* atomic: misses for want of a block */
 	uint8_t armed;
 	uint8_t going;			/* unregister in progress */
+	uint8_t gpr;			/* PK_PROBE_F_GPR_ONLY */
 };
 
 /*
@@ -209,6 +228,14 @@ static __thread unsigned int ret_fails __attribute__((tls_model("initial-exec"))
 /* ret_self's records and the index of its first. */
 static __thread struct rec *ret_myrecs __attribute__((tls_model("initial-exec")));
 static __thread size_t ret_mybase __attribute__((tls_model("initial-exec")));
+/*
+ * Whether this thread's newest record is a flagged probe's (REC_GPR): where
+ * pk_ret_common tries pk_ret_dispatch_gpr() first. A hint only (a return
+ * through an older record may find it either way); by name from
+ * pk_ret_common's code, so not static.
+ */
+PK_HIDDEN extern __thread uint8_t pk_ret_gpr_hint __attribute__((tls_model("initial-exec")));
+__thread uint8_t pk_ret_gpr_hint __attribute__((tls_model("initial-exec")));
 /* ---------------------------------------------------------- hit paths */
 
 static PK_NOPROBE_INLINE uintptr_t land_addr(size_t k)
@@ -271,13 +298,14 @@ PK_NOPROBE static int reclaimable(size_t i, void *arg)
  * tid the kernel reuses between that test and the compare-and-swap could
  * fool it; the pid space would have to wrap within that window.)
  */
-PK_NOPROBE static struct blk *claim(void)
+PK_NOPROBE static void *claim(void *unused)
 {
 	int tid = (int)syscall(SYS_gettid);
 	int i = pk_slot_claim(&ret_blks[0].owner, sizeof(ret_blks[0]), ret_nblk,
 			      tid, (size_t)tid, NULL, NULL);
 	struct blk *b;
 
+	(void)unused;
 	if (i < 0 && !(ret_fails++ & 63))
 		i = pk_slot_claim(&ret_blks[0].owner, sizeof(ret_blks[0]),
 				  ret_nblk, tid, (size_t)tid, reclaimable, NULL);
@@ -356,7 +384,8 @@ static void ret_entry(struct pk_probe *p, struct pk_regs *r, void *ctx)
 		miss(rp);
 		return;
 	}
-	if (!b && !(b = claim())) {
+	/* libc's pthread_setspecific(): not for general registers only. */
+	if (!b && !(b = pk_arch_vsave_call(claim, NULL))) {
 		miss(rp);
 		__atomic_add_fetch(&rp->pool_empty, 1, __ATOMIC_RELAXED);
 		if (!__atomic_load_n(&ret_dry, __ATOMIC_RELAXED))
@@ -412,7 +441,7 @@ static void ret_entry(struct pk_probe *p, struct pk_regs *r, void *ctx)
 	}
 	rec = &recs[top];
 	rec->ret = *word;
-	rec->word = (uint64_t)(uintptr_t)word | m;
+	rec->word = (uint64_t)(uintptr_t)word | m | (rp->gpr ? REC_GPR : 0);
 	rec->cont = cont;
 	if (rp->entry && rp->entry(rp, r, rec->data, rp->ctx)) {
 		ret_top = top;
@@ -423,6 +452,7 @@ static void ret_entry(struct pk_probe *p, struct pk_regs *r, void *ctx)
 	if (top + 1 > __atomic_load_n(&b->hw, __ATOMIC_RELAXED))
 		__atomic_store_n(&b->hw, top + 1, __ATOMIC_RELAXED);
 	ret_top = top + 1;
+	pk_ret_gpr_hint = rp->gpr;
 	switch (m) {
 	case M_DIVERT:
 		pk_probe_divert(r, land_addr(base + top) - ENT_LAND);
@@ -466,8 +496,29 @@ call_ret(struct blk *b, struct rec *rec, struct pk_regs *r)
  * Called by pk_ret_common with the registers after a landing; by name from
  * its code, so not static.
  */
-PK_HIDDEN uint64_t pk_ret_dispatch(struct pk_regs *r);
-PK_NOPROBE uint64_t pk_ret_dispatch(struct pk_regs *r)
+/*
+ * Whether @rec's call (@word, through @land) has flagged handlers only:
+ * its own and its riders' (those are this thread's, above it, @top).
+ */
+static PK_NOPROBE_INLINE int
+call_gpr(const struct rec *recs, unsigned int i, unsigned int top,
+	 uint64_t word, uintptr_t land)
+{
+	if (!(recs[i].word & REC_GPR))
+		return 0;
+	for (unsigned int j = top; j-- > i + 1;)
+		if (rec_is(&recs[j], word, M_PIGGY) && recs[j].cont == land &&
+		    !(recs[j].word & REC_GPR))
+			return 0;
+	return 1;
+}
+
+/*
+ * The return dispatcher, for pk_ret_dispatch() (@gpr 0: the vector state
+ * is saved) and pk_ret_dispatch_gpr() (1: it is not): 0 when done, 1 (only
+ * with @gpr, nothing done) to be called again with the state saved.
+ */
+static PK_NOPROBE_INLINE uint64_t ret_dispatch(struct pk_regs *r, int gpr)
 {
 	uintptr_t land = r->pk_private_ret, word = pk_arch_regs_sp(r) - 8;
 	size_t k = land_index(land);
@@ -485,6 +536,10 @@ PK_NOPROBE uint64_t pk_ret_dispatch(struct pk_regs *r)
 		die("probekit: return trampoline entered through a record that "
 		    "is not this call's (stack switched inside a return-probed "
 		    "call?)\n");
+	/* Without the vector save: only if every handler here is flagged. */
+	if (gpr && (b != ret_self ? !(rec->word & REC_GPR) :
+		    !call_gpr(ret_recs + (k - i), i, ret_top, word, land)))
+		return 1;
 	pk_probe_self.ret = 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	r->pk_private_ret = rec->ret;	/* the word: the stack is as it was */
@@ -497,17 +552,34 @@ PK_NOPROBE uint64_t pk_ret_dispatch(struct pk_regs *r)
 			if (rec_is(&recs[j], word, M_PIGGY) && recs[j].cont == land)
 				call_ret(b, &recs[j], r);
 		ret_top = i;
+		pk_ret_gpr_hint = i && (recs[i - 1].word & REC_GPR);
 	}
 	call_ret(b, rec, r);
 	r->flags = m == M_DIVERT;	/* how pk_ret_common leaves */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	pk_probe_self.ret = 0;
-	return rec->ret;
+	return 0;
 }
 
-/* Where every landing jumps: see PK_ARCH_RET_COMMON() in arch.h. */
+/* Called by pk_ret_common (by name from its code, so not static). */
+PK_HIDDEN uint64_t pk_ret_dispatch(struct pk_regs *r, uint64_t zero);
+PK_NOPROBE uint64_t pk_ret_dispatch(struct pk_regs *r, uint64_t zero)
+{
+	(void)zero;
+	return ret_dispatch(r, 0);
+}
+
+PK_HIDDEN uint64_t pk_ret_dispatch_gpr(struct pk_regs *r, uint64_t one);
+PK_NOPROBE uint64_t pk_ret_dispatch_gpr(struct pk_regs *r, uint64_t one)
+{
+	(void)one;
+	return ret_dispatch(r, 1);
+}
+
+/* Where every landing jumps: see PK_ARCH_RET_COMMON_GPR() in arch.h. */
 PK_HIDDEN void pk_ret_common(void);
-PK_ARCH_RET_COMMON(pk_ret_common, pk_ret_dispatch);
+PK_ARCH_RET_COMMON_GPR(pk_ret_common, pk_ret_dispatch, pk_ret_dispatch_gpr,
+		       pk_ret_gpr_hint);
 
 /* -------------------------------------------------------------- region */
 
@@ -648,7 +720,8 @@ static int create(const struct pk_retprobe_opts *opts,
 	err = pk_opts_check(opts, opts->sz, sizeof(*opts));
 	if (err)
 		return err;
-	if (!opts->ret)
+	if (!opts->ret ||
+	    (PK_OPT(opts, struct pk_retprobe_opts, flags) & ~PK_PROBE_F_GPR_ONLY))
 		return -EINVAL;
 	if (PK_OPT(opts, struct pk_retprobe_opts, data_size) >
 	    PK_RETPROBE_DATA_MAX)
@@ -659,9 +732,12 @@ static int create(const struct pk_retprobe_opts *opts,
 	rp->entry = opts->entry;
 	rp->ret = opts->ret;
 	rp->ctx = PK_OPT(opts, struct pk_retprobe_opts, ctx);
+	rp->gpr = !!(PK_OPT(opts, struct pk_retprobe_opts, flags) &
+		     PK_PROBE_F_GPR_ONLY);
 	{
 		PK_OPTS(pk_probe_opts, po, .symbol = opts->symbol,
-			.addr = opts->addr, .pre = ret_entry, .ctx = rp);
+			.addr = opts->addr, .pre = ret_entry, .ctx = rp,
+			.flags = rp->gpr ? PK_PROBE_F_GPR_ONLY : 0);
 
 		err = pk_probe_create_in(&po, &rp->probe);
 	}
@@ -879,3 +955,6 @@ int pk_retprobe_get_info(const struct pk_retprobe *rp,
 	memcpy(info, &cur, cur.sz);
 	return 0;
 }
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif

@@ -839,7 +839,7 @@ struct obj {
 	int mapped;		/* the mapping's file is known: */
 	dev_t dev;		/* its device and inode, from the kernel */
 	uint64_t ino;
-	unsigned long long subs; /* objects unloaded so far (dlpi_subs) */
+	unsigned long long adds; /* objects loaded so far (dlpi_adds) */
 };
 
 /*
@@ -864,14 +864,15 @@ static void mapped_file(struct obj *o)
 
 /*
  * mapped_file()'s answers (a read of /proc/self/maps, the most a check
- * cost) per load bias, while no object is unloaded: until then the
- * mapping at a bias stays the one the answer was about. Under xref_lock.
+ * cost) per load bias, while no object is loaded: until then the object
+ * at a bias stays the one the answer was about (dlpi_adds only grows;
+ * glibc's dlpi_subs does not, after dlmopen). Under xref_lock.
  */
 #define MAPPED_MAX 16
 
 static struct {
 	uintptr_t bias;
-	unsigned long long subs;
+	unsigned long long adds;
 	int mapped;
 	dev_t dev;
 	uint64_t ino;
@@ -884,7 +885,7 @@ static void mapped_file_cached(struct obj *o)
 
 	pk_assert_held(&xref_lock);
 	for (i = 0; i < MAPPED_MAX; i++)
-		if (mapped_seen[i].subs == o->subs + 1 &&
+		if (mapped_seen[i].adds == o->adds + 1 &&
 		    mapped_seen[i].bias == o->bias) {
 			o->mapped = mapped_seen[i].mapped;
 			o->dev = mapped_seen[i].dev;
@@ -894,7 +895,7 @@ static void mapped_file_cached(struct obj *o)
 	mapped_file(o);
 	i = mapped_next++ % MAPPED_MAX;
 	mapped_seen[i].bias = o->bias;
-	mapped_seen[i].subs = o->subs + 1;	/* 0: an empty slot */
+	mapped_seen[i].adds = o->adds + 1;	/* 0: an empty slot */
 	mapped_seen[i].mapped = o->mapped;
 	mapped_seen[i].dev = o->dev;
 	mapped_seen[i].ino = o->ino;
@@ -923,7 +924,7 @@ static int find_obj(struct dl_phdr_info *info, size_t size, void *arg)
 		return 0;
 	o->found = 1;
 	o->bias = info->dlpi_addr;
-	o->subs = info->dlpi_subs;
+	o->adds = info->dlpi_adds;
 	/* The executable: its file through /proc, whatever its path now. */
 	snprintf(o->path, sizeof(o->path), "%s",
 		 info->dlpi_name && *info->dlpi_name ? info->dlpi_name

@@ -1846,6 +1846,24 @@ static int task_exiting(const struct pk_sig_task *t)
 	return (t->sigblk | BIT(SIGKILL) | BIT(SIGSTOP)) == ~BIT(33);
 }
 
+/*
+ * Sleep @us whole: a signal (the program's timers, another thread's
+ * pthread_kill()) ends a plain usleep() early, and a wait made of such
+ * sleeps lasted a few ms instead of ~2 s.
+ */
+static void sleep_whole(unsigned int us)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_nsec += (long)(us % 1000000) * 1000;
+	until.tv_sec += us / 1000000 + until.tv_nsec / 1000000000;
+	until.tv_nsec %= 1000000000;
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) ==
+	       EINTR)
+		;
+}
+
 /* What a blocker is, for the refusal's message. */
 static const char *blocker_kind(const struct pk_sig_task *t)
 {
@@ -1911,7 +1929,7 @@ int pk_sig_check_blocked(int sig, const char *what, unsigned int flags)
 	 * it is in glibc's thread-exit window (task_exiting()).
 	 */
 	for (unsigned int pause = 1000; n && pause <= 1024000; pause *= 2) {
-		usleep(pause);
+		sleep_whole(pause);
 		left = 0;
 		for (int i = 0; i < n && parked < 0; i++) {
 			struct pk_sig_task now;

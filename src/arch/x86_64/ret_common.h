@@ -17,7 +17,33 @@
  * while it still holds the landing the unwinder goes on through the
  * entries' FDE (eh.c), afterwards straight to the caller.
  */
-#define PK_ARCH_RET_COMMON(name, dispatch)                                         \
+#define PK_ARCH_RET_COMMON(name, dispatch) PK_ARCH_RET_COMMON_(name, dispatch, "")
+
+/*
+ * PK_ARCH_RET_COMMON_GPR(name, dispatch, dispatch_gpr, hint) - the same,
+ * for handlers that may touch general registers only
+ * (PK_PROBE_F_GPR_ONLY): where the initial-exec thread-local byte @hint is
+ * non-zero, @dispatch_gpr(regs, 1) is called first, with no vector or x87
+ * state saved, and returns 0 when it is done, or non-zero having done
+ * nothing (a handler of this return may use vector registers); then, or
+ * where @hint is 0, the state is saved as above and @dispatch(regs, 0) is
+ * called. @hint only spares a call that would return non-zero: the
+ * default path stays as it was (that call, before the save, cost 11 ns of
+ * a 47 ns return probe hit where this was measured).
+ */
+#define PK_ARCH_RET_COMMON_GPR(name, dispatch, dispatch_gpr, hint)                 \
+	PK_ARCH_RET_COMMON_(name, dispatch,                                        \
+	"	mov " #hint "@gottpoff(%rip), %rax\n"                              \
+	"	cmpb $0, %fs:(%rax)\n"                                             \
+	"	je 8f\n"                                                           \
+	"	mov $1, %esi\n"                                                    \
+	"	call " #dispatch_gpr "\n"                                          \
+	"	test %rax, %rax\n"                                                 \
+	"	jz 7f\n"                                                           \
+	"	mov %rbx, %rdi\n"                                                  \
+	"8:\n")
+
+#define PK_ARCH_RET_COMMON_(name, dispatch, gpr_first)                             \
 	__asm__(".pushsection pk_noprobe_text,\"ax\",@progbits\n"                  \
 	".globl " #name "\n"                                                       \
 	".hidden " #name "\n"                                                      \
@@ -74,8 +100,9 @@
 	"	mov %rsp, %rdi\n"                                                  \
 	"	mov %rsp, %rbx\n"                                                  \
 	"	.cfi_def_cfa_register %rbx\n"                                      \
-	/* The x87 return values (st0, st1) and the vector registers (tramp.h). */ \
 	"	and $-64, %rsp\n"                                                  \
+	gpr_first                                                                  \
+	/* The x87 return values (st0, st1) and the vector registers (tramp.h). */ \
 	"	sub $64, %rsp\n"		/* st0, st1 */                     \
 	"	mov %rsp, %r13\n"                                                  \
 	"	xor %r12d, %r12d\n"		/* how many */                     \
@@ -168,7 +195,8 @@
 	"	vptest %xmm0, %xmm0\n"                                             \
 	"	sete %r14b\n"                                                      \
 	"	vzeroupper\n"                                                      \
-	"9:	call " #dispatch "\n"                                              \
+	"9:	xor %esi, %esi\n"                                                  \
+	"	call " #dispatch "\n"                                              \
 	"	mov pk_arch_vsave+16(%rip), %eax\n"                                \
 	"	cmp $1, %eax\n"                                                    \
 	"	jb 3f\n"                                                           \
@@ -219,6 +247,7 @@
 	"	fldt 16(%r13)\n"                                                   \
 	"6:	fldt (%r13)\n"                                                     \
 "2:\n"                                                                             \
+"7:\n"                                                                             \
 	"	mov %rbx, %rsp\n"                                                  \
 	"	.cfi_def_cfa_register %rsp\n"                                      \
 	/*                                                                         \

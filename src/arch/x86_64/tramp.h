@@ -32,7 +32,14 @@
  *         calling the full dispatcher, the flags restored (inside a
  *         function: pre-handlers, and post-handlers where the first
  *         instruction may touch the x87/MMX state)
+ *   +1280 fast, +1536 post, +1792 full stub's general-registers-only
+ *         twins (below)
  *   +2032 the fast dispatcher's address, +2040 the full one's
+ *
+ * A dispatcher is void fn(struct pk_regs *r, uintptr_t gpr): @gpr 0 when
+ * the stub saved the vector state as below; else it did not (then only
+ * handlers that touch general registers only may run), and @gpr is the
+ * slot's owner (the word at slot +0).
  *   +2048 (PK_TRAMP_HEAD) slot 0, then one slot per PK_TRAMP_SLOT_SIZE
  *
  * A slot (one per probe point P; aligned to its size, so a return address
@@ -103,6 +110,18 @@
  *   the AMX tiles, with MXCSR and the whole x87 state, then emms, so the
  *   handler finds an empty x87 stack; XRSTOR after.
  *
+ * Handlers that touch only general registers (PK_PROBE_F_GPR_ONLY): a
+ * slot whose first probe had the flag calls the twin of its stub. The
+ * twin saves the general registers and the flags as its stub does, then
+ * reads the slot's owner (the word at slot +0): if its first byte has
+ * PK_TRAMP_OWNER_GPR set (every probe linked there has the flag) it calls
+ * the dispatcher with gpr = the owner and saves no vector, mask or x87 state at
+ * all; else it goes on into its stub's vector save after the same
+ * general-register save. The owner bit only picks the cheaper path; what
+ * keeps the caller's vector registers safe is that a gpr dispatch
+ * calls flagged handlers only (the dispatcher compiled without vector
+ * registers, src/probe/probe.c).
+ *
  * Never XSAVEOPT: its modified optimisation skips components unchanged
  * since the last XRSTOR from the same address, but a stack area is
  * reused by other frames in between. The areas are on the stack, 64-byte
@@ -137,6 +156,9 @@ PK_HIDDEN extern struct pk_arch_vsave pk_arch_vsave;
  * Context: XSAVE enabled (CPUID.1:ECX.OSXSAVE); any thread.
  */
 PK_HIDDEN uint32_t pk_arch_xsave_size(uint64_t mask, int compacted);
+
+/* The owner's first byte: every handler of the slot touches general registers only. */
+#define PK_TRAMP_OWNER_GPR 0x1
 
 #define PK_TRAMP_CHUNK_SIZE (64 * 1024)
 #define PK_TRAMP_HEAD 2048
