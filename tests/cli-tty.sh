@@ -44,8 +44,9 @@ PY
 
 # killer.py OUT CMD...: as ptyrun.py, and kills (SIGKILL, by its pid) the
 # first process named "true" the progress line shows arming (or
-# registering); OUT
-# gets a line "KILLED AT <offset>" before what was read.
+# registering); OUT gets a line "KILLED AT <offset>" (where that line's
+# text ends: its erase may have come in the same read) before what was
+# read.
 cat >"$tmp/killer.py" <<'PY'
 import os, pty, re, select, sys
 pid, fd = pty.fork()
@@ -62,7 +63,7 @@ while True:
     out += d
     m = re.search(rb"(?:arming [0-9 ]+ of [0-9 ]+ functions|registering [0-9 ]+ probes) in true \(pid ([0-9]+)\)", out)
     if m and at < 0:
-        at = len(out)
+        at = m.end()
         try:
             os.kill(int(m.group(1)), 9)
         except ProcessLookupError:
