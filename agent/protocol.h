@@ -36,8 +36,9 @@
  *     magic last (release); it creates every spec's probe and sets n, then
  *     arms them as one batch, writing each spec's result into its struct
  *     pka_spec (a failed batch rewrites them: a reader may see a spec's
- *     status go from 0 to -errno). From then on the mode's handlers write
- *     straight into the slots. So a record outlives a process that ends by
+ *     status go from 0 to -errno); meanwhile arm_planned, arm_done and
+ *     arm_state say how far it is (the command's progress line). From
+ *     then on the mode's handlers write straight into the slots. So a record outlives a process that ends by
  *     _exit() or by a signal (no destructor has to run), and a fork()ed
  *     child, which keeps the mapping, adds to its parent's record.
  *  3. The command reads every file in the directory whose name does not
@@ -74,12 +75,13 @@
 #define PKA_FSIZE_SUFFIX ".fsize" /* <pid>-XXXXXX.fsize: over ulimit -f */
 
 #define PKA_MAGIC 0x706b6167u	/* "pkag" */
-/* 7: the time mode (PKA_MODE_TIME, PKA_ENV_CLOCK) and a mode's own area
+/* 8: arming's progress in the header (arm_planned, arm_done, arm_state);
+ * 7: the time mode (PKA_MODE_TIME, PKA_ENV_CLOCK) and a mode's own area
  * after the pool (mode_at, mode_len in the header);
  * 6: env_start and comm in the header, .fsize files;
  * 5: specs in a file, arrays sized by the record; 4: at most 64 specs;
  * 3: why was 96 bytes; 2: libprobekit-count.so */
-#define PKA_VERSION 7
+#define PKA_VERSION 8
 /* Specs per run: a bound on the record's size (32-bit offsets), no more. */
 #define PKA_SPECS_MAX (1u << 20)
 #define PKA_SEP '\n'
@@ -175,6 +177,23 @@ struct pka_header {
 	char why[2 * PKA_WHY_LEN]; /* the refusal, for the command to print */
 	uint32_t mode_at;	/* the mode's area (version 7) */
 	uint32_t mode_len;
+	/*
+	 * How far arming is (version 8), for the command's progress line:
+	 * relaxed atomic stores, read while the agent writes them, so a
+	 * reader may see an older value, never a torn one.
+	 */
+	uint32_t arm_planned;	/* probes to create here */
+	uint32_t arm_done;	/* of them tried so far */
+	uint32_t arm_state;	/* enum pka_arm_state */
+	uint32_t arm_pad;
+};
+
+/* Where arming is in a record's process (arm_state). */
+enum pka_arm_state {
+	PKA_ARM_START = 0,	/* not yet creating probes */
+	PKA_ARM_CREATE = 1,	/* creating them: arm_done of arm_planned */
+	PKA_ARM_REGISTER = 2,	/* registering them all, one batch */
+	PKA_ARM_DONE = 3,	/* done (or failed): main() may run */
 };
 
 /* Where each part of a record goes. */

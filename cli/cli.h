@@ -67,6 +67,66 @@ void pkc_usage(FILE *f, const struct pkc_cmd *cmd);
 void pkc_json_str(FILE *o, const char *s);
 
 /*
+ * The terminal (tty.c): colour and the progress line.
+ *
+ * pkc_color_parse() - --color=WHEN's WHEN (auto, always, never; NULL,
+ * a bare --color: always) as enum pkc_color, or -1; pkc_color_set() - the subcommand's
+ * choice, for everything after it; pkc_color_for() - whether to colour
+ * what goes to @f: stderr or stdout only (never a -o FILE), never
+ * @machine output (JSON, OpenMetrics); in auto mode only a terminal, with
+ * NO_COLOR unset or empty and TERM not "dumb". PKC_SGR_*: the sequences.
+ */
+enum pkc_color { PKC_COLOR_AUTO, PKC_COLOR_ALWAYS, PKC_COLOR_NEVER };
+
+#define PKC_SGR_OFF "\033[m"
+#define PKC_SGR_HEAD "\033[1m"		/* a table's header line: bold */
+#define PKC_SGR_WARN "\033[33m"	/* int3 probes, partial results */
+#define PKC_SGR_BAD "\033[31m"		/* not probed */
+#define PKC_SGR_ERR "\033[1;31m"	/* "probekit:" of an error */
+
+int pkc_color_parse(const char *arg);
+void pkc_color_set(int when);
+int pkc_color_for(FILE *f, int machine);
+
+/*
+ * pkc_color_opt() - --color's @arg (getopt's optarg) into pkc_color_set();
+ * 0, or PKC_EXIT_OWN after saying why.
+ */
+int pkc_color_opt(const char *arg);
+
+/* pkc_sgr() - @seq if @on, else "" (for "%s" in a format). */
+static inline const char *pkc_sgr(int on, const char *seq)
+{
+	return on ? seq : "";
+}
+
+/*
+ * pkc_progress_init() - whether a progress line may be shown: stderr a
+ * terminal, TERM not "dumb", not @quiet (the subcommand's --quiet).
+ * pkc_progress_update() - the work going on now, as one line (NULL: none:
+ * the line is erased); drawn once the work has lasted the delay (200 ms,
+ * PROBEKIT_PROGRESS_DELAY_MS), at most ~10 times a second.
+ * pkc_progress_clear() - erase the line if one is shown (before anything
+ * else goes to stderr). pkc_progress_on() - pkc_progress_init()'s answer.
+ */
+void pkc_progress_init(int quiet);
+int pkc_progress_on(void);
+void pkc_progress_update(const char *text);
+void pkc_progress_clear(void);
+
+/* pkc_group() - @v with its digits in groups of three ("3 839"). */
+char *pkc_group(char *buf, size_t len, unsigned long long v);
+
+/*
+ * pkc_msg() - "WHO: " and the message on stderr, WHO in colour where
+ * stderr takes it, the progress line erased first; pkc_err() - the same
+ * as "probekit: ...". The caller ends the line ("\n" in @fmt).
+ */
+void pkc_msg(const char *who, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+#define pkc_err(...) pkc_msg("probekit", __VA_ARGS__)
+
+/*
  * A process of COMMAND probekit saw (run.c): it is a child subreaper, so
  * every descendant whose parent ends first becomes its child; while
  * COMMAND runs it walks the tree of its descendants every few

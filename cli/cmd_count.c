@@ -3,7 +3,7 @@
 
 /*
  * probekit count [-p SPEC]... [-P FILE]... [-I MS] [--json] [-o FILE]
- *                [--strict] [--wait-all] -- COMMAND [ARG]...
+ *                [--strict] [--wait-all] [-q] [--color[=WHEN]] -- COMMAND [ARG]...
  *
  * Runs COMMAND with the agent in its "count" mode (see agent/protocol.h),
  * waits for it, and reports how often each function was entered, summed
@@ -260,7 +260,8 @@ static void report(FILE *o, int json, char **argv, int status, int procs,
 		   const struct pkc_run *r, const struct fn_tab *fns)
 {
 	size_t at = 0, cnt;
-	int n = r->n;
+	int n = r->n, col;
+	const char *warn, *bad, *off;
 
 	if (json) {
 		fprintf(o, "{\"command\":[");
@@ -311,12 +312,19 @@ static void report(FILE *o, int json, char **argv, int status, int procs,
 		fprintf(o, "}\n");
 		return;
 	}
+	col = pkc_color_for(o, 0);
+	warn = pkc_sgr(col, PKC_SGR_WARN);
+	bad = pkc_sgr(col, PKC_SGR_BAD);
+	off = pkc_sgr(col, PKC_SGR_OFF);
 	fprintf(o, "\n probekit count: %d process%s, exit status %d",
 		procs, procs == 1 ? "" : "es", status);
 	if (r->not_counted)
-		fprintf(o, " (%d more not counted)", r->not_counted);
+		fprintf(o, " %s(%d more not counted)%s",
+			pkc_sgr(col, PKC_SGR_WARN), r->not_counted,
+			pkc_sgr(col, PKC_SGR_OFF));
 	fprintf(o, "\n\n");
-	fprintf(o, " %16s  %s\n", "calls", "function");
+	fprintf(o, " %s%16s  %s%s\n", pkc_sgr(col, PKC_SGR_HEAD), "calls",
+		"function", pkc_sgr(col, PKC_SGR_OFF));
 	for (int i = 0; i < n; i++, at += cnt) {
 		cnt = fn_count(fns, at, i);
 		if (t[i].armed)
@@ -324,16 +332,18 @@ static void report(FILE *o, int json, char **argv, int status, int procs,
 		else
 			fprintf(o, " %16s  %s", "-", t[i].spec);
 		if (t[i].int3)
-			fprintf(o, "  (int3 probe in %d of %d: ~1 us a call)",
-				t[i].int3, procs);
+			fprintf(o, "  %s(int3 probe in %d of %d: ~1 us a call)%s",
+				warn, t[i].int3, procs, off);
 		if (t[i].failed)
-			fprintf(o, "  (not probed in %d of %d: %s)", t[i].failed,
-				procs, t[i].why[0] ? t[i].why
-						  : strerror(t[i].last_err));
+			fprintf(o, "  %s(not probed in %d of %d: %s)%s", bad,
+				t[i].failed, procs, t[i].why[0] ? t[i].why
+						  : strerror(t[i].last_err), off);
 		if (fns->unprobed[i])
-			fprintf(o, "  (%llu of its functions not probed%s%s)",
-				fns->unprobed[i], fns->unprobed_why[i] ? ", first: " : "",
-				fns->unprobed_why[i] ? fns->unprobed_why[i] : "");
+			fprintf(o, "  %s(%llu of its functions not probed%s%s)%s",
+				warn, fns->unprobed[i],
+				fns->unprobed_why[i] ? ", first: " : "",
+				fns->unprobed_why[i] ? fns->unprobed_why[i] : "",
+				off);
 		/* The same spec twice says nothing: the same count. */
 		if (fns->shared[i] && strcmp(t[fns->shared[i] - 1].spec, t[i].spec))
 			fprintf(o, "  (the probes of \"%s\": a function is "
@@ -343,9 +353,12 @@ static void report(FILE *o, int json, char **argv, int status, int procs,
 		if (!fn_lines(fns, at, cnt, t[i].spec))
 			continue;
 		for (size_t k = 0; k < cnt; k++)
-			fprintf(o, " %16llu    %s%s\n", fns->e[at + k].hits,
+			fprintf(o, " %16llu    %s%s%s%s%s\n", fns->e[at + k].hits,
 				fns->e[at + k].name,
-				fns->e[at + k].int3 ? "  (int3 probe)" : "");
+				fns->e[at + k].int3 ? "  " : "",
+				fns->e[at + k].int3 ? warn : "",
+				fns->e[at + k].int3 ? "(int3 probe)" : "",
+				fns->e[at + k].int3 ? off : "");
 		if (fns->unnamed[i])
 			fprintf(o, " %16llu    (functions not named)\n",
 				fns->unnamed[i]);
@@ -367,6 +380,8 @@ static void tick(double el, void *arg)
 	/* The reader is gone (EPIPE) or the disk full: COMMAND runs on. */
 	if (c->failed)
 		return;
+	/* The progress line, if shown, comes back at the next update. */
+	pkc_progress_clear();
 	memset(c->t, 0, (size_t)r->n * sizeof(*c->t));
 	memset(hits, 0, (size_t)r->n * sizeof(*hits));
 	pkc_run_collect(r, c->t, 0, add_hits, &hc);
@@ -427,7 +442,7 @@ int pkc_report_done(FILE *out, const char *path, int err)
 		err = errno ? errno : EIO;
 	if (!err)
 		return 0;
-	fprintf(stderr, "probekit: cannot write the report to %s: %s\n",
+	pkc_err("cannot write the report to %s: %s\n",
 		path ? path : "standard error", strerror(err));
 	return PKC_EXIT_OWN;
 }
@@ -438,11 +453,11 @@ int pkc_spec_add(struct pkc_spec_list *l, char *spec, const char *where)
 	const char *why = bad_spec(spec);
 
 	if (why) {
-		fprintf(stderr, "probekit: %s '%s': %s\n", where, spec, why);
+		pkc_err("%s '%s': %s\n", where, spec, why);
 		return PKC_EXIT_OWN;
 	}
 	if (l->n == (int)PKA_SPECS_MAX) {
-		fprintf(stderr, "probekit: too many probes (at most %u)\n",
+		pkc_err("too many probes (at most %u)\n",
 			PKA_SPECS_MAX);
 		return PKC_EXIT_OWN;
 	}
@@ -451,7 +466,7 @@ int pkc_spec_add(struct pkc_spec_list *l, char *spec, const char *where)
 		char **v = realloc(l->v, (size_t)cap * sizeof(*v));
 
 		if (!v) {
-			fprintf(stderr, "probekit: %s\n", strerror(ENOMEM));
+			pkc_err("%s\n", strerror(ENOMEM));
 			return PKC_EXIT_OWN;
 		}
 		l->v = v;
@@ -475,7 +490,7 @@ int pkc_spec_file(struct pkc_spec_list *l, const char *path)
 	int c, no = 0;
 
 	if (!f) {
-		fprintf(stderr, "probekit: -P %s: %s\n", path, strerror(errno));
+		pkc_err("-P %s: %s\n", path, strerror(errno));
 		return PKC_EXIT_OWN;
 	}
 	m = open_memstream(&buf, &len);
@@ -485,7 +500,7 @@ int pkc_spec_file(struct pkc_spec_list *l, const char *path)
 	if (f != stdin)
 		fclose(f);
 	if (!m || fclose(m) || c) {
-		fprintf(stderr, "probekit: -P %s: %s\n", path,
+		pkc_err("-P %s: %s\n", path,
 			c ? "read error" : strerror(ENOMEM));
 		free(buf);
 		return PKC_EXIT_OWN;
@@ -493,13 +508,13 @@ int pkc_spec_file(struct pkc_spec_list *l, const char *path)
 	b = realloc(l->bufs, (size_t)(l->nbufs + 1) * sizeof(*b));
 	if (!b) {
 		free(buf);
-		fprintf(stderr, "probekit: %s\n", strerror(ENOMEM));
+		pkc_err("%s\n", strerror(ENOMEM));
 		return PKC_EXIT_OWN;
 	}
 	l->bufs = b;
 	l->bufs[l->nbufs++] = buf;
 	if (strlen(buf) != len) {
-		fprintf(stderr, "probekit: -P %s: a NUL byte in the file\n", path);
+		pkc_err("-P %s: a NUL byte in the file\n", path);
 		return PKC_EXIT_OWN;
 	}
 	for (line = buf; line; line = next) {
@@ -540,6 +555,9 @@ static int count_main(int argc, char **argv)
 		{ "interval", required_argument, NULL, 'I' },
 		{ "strict", no_argument, NULL, 's' },
 		{ "wait-all", no_argument, NULL, 'w' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "color", optional_argument, NULL, 'C' },
+		{ "colour", optional_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -553,11 +571,11 @@ static int count_main(int argc, char **argv)
 	struct fn_tab fns = { 0 };
 	struct hits_ctx hc = { 0 };
 	const char *out_path = NULL;
-	int json = 0, c, code = PKC_EXIT_OWN, procs, wrote;
+	int json = 0, c, code = PKC_EXIT_OWN, procs, wrote, quiet = 0;
 	long interval_ms = 0;
 	FILE *out = stderr;
 
-	while ((c = getopt_long(argc, argv, "+p:P:jo:hI:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+p:P:jo:hI:q", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (pkc_spec_add(&l, optarg, "-p"))
@@ -579,12 +597,19 @@ static int count_main(int argc, char **argv)
 		case 'w':
 			r.wait_all = 1;
 			break;
+		case 'q':
+			quiet = 1;
+			break;
+		case 'C':
+			if (pkc_color_opt(optarg))
+				goto out;
+			break;
 		case 'I': {
 			char *end;
 
 			interval_ms = strtol(optarg, &end, 10);
 			if (*end || interval_ms < 10 || interval_ms > 3600000) {
-				fprintf(stderr, "probekit: -I wants milliseconds, "
+				pkc_err("-I wants milliseconds, "
 						"10 to 3600000\n");
 				goto out;
 			}
@@ -600,7 +625,7 @@ static int count_main(int argc, char **argv)
 		}
 	}
 	if (!l.n || optind >= argc) {
-		fprintf(stderr, "probekit: %s\n", !l.n ? "no probe given (-p NAME)"
+		pkc_err("%s\n", !l.n ? "no probe given (-p NAME)"
 						       : "no command given");
 		pkc_usage(stderr, &pkc_cmd_count);
 		goto out;
@@ -620,14 +645,15 @@ static int count_main(int argc, char **argv)
 	fns.nspec = (size_t)r.n;
 	if (!tc.t || !tc.hits || !tc.last || !fns.unnamed || !fns.shared ||
 	    !fns.unprobed || !fns.unprobed_why) {
-		fprintf(stderr, "probekit: %s\n", strerror(ENOMEM));
+		pkc_err("%s\n", strerror(ENOMEM));
 		goto out;
 	}
 	if (out_path && !(out = fopen(out_path, "we"))) {
-		fprintf(stderr, "probekit: %s: %s\n", out_path, strerror(errno));
+		pkc_err("%s: %s\n", out_path, strerror(errno));
 		out = stderr;
 		goto out;
 	}
+	pkc_progress_init(quiet);
 	code = pkc_run_start(&r, &argv[optind]);
 	if (code)
 		goto out;
@@ -668,7 +694,7 @@ out:
 const struct pkc_cmd pkc_cmd_count = {
 	.name = "count",
 	.synopsis = "count [-p SPEC]... [-P FILE]... [-I MS] [--json] [-o FILE] [--strict]\n"
-		    "         [--wait-all] -- COMMAND [ARG]...",
+		    "         [--wait-all] [-q] [--color[=WHEN]] -- COMMAND [ARG]...",
 	.help =
 		"Counts calls of functions while COMMAND runs, in every process it starts.\n"
 		"  -p, --probe SPEC  a function: NAME or OBJECT:NAME (e.g. malloc,\n"
@@ -681,6 +707,9 @@ const struct pkc_cmd pkc_cmd_count = {
 		"                    armed, processes not counted or outliving COMMAND);\n"
 		"                    without it COMMAND's status is kept and this is only said\n"
 		"      --wait-all    once COMMAND ended, wait for its descendants that outlive\n"
-		"                    it (daemons) and count their calls too\n",
+		"                    it (daemons) and count their calls too\n"
+		"  -q, --quiet       no progress line on the terminal while probes are armed\n"
+		"      --color[=WHEN] colour the text report: auto (a terminal, NO_COLOR\n"
+		"                    unset), always, never\n",
 	.main = count_main,
 };

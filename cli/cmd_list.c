@@ -91,7 +91,7 @@ static int load_lib(void)
 	if (!h && !env)
 		h = dlopen(PKC_LIB_PATH, RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
-		fprintf(stderr, "probekit: list needs libprobekit (set "
+		pkc_err("list needs libprobekit (set "
 				"PROBEKIT_LIB): %s\n", dlerror());
 		return -ENOENT;
 	}
@@ -101,7 +101,7 @@ static int load_lib(void)
 	lib.destroy = (void *)(uintptr_t)dlsym(h, "pk_probe_destroy");
 	lib.set_log = (void *)(uintptr_t)dlsym(h, "pk_set_log");
 	if (!lib.each || !lib.create || !lib.info || !lib.destroy || !lib.set_log) {
-		fprintf(stderr, "probekit: the libprobekit loaded has no "
+		pkc_err("the libprobekit loaded has no "
 				"pk_sym_each (too old?)\n");
 		return -ENOENT;
 	}
@@ -206,12 +206,12 @@ static int command_objects(const char *cmd, struct objs *o)
 	pid_t pid;
 
 	if (find_cmd(cmd, prog, sizeof(prog))) {
-		fprintf(stderr, "probekit: list: %s: command not found\n", cmd);
+		pkc_err("list: %s: command not found\n", cmd);
 		return PKC_EXIT_OWN;
 	}
 	r = elf_interp(prog, interp, sizeof(interp));
 	if (r < 0) {
-		fprintf(stderr, "probekit: list: %s is not a 64-bit ELF program\n",
+		pkc_err("list: %s is not a 64-bit ELF program\n",
 			prog);
 		return PKC_EXIT_OWN;
 	}
@@ -222,12 +222,12 @@ static int command_objects(const char *cmd, struct objs *o)
 		return 0;
 	}
 	if (pipe2(pfd, O_CLOEXEC)) {
-		fprintf(stderr, "probekit: list: pipe: %s\n", strerror(errno));
+		pkc_err("list: pipe: %s\n", strerror(errno));
 		return PKC_EXIT_OWN;
 	}
 	pid = fork();
 	if (pid < 0) {
-		fprintf(stderr, "probekit: list: fork: %s\n", strerror(errno));
+		pkc_err("list: fork: %s\n", strerror(errno));
 		close(pfd[0]);
 		close(pfd[1]);
 		return PKC_EXIT_OWN;
@@ -240,7 +240,7 @@ static int command_objects(const char *cmd, struct objs *o)
 	close(pfd[1]);
 	f = fdopen(pfd[0], "r");
 	if (!f) {
-		fprintf(stderr, "probekit: list: fdopen: %s\n", strerror(errno));
+		pkc_err("list: fdopen: %s\n", strerror(errno));
 		close(pfd[0]);	/* the loader's writes end with EPIPE */
 		waitpid(pid, &st, 0);
 		return PKC_EXIT_OWN;
@@ -261,7 +261,7 @@ static int command_objects(const char *cmd, struct objs *o)
 	fclose(f);
 	waitpid(pid, &st, 0);
 	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
-		fprintf(stderr, "probekit: list: %s --list %s failed (a library "
+		pkc_err("list: %s --list %s failed (a library "
 				"not found?)\n", interp, prog);
 		return PKC_EXIT_OWN;
 	}
@@ -304,6 +304,7 @@ static int has_glob(const char *s)
 struct out {
 	FILE *f;
 	int json;
+	int col;		/* colour the table (pkc_color_for()) */
 	int rows;		/* printed, for the JSON commas */
 	int found;		/* by the spec now */
 	char reason[512];	/* the last log line while probing */
@@ -408,12 +409,17 @@ static int print_sym(const struct pk_sym *s, void *ctx)
 		 s->name, s->version[0] ?
 		 (s->flags & PK_SYM_F_COMPAT ? "@" : "@@") : "", s->version);
 	if (!o->json) {
-		fprintf(o->f, "%-28s %-40s %#10" PRIxPTR " %7zu %-9s %s%s%s%s%s\n",
+		/* An int3 probe's kind yellow, a refusal's red, to the end. */
+		int c = o->col && strcmp(kind, "jump");
+
+		fprintf(o->f, "%-28s %-40s %#10" PRIxPTR " %7zu %-9s %s%s%s%s%s%s%s\n",
 			strrchr(s->object, '/') ? strrchr(s->object, '/') + 1 : s->object,
-			name, off, s->size, table_name(s->table), kind,
+			name, off, s->size, table_name(s->table),
+			pkc_sgr(c, strcmp(kind, "int3") ? PKC_SGR_BAD : PKC_SGR_WARN),
+			kind,
 			s->impl[0] ? " ifunc->" : (s->flags & PK_SYM_F_UNRESOLVED ?
 						   " ifunc (unresolved)" : ""),
-			s->impl, why[0] ? ": " : "", why);
+			s->impl, why[0] ? ": " : "", why, pkc_sgr(c, PKC_SGR_OFF));
 		return 0;
 	}
 	fprintf(o->f, "%s\n  {\"object\": ", o->rows++ ? "," : "");
@@ -520,12 +526,21 @@ static int list_body(int argc, char **argv, struct objs *os, struct out *o,
 			o->json = 1;
 			continue;
 		}
+		if (!strcmp(argv[i], "--color") || !strcmp(argv[i], "--colour") ||
+		    !strncmp(argv[i], "--color=", 8) ||
+		    !strncmp(argv[i], "--colour=", 9)) {
+			const char *eq = strchr(argv[i], '=');
+
+			if (pkc_color_opt(eq ? eq + 1 : NULL))
+				return PKC_EXIT_OWN;
+			continue;
+		}
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			pkc_usage(stdout, &pkc_cmd_list);
 			return 0;
 		}
 		if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "probekit: list: unknown option %s\n",
+			pkc_err("list: unknown option %s\n",
 				argv[i]);
 			pkc_usage(stderr, &pkc_cmd_list);
 			return PKC_EXIT_OWN;
@@ -538,7 +553,7 @@ static int list_body(int argc, char **argv, struct objs *os, struct out *o,
 	     nspecs++)
 		;
 	if (optind + nspecs < argc && !argv[optind + nspecs + 1]) {
-		fprintf(stderr, "probekit: list: no COMMAND after --\n");
+		pkc_err("list: no COMMAND after --\n");
 		return PKC_EXIT_OWN;
 	}
 	if (!nspecs && optind + nspecs == argc) {
@@ -561,9 +576,11 @@ static int list_body(int argc, char **argv, struct objs *os, struct out *o,
 			nspecs = 1;
 		}
 	}
+	o->col = pkc_color_for(o->f, o->json);
 	if (!o->json)
-		fprintf(o->f, "%-28s %-40s %10s %7s %-9s %s\n", "OBJECT", "NAME",
-			"OFFSET", "SIZE", "EXTENT", "KIND");
+		fprintf(o->f, "%s%-28s %-40s %10s %7s %-9s %s%s\n",
+			pkc_sgr(o->col, PKC_SGR_HEAD), "OBJECT", "NAME",
+			"OFFSET", "SIZE", "EXTENT", "KIND", pkc_sgr(o->col, PKC_SGR_OFF));
 	else
 		fprintf(o->f, "{\"objects\": [");
 	for (int i = 0; o->json && i < os->n; i++) {
@@ -583,7 +600,7 @@ static int list_body(int argc, char **argv, struct objs *os, struct out *o,
 		lib.set_log(NULL, NULL);
 		snprintf((*whyp)[i], sizeof((*whyp)[i]), "%s", o->found ? "" : err);
 		if (!o->found)
-			fprintf(stderr, "probekit: list: %s: %s\n", specs[i], err);
+			pkc_err("list: %s: %s\n", specs[i], err);
 	}
 	if (o->json) {
 		fprintf(o->f, "\n], \"unmatched\": [");
@@ -599,7 +616,7 @@ static int list_body(int argc, char **argv, struct objs *os, struct out *o,
 		fprintf(o->f, "]}\n");
 	}
 	if (fflush(o->f) || ferror(o->f)) {
-		fprintf(stderr, "probekit: list: cannot write the list\n");
+		pkc_err("list: cannot write the list\n");
 		return PKC_EXIT_OWN;
 	}
 	return failed ? 1 : 0;
@@ -622,7 +639,7 @@ static int list_main(int argc, char **argv)
 
 const struct pkc_cmd pkc_cmd_list = {
 	.name = "list",
-	.synopsis = "list [--json] [SPEC|OBJECT-FILE]... [-- COMMAND [ARG]...]",
+	.synopsis = "list [--json] [--color[=WHEN]] [SPEC|OBJECT-FILE]... [-- COMMAND [ARG]...]",
 	.help =
 		"Lists what each SPEC would probe: object, name, offset from the object's\n"
 		"load base, size, where the size came from, and the kind of probe (jump, or\n"
@@ -630,6 +647,8 @@ const struct pkc_cmd pkc_cmd_list = {
 		"linker's --list. An OBJECT-FILE alone lists all its functions.\n"
 		"  SPEC              [OBJECT:]NAME[@VERSION], OBJECT:FILE.c#NAME,\n"
 		"                    OBJECT:0xOFFSET; globs in OBJECT and NAME; C++ names\n"
-		"  -j, --json        one JSON object instead of the table\n",
+		"  -j, --json        one JSON object instead of the table\n"
+		"      --color[=WHEN] colour the table (stdout): auto (a terminal, NO_COLOR\n"
+		"                    unset), always, never\n",
 	.main = list_main,
 };

@@ -625,7 +625,7 @@ static void rate(char *buf, size_t len, double n, double task_ns)
 
 /* One counter's line: value, unit, name, then the comment column. */
 static void line(FILE *o, const struct stat_ctx *c, int i, const char *unit,
-		 const char *comment)
+		 const char *comment, int col)
 {
 	const struct ev *e = &c->ev[i];
 	char v[32], name[40];
@@ -640,10 +640,12 @@ static void line(FILE *o, const struct stat_ctx *c, int i, const char *unit,
 		snprintf(v, sizeof(v), "%.2f", e->value / 1e6);
 	else
 		snprintf(v, sizeof(v), "%.0f", e->value);
-	fprintf(o, "%18s %-4s %-28s", v, e->state == EV_COUNTED ? unit : "",
-		name);
+	/* Not counted: the line in colour (the widths without the SGRs). */
+	col = col && e->state != EV_COUNTED;
+	fprintf(o, "%s%18s %-4s %-28s", pkc_sgr(col, PKC_SGR_WARN), v,
+		e->state == EV_COUNTED ? unit : "", name);
 	if (e->state != EV_COUNTED)
-		fprintf(o, " # %s", e->why);
+		fprintf(o, " # %s%s", e->why, pkc_sgr(col, PKC_SGR_OFF));
 	else if (comment && *comment)
 		fprintf(o, " # %s", comment);
 	if (e->scaled)
@@ -658,13 +660,14 @@ static void report_text(FILE *o, const struct stat_ctx *c, char **argv,
 	double task = have(c, EV_TASK_CLOCK) ? val(c, EV_TASK_CLOCK) : 0;
 	struct ratios r;
 	char buf[80];
-	int user_only = 0, scaled = 0;
+	int user_only = 0, scaled = 0, col = pkc_color_for(o, 0);
 
 	ratios(c, wall_ns, &r);
-	fprintf(o, "\n Performance counter stats for '");
+	fprintf(o, "\n %sPerformance counter stats for '",
+		pkc_sgr(col, PKC_SGR_HEAD));
 	for (int i = 0; argv[i]; i++)
 		fprintf(o, "%s%s", i ? " " : "", argv[i]);
-	fprintf(o, "':\n\n");
+	fprintf(o, "':%s\n\n", pkc_sgr(col, PKC_SGR_OFF));
 	for (int i = 0; i < N_EV; i++) {
 		buf[0] = 0;
 		user_only |= c->ev[i].user_only && c->ev[i].state == EV_COUNTED;
@@ -674,7 +677,7 @@ static void report_text(FILE *o, const struct stat_ctx *c, char **argv,
 			if (r.cpus_ok)
 				snprintf(buf, sizeof(buf), "%8.3f CPUs utilized",
 					 r.cpus);
-			line(o, c, i, "msec", buf);
+			line(o, c, i, "msec", buf, col);
 			continue;
 		case EV_CYCLES:
 			if (r.ghz_ok)
@@ -694,7 +697,7 @@ static void report_text(FILE *o, const struct stat_ctx *c, char **argv,
 			if (have(c, i) && task > 0)
 				rate(buf, sizeof(buf), val(c, i), task);
 		}
-		line(o, c, i, "", buf);
+		line(o, c, i, "", buf, col);
 		/* The second ratio of instructions, on a line of its own. */
 		if (i == EV_INSN && r.ipf_ok)
 			fprintf(o, "%18s %-4s %-28s # %8.1f insn per fault\n",
@@ -726,7 +729,7 @@ static int report_done(FILE *out, const char *path)
 		err = errno ? errno : EIO;
 	if (!err)
 		return 0;
-	fprintf(stderr, "probekit: cannot write the report to %s: %s\n",
+	pkc_err("cannot write the report to %s: %s\n",
 		path ? path : "standard error", strerror(err));
 	return PKC_EXIT_OWN;
 }
@@ -737,6 +740,8 @@ static int stat_main(int argc, char **argv)
 		{ "probe", required_argument, NULL, 'p' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "color", optional_argument, NULL, 'C' },
+		{ "colour", optional_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -752,7 +757,7 @@ static int stat_main(int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, "+p:jo:h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'p':
-			fprintf(stderr, "probekit stat: -p is not supported yet: "
+			pkc_msg("probekit stat", "-p is not supported yet: "
 					"per-function faults and context switches "
 					"need the agent's counter reads at entry and "
 					"return (probekit count -p counts calls)\n");
@@ -763,6 +768,10 @@ static int stat_main(int argc, char **argv)
 		case 'o':
 			out_path = optarg;
 			break;
+		case 'C':
+			if (pkc_color_opt(optarg))
+				return PKC_EXIT_OWN;
+			break;
 		case 'h':
 			pkc_usage(stdout, &pkc_cmd_stat);
 			return 0;
@@ -772,14 +781,14 @@ static int stat_main(int argc, char **argv)
 		}
 	}
 	if (optind >= argc) {
-		fprintf(stderr, "probekit: no command given\n");
+		pkc_err("no command given\n");
 		pkc_usage(stderr, &pkc_cmd_stat);
 		return PKC_EXIT_OWN;
 	}
 	for (int i = 0; i < N_EV; i++)
 		c.ev[i].fd = -1;
 	if (out_path && !(out = fopen(out_path, "we"))) {
-		fprintf(stderr, "probekit: %s: %s\n", out_path, strerror(errno));
+		pkc_err("%s: %s\n", out_path, strerror(errno));
 		return PKC_EXIT_OWN;
 	}
 	check_detach(&c, argv[optind]);
@@ -818,7 +827,7 @@ static int stat_main(int argc, char **argv)
 
 const struct pkc_cmd pkc_cmd_stat = {
 	.name = "stat",
-	.synopsis = "stat [--json] [-o FILE] -- COMMAND [ARG]...",
+	.synopsis = "stat [--json] [-o FILE] [--color[=WHEN]] -- COMMAND [ARG]...",
 	.help =
 		"Counts what COMMAND cost, as perf stat does, summed over every thread and\n"
 		"process it starts: task clock, wall time, page faults (minor, major),\n"
@@ -827,6 +836,8 @@ const struct pkc_cmd pkc_cmd_stat = {
 		"(root); what is not counted is said, with why.\n"
 		"  -j, --json        the report as one JSON object\n"
 		"  -o, --output FILE the report to FILE instead of stderr\n"
+		"      --color[=WHEN] colour the text report: auto (a terminal, NO_COLOR\n"
+		"                    unset), always, never\n"
 		"  -p SPEC           not supported yet (per-function counters)\n",
 	.main = stat_main,
 };

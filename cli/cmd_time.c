@@ -4,7 +4,7 @@
 /*
  * probekit time [-p SPEC]... [-P FILE]... [--hist] [--json] [-d SECONDS]
  *               [-I MS] [--format text|json|openmetrics] [-o FILE]
- *               [--strict] [--wait-all] -- COMMAND [ARG]...
+ *               [--strict] [--wait-all] [-q] [--color[=WHEN]] -- COMMAND [ARG]...
  *
  * A subcommand of its own rather than count growing it: count's probes are
  * entry probes that cost one relaxed add; timing needs return probes
@@ -68,6 +68,7 @@ struct ctx {
 	const char *out_path;
 	enum fmt fmt;
 	int hist;
+	int col;		/* colour the text (pkc_color_for()) */
 	int failed;
 	double prev_el, dur_s;
 	int timed_out;
@@ -421,9 +422,12 @@ static void text_table(FILE *o, struct ctx *c, struct fn **v, size_t n,
 	char b[9][32];
 	size_t idle = 0;
 
-	fprintf(o, " %12s %11s %11s %11s %11s %11s %11s %11s %11s  %s\n",
-		"calls", "total", "mean", "min", "max", "p50", "p90", "p99",
-		"p99.9", "function");
+	const char *warn = pkc_sgr(c->col, PKC_SGR_WARN);
+	const char *off = pkc_sgr(c->col, PKC_SGR_OFF);
+
+	fprintf(o, " %s%12s %11s %11s %11s %11s %11s %11s %11s %11s  %s%s\n",
+		pkc_sgr(c->col, PKC_SGR_HEAD), "calls", "total", "mean", "min",
+		"max", "p50", "p90", "p99", "p99.9", "function", off);
 	for (size_t k = 0; k < n; k++) {
 		const struct fn *f = v[k];
 		const struct pk_hist *h = hist_for(f, interval, &tmp);
@@ -444,10 +448,12 @@ static void text_table(FILE *o, struct ctx *c, struct fn **v, size_t n,
 		if (c->run->n > 1 && strpbrk(c->run->specs[f->spec], "*?["))
 			fprintf(o, "  [%s]", c->run->specs[f->spec]);
 		if (f->int3)
-			fprintf(o, "  (int3 probe: ~1 us a call to the program)");
+			fprintf(o, "  %s(int3 probe: ~1 us a call to the program)%s",
+				warn, off);
 		if (g.nohist)
-			fprintf(o, "  (%llu calls without histogram: percentiles "
-				   "of the others)", (unsigned long long)g.nohist);
+			fprintf(o, "  %s(%llu calls without histogram: percentiles "
+				   "of the others)%s", warn,
+				(unsigned long long)g.nohist, off);
 		fputc('\n', o);
 	}
 	if (idle && !interval)
@@ -604,23 +610,30 @@ static void report(struct ctx *c, int status, int procs)
 		free(v);
 		return;
 	}
+	c->col = pkc_color_for(o, 0);
 	fprintf(o, "\n probekit time: %d process%s, exit status %d", procs,
 		procs == 1 ? "" : "es", status);
 	if (r->not_counted)
-		fprintf(o, " (%d more not timed)", r->not_counted);
+		fprintf(o, " %s(%d more not timed)%s",
+			pkc_sgr(c->col, PKC_SGR_WARN), r->not_counted,
+			pkc_sgr(c->col, PKC_SGR_OFF));
 	if (c->timed_out)
 		fprintf(o, "; stopped after %g s", c->dur_s);
 	ovh_text(o, t);
 	fprintf(o, "\n\n");
 	text_table(o, c, v, t->n, 0);
 	for (int i = 0; i < r->n; i++) {
+		const char *bad = pkc_sgr(c->col, PKC_SGR_BAD);
+		const char *off = pkc_sgr(c->col, PKC_SGR_OFF);
+
 		if (c->t[i].failed)
-			fprintf(o, " %s: not probed in %d of %d: %s\n",
+			fprintf(o, " %s%s: not probed in %d of %d: %s%s\n", bad,
 				c->t[i].spec, c->t[i].failed, procs,
 				c->t[i].why[0] ? c->t[i].why
-					       : strerror(c->t[i].last_err));
+					       : strerror(c->t[i].last_err), off);
 		else if (!c->t[i].armed)
-			fprintf(o, " %s: not probed\n", c->t[i].spec);
+			fprintf(o, " %s%s: not probed%s\n", bad, c->t[i].spec,
+				off);
 	}
 	free(v);
 }
@@ -656,6 +669,9 @@ static void tick(double el, void *arg)
 	}
 	if (c->failed || !c->hist_interval_ms)
 		return;
+	/* The progress line, if shown, comes back at the next update. */
+	pkc_progress_clear();
+	c->col = pkc_color_for(c->out, c->fmt != F_TEXT);
 	memset(c->t, 0, (size_t)r->n * sizeof(*c->t));
 	tab_zero(c->tab);
 	pkc_run_collect(r, c->t, 0, add_rec, c);
@@ -721,7 +737,7 @@ static void set_clock(void)
 
 static int usage_error(const char *msg)
 {
-	fprintf(stderr, "probekit: %s\n", msg);
+	pkc_err("%s\n", msg);
 	pkc_usage(stderr, &pkc_cmd_time);
 	return PKC_EXIT_OWN;
 }
@@ -739,6 +755,9 @@ static int time_main(int argc, char **argv)
 		{ "duration", required_argument, NULL, 'd' },
 		{ "strict", no_argument, NULL, 's' },
 		{ "wait-all", no_argument, NULL, 'w' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "color", optional_argument, NULL, 'C' },
+		{ "colour", optional_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -751,11 +770,11 @@ static int time_main(int argc, char **argv)
 	};
 	struct tab tab = { 0 };
 	struct ctx c = { .run = &r, .tab = &tab, .fmt = F_TEXT };
-	int code = PKC_EXIT_OWN, ch, procs, wrote, om_err = 0;
+	int code = PKC_EXIT_OWN, ch, procs, wrote, om_err = 0, quiet = 0;
 	long interval_ms = 0, tick_ms;
 	FILE *out = stderr;
 
-	while ((ch = getopt_long(argc, argv, "+p:P:jo:hI:d:", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "+p:P:jo:hI:d:q", longopts, NULL)) != -1) {
 		char *end;
 
 		switch (ch) {
@@ -781,7 +800,7 @@ static int time_main(int argc, char **argv)
 			else if (!strcmp(optarg, "openmetrics"))
 				c.fmt = F_OM;
 			else {
-				fprintf(stderr, "probekit: --format %s: unknown "
+				pkc_err("--format %s: unknown "
 					"(text, json or openmetrics)\n", optarg);
 				goto out;
 			}
@@ -795,12 +814,19 @@ static int time_main(int argc, char **argv)
 		case 'w':
 			r.wait_all = 1;
 			break;
+		case 'q':
+			quiet = 1;
+			break;
+		case 'C':
+			if (pkc_color_opt(optarg))
+				goto out;
+			break;
 		case 'I':
 			errno = 0;
 			interval_ms = strtol(optarg, &end, 10);
 			if (errno || end == optarg || *end || interval_ms < 10 ||
 			    interval_ms > 3600000) {
-				fprintf(stderr, "probekit: -I wants milliseconds, "
+				pkc_err("-I wants milliseconds, "
 						"10 to 3600000\n");
 				goto out;
 			}
@@ -810,7 +836,7 @@ static int time_main(int argc, char **argv)
 			c.dur_s = strtod(optarg, &end);
 			if (errno || end == optarg || *end || !(c.dur_s >= 0.01) ||
 			    c.dur_s > 31536000) {
-				fprintf(stderr, "probekit: -d wants seconds, "
+				pkc_err("-d wants seconds, "
 						"0.01 to 31536000\n");
 				goto out;
 			}
@@ -836,12 +862,12 @@ static int time_main(int argc, char **argv)
 		goto out;
 	c.t = calloc((size_t)r.n, sizeof(*c.t));
 	if (!c.t) {
-		fprintf(stderr, "probekit: %s\n", strerror(ENOMEM));
+		pkc_err("%s\n", strerror(ENOMEM));
 		goto out;
 	}
 	/* OpenMetrics to a file is written whole, by rename (prof/openmetrics.h). */
 	if (c.out_path && c.fmt != F_OM && !(out = fopen(c.out_path, "we"))) {
-		fprintf(stderr, "probekit: %s: %s\n", c.out_path, strerror(errno));
+		pkc_err("%s: %s\n", c.out_path, strerror(errno));
 		out = stderr;
 		goto out;
 	}
@@ -853,13 +879,14 @@ static int time_main(int argc, char **argv)
 		snprintf(tmp, sizeof(tmp), "%s.tmp", c.out_path);
 		t = fopen(tmp, "we");
 		if (!t) {
-			fprintf(stderr, "probekit: %s: %s\n", tmp, strerror(errno));
+			pkc_err("%s: %s\n", tmp, strerror(errno));
 			goto out;
 		}
 		fclose(t);
 		unlink(tmp);
 	}
 	set_clock();
+	pkc_progress_init(quiet);
 	code = pkc_run_start(&r, &argv[optind]);
 	if (code)
 		goto out;
@@ -885,7 +912,7 @@ static int time_main(int argc, char **argv)
 	else if (!c.failed)
 		report(&c, code, procs);
 	if (om_err) {
-		fprintf(stderr, "probekit: cannot write %s: %s\n",
+		pkc_err("cannot write %s: %s\n",
 			c.out_path ? c.out_path : "standard error",
 			strerror(-om_err));
 		wrote = PKC_EXIT_OWN;
@@ -914,7 +941,7 @@ const struct pkc_cmd pkc_cmd_time = {
 	.name = "time",
 	.synopsis = "time [-p SPEC]... [-P FILE]... [--hist] [-I MS] [-d SECONDS]\n"
 		    "         [--json | --format text|json|openmetrics] [-o FILE] [--strict]\n"
-		    "         [--wait-all] -- COMMAND [ARG]...",
+		    "         [--wait-all] [-q] [--color[=WHEN]] -- COMMAND [ARG]...",
 	.help =
 		"Times calls of functions while COMMAND runs, in every process it starts:\n"
 		"calls, total, mean, min, max, p50/p90/p99/p99.9 (within 1.6 %), by total.\n"
@@ -929,6 +956,9 @@ const struct pkc_cmd pkc_cmd_time = {
 		"                    with -o written to FILE.tmp and renamed over FILE)\n"
 		"  -o, --output FILE the report to FILE instead of stderr\n"
 		"      --strict      exit 125 if anything is missing from the figures\n"
-		"      --wait-all    once COMMAND ended, wait for its descendants too\n",
+		"      --wait-all    once COMMAND ended, wait for its descendants too\n"
+		"  -q, --quiet       no progress line on the terminal while probes are armed\n"
+		"      --color[=WHEN] colour the text report: auto (a terminal, NO_COLOR\n"
+		"                    unset), always, never\n",
 	.main = time_main,
 };

@@ -63,7 +63,7 @@ int pkc_run_find_agent(struct pkc_run *r)
 	int err = find_agent(r->agent, sizeof(r->agent));
 
 	if (err) {
-		fprintf(stderr, "probekit: cannot find the agent %s (set "
+		pkc_err("cannot find the agent %s (set "
 				"PROBEKIT_AGENT): %s\n", r->agent, strerror(-err));
 		return PKC_EXIT_OWN;
 	}
@@ -365,11 +365,11 @@ static int start_command(char **argv, pid_t *pid,
 	char c;
 
 	if (pipe2(err, O_CLOEXEC)) {
-		fprintf(stderr, "probekit: pipe: %s\n", strerror(errno));
+		pkc_err("pipe: %s\n", strerror(errno));
 		return PKC_EXIT_OWN;
 	}
 	if (ready && pipe2(go, O_CLOEXEC)) {
-		fprintf(stderr, "probekit: pipe: %s\n", strerror(errno));
+		pkc_err("pipe: %s\n", strerror(errno));
 		close(err[0]);
 		close(err[1]);
 		return PKC_EXIT_OWN;
@@ -399,7 +399,7 @@ static int start_command(char **argv, pid_t *pid,
 	if (ready)
 		close(go[0]);
 	if (*pid < 0) {
-		fprintf(stderr, "probekit: fork: %s\n", strerror(errno));
+		pkc_err("fork: %s\n", strerror(errno));
 		close(err[0]);
 		if (ready)
 			close(go[1]);
@@ -415,7 +415,7 @@ static int start_command(char **argv, pid_t *pid,
 		close(go[1]);
 	}
 	if (read(err[0], &e, sizeof(e)) == (ssize_t)sizeof(e)) {
-		fprintf(stderr, "probekit: %s: %s\n", argv[0], strerror(e));
+		pkc_err("%s: %s\n", argv[0], strerror(e));
 		close(err[0]);
 		fwd_pid = 0;
 		waitpid(*pid, NULL, 0);
@@ -476,10 +476,10 @@ int pkc_run_start(struct pkc_run *r, char **argv)
 	if (!mkdtemp(r->dir)) {
 		err = errno;
 		if (no_room(err))
-			fprintf(stderr, "probekit: no room for the counts in "
+			pkc_err("no room for the counts in "
 					"%s: %s\n", tmp, strerror(err));
 		else
-			fprintf(stderr, "probekit: cannot make the counts "
+			pkc_err("cannot make the counts "
 					"directory in %s (mkdtemp): %s\n", tmp,
 				strerror(err));
 		unblock_signals();
@@ -488,7 +488,7 @@ int pkc_run_start(struct pkc_run *r, char **argv)
 	r->dir_fd = open(r->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 			 O_CLOEXEC);
 	if (r->dir_fd < 0) {
-		fprintf(stderr, "probekit: %s: %s\n", r->dir, strerror(errno));
+		pkc_err("%s: %s\n", r->dir, strerror(errno));
 		rmdir(r->dir);
 		unblock_signals();
 		return PKC_EXIT_OWN;
@@ -499,17 +499,17 @@ int pkc_run_start(struct pkc_run *r, char **argv)
 		err = check_room(r);
 		if (err) {
 			if (no_room(err))
-				fprintf(stderr, "probekit: no room for the counts "
+				pkc_err("no room for the counts "
 						"in %s (a record is %llu bytes)\n",
 					tmp, (unsigned long long)r->rec_size);
 			else if (err == EFBIG)
-				fprintf(stderr, "probekit: the file size limit "
+				pkc_err("the file size limit "
 						"(ulimit -f) is below a record's "
 						"%llu bytes: no process of the "
 						"command could be counted\n",
 					(unsigned long long)r->rec_size);
 			else
-				fprintf(stderr, "probekit: %s: %s\n", r->dir,
+				pkc_err("%s: %s\n", r->dir,
 					strerror(err));
 			code = PKC_EXIT_OWN;
 			goto fail;
@@ -517,7 +517,7 @@ int pkc_run_start(struct pkc_run *r, char **argv)
 		err = set_env(r);
 	}
 	if (err) {
-		fprintf(stderr, "probekit: cannot start: %s\n", strerror(-err));
+		pkc_err("cannot start: %s\n", strerror(-err));
 		code = PKC_EXIT_OWN;
 		goto fail;
 	}
@@ -1000,6 +1000,123 @@ static void walk(struct pkc_run *r, pid_t pid, int depth, int end)
 	free(buf);
 }
 
+static int open_record(int dfd, const char *name, off_t *size);
+static int record_name(const char *name);
+
+/*
+ * Arming's progress (protocol.h, version 8), for the progress line while
+ * stderr is a terminal: the records' headers only, read every SCAN_MS
+ * while some process is arming or about to (a record without magic yet,
+ * or not yet creating probes), else only when the directory changed (a
+ * new record) or every RESCAN_MS (a change within the file system's
+ * timestamp granularity). Returns the line to show, or NULL with *@looked
+ * 0 when nothing was read (nothing changed), 1 when no process is arming.
+ */
+#define RESCAN_MS 250
+
+static struct {
+	struct timespec mtime;	/* the directory's at the last read */
+	struct timespec last;	/* when it was read, CLOCK_MONOTONIC */
+	int pending;		/* a record not yet past arming */
+	char line[256];
+} arming;
+
+static const char *arming_scan(struct pkc_run *r, int *looked)
+{
+	struct pka_header h;
+	struct timespec now;
+	struct stat st;
+	struct dirent *e;
+	DIR *d;
+	int dfd, busy = 0, pending = 0;
+	char a[32], b[32], comm[sizeof(h.comm)];
+	long ms;
+
+	*looked = 0;
+	if (r->dir_fd < 0 || fstat(r->dir_fd, &st))
+		return NULL;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	ms = (now.tv_sec - arming.last.tv_sec) * 1000 +
+	     (now.tv_nsec - arming.last.tv_nsec) / 1000000;
+	if (!arming.pending && ms < RESCAN_MS &&
+	    st.st_mtim.tv_sec == arming.mtime.tv_sec &&
+	    st.st_mtim.tv_nsec == arming.mtime.tv_nsec)
+		return NULL;
+	arming.mtime = st.st_mtim;
+	arming.last = now;
+	*looked = 1;
+	dfd = openat(r->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	d = dfd < 0 ? NULL : fdopendir(dfd);
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
+		return NULL;
+	}
+	while ((e = readdir(d))) {
+		off_t size;
+		ssize_t got;
+		int fd;
+
+		if (record_name(e->d_name) != 1)
+			continue;
+		fd = open_record(dirfd(d), e->d_name, &size);
+		if (fd < 0)
+			continue;
+		got = pread(fd, &h, sizeof(h), 0);
+		close(fd);
+		/* Made, not yet filled in: look again at the next scan. */
+		if (size > 0 && (got < (ssize_t)sizeof(h) ||
+				 h.magic != PKA_MAGIC)) {
+			pending++;
+			continue;
+		}
+		if (got < (ssize_t)sizeof(h) || h.version != PKA_VERSION ||
+		    h.status || h.mode != r->mode)
+			continue;
+		/* Killed while arming (SIGINT passed on): arming no more. */
+		if (h.arm_state > PKA_ARM_REGISTER ||
+		    (kill((pid_t)h.pid, 0) && errno == ESRCH))
+			continue;
+		if (h.arm_state == PKA_ARM_START) {
+			pending++;
+			continue;
+		}
+		/* The first one arming is named; the others counted. */
+		if (busy++)
+			continue;
+		memcpy(comm, h.comm, sizeof(comm));
+		comm[sizeof(comm) - 1] = 0;
+		for (char *c = comm; *c; c++)
+			if ((unsigned char)*c < ' ' || *c == 0x7f)
+				*c = '?';
+		pkc_group(b, sizeof(b), h.arm_planned);
+		if (h.arm_state == PKA_ARM_CREATE)
+			snprintf(arming.line, sizeof(arming.line),
+				 "probekit: arming %s of %s functions in %s "
+				 "(pid %d)", pkc_group(a, sizeof(a),
+				 h.arm_done < h.arm_planned ? h.arm_done :
+				 h.arm_planned), b, comm, (int)h.pid);
+		else
+			snprintf(arming.line, sizeof(arming.line),
+				 "probekit: registering %s probes in %s (pid %d)",
+				 b, comm, (int)h.pid);
+	}
+	closedir(d);
+	arming.pending = pending + busy;
+	if (!busy)
+		return NULL;
+	if (busy > 1) {
+		size_t n = strlen(arming.line);
+
+		snprintf(arming.line + n, sizeof(arming.line) - n,
+			 " and %d more process%s", busy - 1,
+			 busy == 2 ? "" : "es");
+	}
+	strncat(arming.line, "...", sizeof(arming.line) -
+		strlen(arming.line) - 1);
+	return arming.line;
+}
+
 /*
  * Wait for COMMAND, looking at its processes every SCAN_MS and calling
  * @tick (if any) every @ms milliseconds (as perf stat -I).
@@ -1017,8 +1134,18 @@ static int wait_watching(struct pkc_run *r, long ms,
 
 		walk(r, getpid(), 64, 0);
 		err = wait_end(r->pid, 0);
-		if (err != -EAGAIN)
+		if (err != -EAGAIN) {
+			pkc_progress_clear();
 			return err;
+		}
+		if (pkc_progress_on()) {
+			int looked;
+			const char *line = arming_scan(r, &looked);
+
+			/* Unchanged when nothing was read. */
+			if (looked)
+				pkc_progress_update(line);
+		}
 		nanosleep(&nap, NULL);
 		if (!tick)
 			continue;
@@ -1071,7 +1198,7 @@ int pkc_run_wait(struct pkc_run *r, long interval_ms,
 			;
 	/* waitpid() failed (status untouched): probekit's failure, not COMMAND's. */
 	if (status == -1) {
-		fprintf(stderr, "probekit: waitpid: %s\n",
+		pkc_err("waitpid: %s\n",
 			strerror(err ? -err : errno));
 		return PKC_EXIT_OWN;
 	}
@@ -1557,8 +1684,11 @@ void pkc_run_json_procs(const struct pkc_run *r, FILE *o)
 
 int pkc_run_verdict(const struct pkc_run *r, int code)
 {
+	char who[64];
+
+	snprintf(who, sizeof(who), "probekit %s", r->mode_name);
 	for (int i = 0; i < r->nproblems; i++)
-		fprintf(stderr, "probekit %s: %s\n", r->mode_name, r->problems[i]);
+		pkc_msg(who, "%s\n", r->problems[i]);
 	if (r->fatal || (r->strict && r->nproblems))
 		return PKC_EXIT_OWN;
 	return code;
@@ -1615,7 +1745,7 @@ int pkc_spawn_wait(pid_t pid, struct rusage *ru, struct timespec *end)
 		while (wait4(pid, &status, 0, ru) < 0 && errno == EINTR)
 			;
 	if (status == -1) {
-		fprintf(stderr, "probekit: waitpid: %s\n",
+		pkc_err("waitpid: %s\n",
 			strerror(err ? -err : errno));
 		return PKC_EXIT_OWN;
 	}

@@ -22,7 +22,9 @@
 #    counted by stat, not in its report: a few faults.
 #  - CPU: task-clock and utime+stime are both the scheduler's runtime
 #    (cputime_adjust() makes utime+stime sum to it), less the pre-exec
-#    part: 5 ms + 5% covers it and the rusage's microsecond rounding.
+#    part, and whatever a thread's exit adds after the target's report:
+#    20 ms + 10% (5 ms + 5% failed once at load average 20-40; a counter
+#    that missed a thread or a process would still be off by half).
 #  - DIFF: two runs N and 2N apart differ by N syscalls, and by as many
 #    faults as the target's own rusage says, +-8 for the runs' own noise
 #    (an ASLR layout that needs one more page-table page, a libc path
@@ -94,7 +96,7 @@ check "page-faults >= minor + major; major-faults as the rusage's" \
 check "context-switches >= 50 sleeps, within 5+10% of the target's nvcsw+nivcsw" \
 	'J "v(\"context-switches\") >= 50 and abs(v(\"context-switches\") - t[\"nvcsw\"] - t[\"nivcsw\"]) <= 5 + 0.1 * v(\"context-switches\")"'
 check "task-clock within 5 ms + 5% of the target's utime+stime, and of wait4()'s" \
-	'J "v(\"task-clock\") >= 100e6 and abs(v(\"task-clock\") / 1e3 - t[\"cpu_us\"]) <= 5000 + 0.05 * t[\"cpu_us\"] and abs(v(\"task-clock\") / 1e3 - j[\"rusage\"][\"utime_us\"] - j[\"rusage\"][\"stime_us\"]) <= 5000 + 0.05 * t[\"cpu_us\"]"'
+	'J "v(\"task-clock\") >= 100e6 and abs(v(\"task-clock\") / 1e3 - t[\"cpu_us\"]) <= 20000 + 0.1 * t[\"cpu_us\"] and abs(v(\"task-clock\") / 1e3 - j[\"rusage\"][\"utime_us\"] - j[\"rusage\"][\"stime_us\"]) <= 20000 + 0.1 * t[\"cpu_us\"]"'
 check "wall time covers the task clock of one thread; CPUs utilized is their ratio" \
 	'J "j[\"wall_ns\"] >= v(\"task-clock\") * 0.95 and abs(j[\"ratios\"][\"cpus_utilized\"] - v(\"task-clock\") / j[\"wall_ns\"]) < 1e-3"'
 if [ $root = 1 ]; then
@@ -130,14 +132,14 @@ jrun -- "$target" threads 2 pages $N syscalls $N sleeps 20 spin 50
 check "2 threads: minor-faults >= 2N, near the target's rusage; switches >= 40" \
 	'[ $rc -eq 0 ] && J "v(\"minor-faults\") >= 2 * $N and -$PRE <= v(\"minor-faults\") - t[\"minflt\"] <= $POST and v(\"context-switches\") >= 40"'
 check "... task-clock is both threads' CPU time (utime+stime of the process)" \
-	'J "v(\"task-clock\") >= 100e6 and abs(v(\"task-clock\") / 1e3 - t[\"cpu_us\"]) <= 5000 + 0.05 * t[\"cpu_us\"]"'
+	'J "v(\"task-clock\") >= 100e6 and abs(v(\"task-clock\") / 1e3 - t[\"cpu_us\"]) <= 20000 + 0.1 * t[\"cpu_us\"]"'
 [ $root = 1 ] && check "... syscalls >= 2N" 'J "v(\"syscalls\") >= 2 * $N"'
 
 jrun -- "$target" procs 3 pages $N syscalls $N sleeps 20 spin 50
 check "3 processes (fork): minor-faults >= 3N, near the target's self+children rusage" \
 	'[ $rc -eq 0 ] && J "v(\"minor-faults\") >= 3 * $N and -$PRE <= v(\"minor-faults\") - t[\"minflt\"] <= $POST + 2 * $POST"'
 check "... task-clock is the three's CPU time; switches >= 60" \
-	'J "v(\"task-clock\") >= 150e6 and abs(v(\"task-clock\") / 1e3 - t[\"cpu_us\"]) <= 5000 + 0.05 * t[\"cpu_us\"] and v(\"context-switches\") >= 60"'
+	'J "v(\"task-clock\") >= 150e6 and abs(v(\"task-clock\") / 1e3 - t[\"cpu_us\"]) <= 20000 + 0.1 * t[\"cpu_us\"] and v(\"context-switches\") >= 60"'
 [ $root = 1 ] && check "... syscalls >= 3N" 'J "v(\"syscalls\") >= 3 * $N"'
 
 jrun -- sh -c "\"$target\" pages $N >/dev/null; \"$target\" pages $N >/dev/null"

@@ -738,6 +738,9 @@ endforeach()
 if(TARGET test_probe_gpr)
   pk_test_variant(test_probe_gpr hijack PROBEKIT_RETPROBE_HIJACK=1)
 endif()
+if(TARGET test_probe_gpr_join)
+  set_target_properties(test_probe_gpr_join PROPERTIES ENABLE_EXPORTS ON)
+endif()
 # ---- end novec12 ----
 # ---- trace11: probekit trace, per-call traces (issue 11) ----
 # cli-trace.sh: known calls (arguments, returns, nesting, threads, a fork()ed
@@ -782,3 +785,15 @@ add_test(NAME agent_late_names
 set_tests_properties(agent_late_names PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end agentfix7 ----
+
+# ---- progress11: the terminal: progress line, colour (issue 11) ----
+# cli-tty.sh: under a pty (python3's pty module) a libc glob's arming shows
+# a progress line on stderr, erased before the report; piped, --quiet or
+# TERM=dumb nothing of it (the same bytes); colour on a terminal only, none
+# with NO_COLOR, --color=always piped, never in --json, OpenMetrics, -o FILE.
+add_test(NAME cli_tty
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli-tty.sh $<TARGET_FILE:probekit_cli>
+          $<TARGET_FILE:cli_target> ${PK_CLI_SANITIZED})
+set_tests_properties(cli_tty PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
+# ---- end progress11 ----

@@ -52,8 +52,20 @@ struct pk_regs {
 	uint64_t pk_private_ret;
 };
 
+/*
+ * PK_GPR_ONLY: a function for handlers with PK_PROBE_F_GPR_ONLY (GCC will
+ * not inline an ordinary function into one built with the attribute, and
+ * the copy it calls then may use SSE); still inlined into ordinary code.
+ */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define PK_GPR_ONLY __attribute__((target("general-regs-only")))
+#else
+#define PK_GPR_ONLY
+#endif
+
 /* The n-th integer argument (0..5) of a function probed at its entry. */
-static inline uint64_t pk_regs_arg(const struct pk_regs *r, unsigned int n)
+static inline PK_GPR_ONLY uint64_t pk_regs_arg(const struct pk_regs *r,
+					      unsigned int n)
 {
 	switch (n) {
 	case 0: return r->rdi;
@@ -87,12 +99,15 @@ typedef void (*pk_probe_handler_fn)(struct pk_probe *p, struct pk_regs *regs,
  * kernel_fpu_begin()). Then the trampoline saves no vector, mask or x87
  * state around them, which is most of a hit's cost; at a function's entry
  * regs->flags reads 0x202 (DF clear) instead of the flags (none is live
- * there).
+ * there), for every probe on an address whose first probe had the flag.
  *
  * The promise, for the pre- and post-handler and everything they call:
  * no SSE, AVX, AVX-512 or x87 instruction, and no MXCSR or x87 control
- * word change. Compile them with -mgeneral-regs-only, or
- * __attribute__((target("general-regs-only"))) on GCC, and call nothing
+ * word change. Compile their file with -mgeneral-regs-only; with
+ * __attribute__((target("general-regs-only"))) on GCC instead, every
+ * function they call needs it too, static inline ones in the same file
+ * included (GCC calls an out-of-line copy built for SSE rather than
+ * inline it; probekit's own helpers have it: PK_GPR_ONLY), and call nothing
  * compiled otherwise: glibc's memcpy, memset, strlen and printf use
  * vector registers (so do calls the compiler makes for large struct
  * copies). A handler that breaks the promise corrupts the probed code's

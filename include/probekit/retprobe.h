@@ -31,7 +31,7 @@ extern "C" {
 #define PK_RETPROBE_DATA_MAX 64		/* bytes of per-call data */
 
 /* The integer return value, in a return handler. */
-static inline uint64_t pk_regs_ret(const struct pk_regs *r)
+static inline PK_GPR_ONLY uint64_t pk_regs_ret(const struct pk_regs *r)
 {
 	return r->rax;
 }

@@ -201,7 +201,7 @@ static inline __attribute__((always_inline)) void
 dispatch(struct pk_regs *r, const struct tramp *t, int post, uintptr_t gpr)
 {
 	unsigned long d = pk_sweep_self.depth, seen = 0, upto = ULONG_MAX;
-	int lost = 0;
+	int lost = 0, late = 0;
 	struct pk_probe *p;
 
 	pk_sweep_self.depth = d + 1;
@@ -229,6 +229,17 @@ dispatch(struct pk_regs *r, const struct tramp *t, int post, uintptr_t gpr)
 				__atomic_add_fetch(&p->missed, 1, __ATOMIC_RELAXED);
 		} else if (p->seq > upto) {
 			if (fn && lost)
+				__atomic_add_fetch(&p->missed, 1, __ATOMIC_RELAXED);
+		} else if (late || (gpr && !post && !p->gpr)) {
+			/*
+			 * An unflagged probe in a hit without the vector save
+			 * was linked after the hit read the slot's byte, and so
+			 * was every probe after it (appended): the hit is one
+			 * from before they came, for their post-handlers too
+			 * (pre_seq stays before them).
+			 */
+			late = 1;
+			if (fn)
 				__atomic_add_fetch(&p->missed, 1, __ATOMIC_RELAXED);
 		} else {
 			seen = p->seq;
@@ -283,7 +294,8 @@ PK_NOPROBE void pk_probe_dispatch(struct pk_regs *r, uintptr_t gpr)
 	pk_probe_handler_fn fn;
 
 	/* Pairs with the release stores in link_probe() and unlink_probe(). */
-	if (__atomic_load_n(&t->fast, __ATOMIC_RELAXED))
+	/* Acquire: the list as it was when fast was set (tramp_fast()). */
+	if (__atomic_load_n(&t->fast, __ATOMIC_ACQUIRE))
 		p = __atomic_load_n(&t->probes, __ATOMIC_ACQUIRE);
 	if (!p || pk_sweep_self.depth || (gpr && !p->gpr)) {
 		dispatch_pre(r, t, gpr);
@@ -1263,7 +1275,7 @@ static void tramp_fast(struct tramp *t)
 {
 	const struct pk_probe *p = t->probes;
 
-	__atomic_store_n(&t->fast, !t->post && p && !p->next, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->fast, !t->post && p && !p->next, __ATOMIC_RELEASE);
 }
 
 /*
