@@ -357,10 +357,11 @@ static void drain(struct ctx *c, struct ring *rg, const struct pka_header *h)
 				c->over++;
 				continue;
 			}
-			c->ev = grow(c->ev, &c->capev, c->nev + 1, sizeof(*c->ev),
-				     &c->oom);
-			if (!c->ev)
-				return;
+			o = grow(c->ev, &c->capev, c->nev + 1, sizeof(*c->ev),
+				 &c->oom);
+			if (!o)
+				return;	/* c->ev kept: freed at the end */
+			c->ev = o;
 			th = thr_get(c, e->pid, e->tid, rg->comm);
 			if (th)
 				th->events++;
