@@ -305,13 +305,20 @@ struct pka_count {		/* hits; atomic; a cache line each, so that */
 #define PKA_TIME_CELLS 256u
 #define PKA_TIME_REL_ERR (1.0 / 64)
 
-/* A probe's calls that found no cell; atomic. */
+/*
+ * A probe's calls that found no cell; atomic. And its calls not timed at
+ * all (missed): the return-probe library could not take their return
+ * (deeper than PK_RETPROBE_DEPTH in one thread, a thread beyond its
+ * record blocks, PROBEKIT_RETPROBE_THREADS; a hit inside a handler), and
+ * adds each to it (pk_retprobe_opts.missed).
+ */
 struct pka_time {
 	uint64_t calls;
 	uint64_t total_ns;
 	uint64_t min_inv;	/* ~min (atomic max): 0 is none */
 	uint64_t max_ns;
-	uint64_t pad[4];
+	uint64_t missed;	/* calls not timed */
+	uint64_t pad[3];
 };
 
 /* One thread's durations of one probe's calls; written by that thread. */

@@ -45,6 +45,7 @@ struct fn {
 	struct pk_hist *h;	/* the cells' durations (allocated on first) */
 	uint64_t calls, total, min_inv, max; /* everything, cells and slots */
 	uint64_t nohist;	/* calls in slots: no histogram */
+	uint64_t missed;	/* calls not timed (the return-probe library's) */
 	uint32_t cells;		/* thread cells merged (threads that called it) */
 	/* at the previous interval: */
 	struct pk_hist *prev;
@@ -148,6 +149,7 @@ static void tab_zero(struct tab *t)
 		if (f->h)
 			pk_hist_reset(f->h);
 		f->calls = f->total = f->min_inv = f->max = f->nohist = 0;
+		f->missed = 0;
 		f->cells = 0;
 		f->int3 = 0;
 	}
@@ -155,6 +157,16 @@ static void tab_zero(struct tab *t)
 	t->ovh_min = t->ovh_max = 0;
 	t->cal_failed = 0;
 	t->fallback = 0;
+}
+
+static uint64_t tab_missed(const struct tab *t)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < t->cap; i++)
+		if (t->e[i].name)
+			n += t->e[i].missed;
+	return n;
 }
 
 static void tab_free(struct tab *t)
@@ -179,23 +191,40 @@ static void add_figures(struct fn *f, uint64_t calls, uint64_t total,
 		f->max = max;
 }
 
-/* A cell's histogram into @f's (prof/hist.h's first PKA_TIME_BUCKETS buckets). */
+/*
+ * A cell's histogram into @f's (prof/hist.h's first PKA_TIME_BUCKETS
+ * buckets). A live process's cell is read while its thread writes it, so
+ * its fields are of different moments; its calls are taken as the sum of
+ * the buckets read, not as its calls field: each bucket only grows, so
+ * that sum grows from one reading to the next, and an interval's calls
+ * (this sum's growth plus the slot's) are never fewer than its
+ * histogram's (the buckets' growth). The calls field read after the
+ * buckets could be ahead of them, and the next interval's buckets then
+ * ahead of its calls (the difference wrapped: "18446744073709551615 calls
+ * without histogram").
+ */
 static int add_cell(struct tab *t, struct fn *f, const struct pka_time_cell *c)
 {
+	uint64_t n = 0;
+
 	if (!f->h && !(f->h = calloc(1, sizeof(*f->h)))) {
 		t->oom = 1;
 		return -1;
 	}
-	for (unsigned int j = 0; j < PKA_TIME_BUCKETS; j++)
-		f->h->bucket[j] += c->bucket[j];
+	for (unsigned int j = 0; j < PKA_TIME_BUCKETS; j++) {
+		uint32_t b = __atomic_load_n(&c->bucket[j], __ATOMIC_RELAXED);
+
+		f->h->bucket[j] += b;
+		n += b;
+	}
 	f->cells++;
-	f->h->count += c->calls;
+	f->h->count += n;
 	f->h->sum += c->total_ns;
 	if (c->min_inv > f->h->min_inv)
 		f->h->min_inv = c->min_inv;
 	if (c->max_ns > f->h->max)
 		f->h->max = c->max_ns;
-	add_figures(f, c->calls, c->total_ns, c->min_inv, c->max_ns);
+	add_figures(f, n, c->total_ns, c->min_inv, c->max_ns);
 	return 0;
 }
 
@@ -271,6 +300,7 @@ static void add_rec(const struct pka_header *h, void *arg)
 			add_figures(f, sl->calls, sl->total_ns, sl->min_inv,
 				    sl->max_ns);
 			f->nohist += sl->calls;
+			f->missed += sl->missed;
 			for (uint32_t b = 0; b < a->nthr; b++) {
 				const struct pka_time_thread *th = (const void *)
 					((const char *)h + a->thr_at +
@@ -310,6 +340,7 @@ static const char *dur(char *buf, size_t len, uint64_t ns)
 /* The figures of one function over what @h holds (an interval or all). */
 struct figs {
 	uint64_t calls, total, min, max, p50, p90, p99, p999, nohist;
+	uint64_t missed;	/* all of the run only */
 	double mean;
 };
 
@@ -319,15 +350,18 @@ static void figs_of(const struct fn *f, const struct pk_hist *h, int interval,
 	memset(g, 0, sizeof(*g));
 	if (interval) {
 		/* An interval: the histogram's only (slots are not in it). */
-		g->calls = f->calls - f->prev_calls;
-		g->total = f->total - f->prev_total;
-		g->nohist = g->calls - (h ? h->count : 0);
+		g->calls = f->calls > f->prev_calls ? f->calls - f->prev_calls : 0;
+		g->total = f->total > f->prev_total ? f->total - f->prev_total : 0;
+		/* Never wraps (add_cell()): clamped all the same. */
+		g->nohist = h && h->count >= g->calls ? 0 :
+			    g->calls - (h ? h->count : 0);
 		g->min = h && h->count ? pk_hist_min(h) : 0;
 		g->max = h ? h->max : 0;
 	} else {
 		g->calls = f->calls;
 		g->total = f->total;
 		g->nohist = f->nohist;
+		g->missed = f->missed;
 		g->min = f->calls ? ~f->min_inv : 0;
 		g->max = f->max;
 	}
@@ -379,6 +413,9 @@ static void json_figs(FILE *o, const struct figs *g)
 	if (g->nohist)
 		fprintf(o, ",\"calls_without_histogram\":%llu",
 			(unsigned long long)g->nohist);
+	if (g->missed)
+		fprintf(o, ",\"calls_not_timed\":%llu",
+			(unsigned long long)g->missed);
 }
 
 /* The non-empty buckets, as [low_ns, high_ns, count] triples. */
@@ -430,7 +467,7 @@ static void text_table(FILE *o, struct ctx *c, struct fn **v, size_t n,
 		struct figs g;
 
 		figs_of(f, h, interval, &g);
-		if (!g.calls) {
+		if (!g.calls && !g.missed) {
 			idle++;
 			continue;
 		}
@@ -448,6 +485,9 @@ static void text_table(FILE *o, struct ctx *c, struct fn **v, size_t n,
 		if (g.nohist)
 			fprintf(o, "  (%llu calls without histogram: percentiles "
 				   "of the others)", (unsigned long long)g.nohist);
+		if (g.missed)
+			fprintf(o, "  (%llu calls not timed: return-probe "
+				   "depth/threads)", (unsigned long long)g.missed);
 		fputc('\n', o);
 	}
 	if (idle && !interval)
@@ -898,6 +938,13 @@ static int time_main(int argc, char **argv)
 	if (c.timed_out)
 		code = 124;
 	code = pkc_run_verdict(&r, code);
+	/* Calls the return probes could not time are missing figures too. */
+	if (r.strict && tab_missed(&tab)) {
+		fprintf(stderr, "probekit time: %llu calls not timed "
+				"(return-probe depth/threads)\n",
+			(unsigned long long)tab_missed(&tab));
+		code = PKC_EXIT_OWN;
+	}
 	if (wrote)
 		code = wrote;
 out:
