@@ -59,6 +59,10 @@ struct tab {
 	int oom;
 	uint64_t ovh_min, ovh_max;	/* overhead_ns over the records */
 	int ovh_n, cal_failed, fallback;
+	/* Per spec armed: its functions not probed, the first reason or NULL. */
+	unsigned long long *unprobed;
+	char **unprobed_why;
+	int nspec;
 };
 
 struct ctx {
@@ -73,6 +77,8 @@ struct ctx {
 	double prev_el, dur_s;
 	int timed_out;
 	long hist_interval_ms;	/* -I: interval reports */
+	long tick_ms;		/* tick()'s period: -I's, or less with -d */
+	double next_iv;		/* when the next interval report is due (s) */
 	char **argv;
 };
 
@@ -153,6 +159,8 @@ static void tab_zero(struct tab *t)
 		f->cells = 0;
 		f->int3 = 0;
 	}
+	for (int i = 0; t->unprobed && i < t->nspec; i++)
+		t->unprobed[i] = 0;
 	t->ovh_n = 0;
 	t->ovh_min = t->ovh_max = 0;
 	t->cal_failed = 0;
@@ -178,6 +186,10 @@ static void tab_free(struct tab *t)
 		free(t->e[i].prev);
 	}
 	free(t->e);
+	for (int i = 0; t->unprobed_why && i < t->nspec; i++)
+		free(t->unprobed_why[i]);
+	free(t->unprobed_why);
+	free(t->unprobed);
 }
 
 static void add_figures(struct fn *f, uint64_t calls, uint64_t total,
@@ -246,6 +258,25 @@ static const struct pka_time_area *area_of(const struct pka_header *h)
 }
 
 /*
+ * A glob's function that was not armed where its spec was: counted, and
+ * the first one named with its spec's first log line, in count's words
+ * (cmd_count.c's add_hits()).
+ */
+static void unprobed(struct tab *t, struct pka_header *h, uint32_t i,
+		     const struct pka_probe *p)
+{
+	const char *why = pka_spec_why(h, i);
+	const char *name = p->name && p->name <= h->why_len ?
+			   (const char *)h + h->why_at + p->name - 1 : NULL;
+
+	t->unprobed[i]++;
+	if (why && why[0] && !t->unprobed_why[i] &&
+	    asprintf(&t->unprobed_why[i], "%s%s%s", name ? name : "",
+		     name ? "; first error: " : "", why) < 0)
+		t->unprobed_why[i] = NULL;
+}
+
+/*
  * Sum a record into the table: per probe, its slot and the cells the
  * thread blocks name (a cell is read only through its block, which names
  * it after its probe was set).
@@ -288,6 +319,10 @@ static void add_rec(const struct pka_header *h, void *arg)
 			const char *name = c->run->specs[i];
 			struct fn *f;
 
+			/* Armed, but not on all of its functions (as count). */
+			if (p->status && p->status != PKA_PENDING && !s->status &&
+			    (int)i < t->nspec)
+				unprobed(t, w, i, p);
 			/* Another spec's probes (a function is probed once). */
 			if (p->status || p->spec != i)
 				continue;
@@ -616,6 +651,12 @@ static void report(struct ctx *c, int status, int procs)
 				pkc_json_str(o, c->t[i].why[0] ? c->t[i].why :
 					     strerror(c->t[i].last_err));
 			}
+			if (t->unprobed[i]) {
+				fprintf(o, ",\"not_probed\":%llu,\"not_probed_error\":",
+					t->unprobed[i]);
+				pkc_json_str(o, t->unprobed_why[i] ?
+					     t->unprobed_why[i] : "");
+			}
 			fprintf(o, ",\"functions\":[");
 			for (size_t k = 0; k < t->n; k++) {
 				struct figs g;
@@ -661,6 +702,11 @@ static void report(struct ctx *c, int status, int procs)
 					       : strerror(c->t[i].last_err));
 		else if (!c->t[i].armed)
 			fprintf(o, " %s: not probed\n", c->t[i].spec);
+		if (t->unprobed[i])
+			fprintf(o, " %s: %llu of its functions not probed%s%s\n",
+				c->t[i].spec, t->unprobed[i],
+				t->unprobed_why[i] ? ", first: " : "",
+				t->unprobed_why[i] ? t->unprobed_why[i] : "");
 	}
 	free(v);
 }
@@ -696,6 +742,12 @@ static void tick(double el, void *arg)
 	}
 	if (c->failed || !c->hist_interval_ms)
 		return;
+	/* Ticking faster than -I for -d: report only once an interval is up. */
+	if (el + (double)c->tick_ms / 2000 < c->next_iv)
+		return;
+	c->next_iv += (double)c->hist_interval_ms / 1000;
+	if (c->next_iv < el)
+		c->next_iv = el + (double)c->hist_interval_ms / 1000;
 	memset(c->t, 0, (size_t)r->n * sizeof(*c->t));
 	tab_zero(c->tab);
 	pkc_run_collect(r, c->t, 0, add_rec, c);
@@ -875,7 +927,10 @@ static int time_main(int argc, char **argv)
 	if (pkc_run_find_agent(&r))
 		goto out;
 	c.t = calloc((size_t)r.n, sizeof(*c.t));
-	if (!c.t) {
+	tab.nspec = r.n;
+	tab.unprobed = calloc((size_t)r.n, sizeof(*tab.unprobed));
+	tab.unprobed_why = calloc((size_t)r.n, sizeof(*tab.unprobed_why));
+	if (!c.t || !tab.unprobed || !tab.unprobed_why) {
 		fprintf(stderr, "probekit: %s\n", strerror(ENOMEM));
 		goto out;
 	}
@@ -906,9 +961,12 @@ static int time_main(int argc, char **argv)
 	c.out = out;
 	c.argv = &argv[optind];
 	c.hist_interval_ms = interval_ms;
+	/* -d is looked at every 50 ms at least, whatever -I is. */
 	tick_ms = interval_ms;
 	if (c.dur_s > 0 && (!tick_ms || tick_ms > 50))
-		tick_ms = interval_ms ? interval_ms : 50;
+		tick_ms = 50;
+	c.tick_ms = tick_ms;
+	c.next_iv = (double)interval_ms / 1000;
 	code = pkc_run_wait(&r, tick_ms, tick_ms ? tick : NULL, &c);
 
 	memset(c.t, 0, (size_t)r.n * sizeof(*c.t));
