@@ -782,3 +782,18 @@ add_test(NAME agent_late_names
 set_tests_properties(agent_late_names PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end agentfix7 ----
+
+# ---- timefix: probekit time's review findings (issue 11) ----
+# cli-time-fix.sh: -I on a hot loop (no wrap, never above the totals);
+# calls too deep or on too many threads for the return probes said and
+# --strict 125; _Fork(); 64 threads exact; -d under a long -I; a glob's
+# unarmable function said.
+add_executable(time_fix ${CMAKE_CURRENT_SOURCE_DIR}/targets/time_fix.c)
+target_compile_options(time_fix PRIVATE -O2)
+target_link_libraries(time_fix PRIVATE pthread)
+add_test(NAME cli_time_fix
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli-time-fix.sh $<TARGET_FILE:probekit_cli>
+          $<TARGET_FILE:time_fix> ${PK_CLI_SANITIZED})
+set_tests_properties(cli_time_fix PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
+# ---- end timefix ----
