@@ -15,10 +15,14 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent.h"
 
@@ -63,11 +67,15 @@ static void refuse(struct pka_header *h, const char *name)
  * program uses: an exception thrown through a return-probed function
  * ended in std::terminate() (tests/cli-time.sh). So the call is wrapped
  * (--wrap=__register_frame) and made in the program's libgcc_s as well,
- * if it has one loaded by then. Not covered: a libgcc_s loaded later
+ * if it has one loaded by then, and in the executable's own unwinder (a
+ * program linked with -static-libgcc: its __register_frame found in its
+ * .symtab, pka_unwinder_check()). Not covered: a libgcc_s loaded later
  * (dlopen()ed with a C++ plugin, or by glibc for pthread_cancel()).
  */
 void __real___register_frame(void *begin);
 void __wrap___register_frame(void *begin);
+
+static void (*exe_register)(void *);
 
 void __wrap___register_frame(void *begin)
 {
@@ -78,6 +86,89 @@ void __wrap___register_frame(void *begin)
 	if (prog && prog != __real___register_frame &&
 	    prog != __wrap___register_frame)
 		prog(begin);
+	if (exe_register && exe_register != prog &&
+	    exe_register != __real___register_frame)
+		exe_register(begin);
+}
+
+static int has_libgcc_s(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+	(void)size;
+	(void)ctx;
+	return info->dlpi_name && strstr(info->dlpi_name, "libgcc_s.so") != NULL;
+}
+
+/* Whether file @path has a section named @name (section headers kept by strip). */
+static int has_section(const char *path, const char *name)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), found = 0;
+	Elf64_Ehdr eh;
+	Elf64_Shdr *sh = NULL, str;
+	char *names = NULL;
+
+	if (fd < 0)
+		return 0;
+	if (pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_shentsize != sizeof(Elf64_Shdr) || !eh.e_shnum ||
+	    eh.e_shstrndx >= eh.e_shnum ||
+	    pread(fd, &str, sizeof(str), (off_t)(eh.e_shoff + (uint64_t)
+		  eh.e_shstrndx * sizeof(str))) != sizeof(str) ||
+	    str.sh_size > (1u << 20))
+		goto out;
+	sh = calloc(eh.e_shnum, sizeof(*sh));
+	names = calloc(1, str.sh_size + 1);
+	if (!sh || !names ||
+	    pread(fd, sh, eh.e_shnum * sizeof(*sh), (off_t)eh.e_shoff) !=
+	    (ssize_t)(eh.e_shnum * sizeof(*sh)) ||
+	    pread(fd, names, str.sh_size, (off_t)str.sh_offset) !=
+	    (ssize_t)str.sh_size)
+		goto out;
+	for (unsigned int i = 0; i < eh.e_shnum && !found; i++)
+		found = sh[i].sh_name < str.sh_size &&
+			!strcmp(names + sh[i].sh_name, name);
+out:
+	free(sh);
+	free(names);
+	close(fd);
+	return found;
+}
+
+/*
+ * Before a mode with return probes arms anything: the executable's own
+ * unwinder (libgcc linked in statically), if it has one, must learn the
+ * return trampoline's unwind info too, or an exception thrown through a
+ * return-probed function ends in std::terminate(). Its __register_frame
+ * is looked up in the executable's symbol tables; where it cannot be (a
+ * stripped executable) but the executable looks like one that unwinds on
+ * its own (C++ exception tables, .gcc_except_table, and no libgcc_s in
+ * the link map), return probes are refused in this process: 0, or
+ * -ENOTSUP with the reason in @why.
+ */
+static int pka_unwinder_check(char *why, size_t len)
+{
+	char exe[4096], spec[4200];
+	struct pk_sym sym;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n <= 0)
+		return 0;
+	exe[n] = 0;
+	snprintf(spec, sizeof(spec), "%s:__register_frame", exe);
+	if (!pk_sym_lookup(spec, &sym) && !(sym.flags & PK_SYM_F_FILE)) {
+		exe_register = (void (*)(void *))sym.addr;
+		return 0;
+	}
+	if (dl_iterate_phdr(has_libgcc_s, NULL) ||
+	    !has_section(exe, ".gcc_except_table"))
+		return 0;
+	snprintf(why, len, "return probes refused: %.300s has C++ exception tables "
+		 "and unwinds with its own copy of libgcc (no libgcc_s loaded), "
+		 "whose __register_frame its stripped symbol table does not "
+		 "name: an exception through a timed function would end in "
+		 "std::terminate()", exe);
+	return -ENOTSUP;
 }
 
 int pka_hook_create(const struct pka_mode_ops *m, const struct pk_probe_opts *o,
@@ -236,7 +327,12 @@ __attribute__((constructor)) static void pka_init(void)
 		h->mode = m->mode;
 	else
 		refuse(h, name);
+	/* Nothing armed where the program's unwinder cannot be reached. */
+	if (m && m->ret)
+		h->status = pka_unwinder_check(h->why, sizeof(h->why));
 	pka_record_publish(h);
+	if (h->status)
+		goto done;
 	if (m && m->start)
 		m->start(h);
 	if (m)
@@ -245,7 +341,7 @@ done:
 	if (m)
 		pka_xcache_close();
 	pka_plan_free(plan);
-	if (m && h)
+	if (m && h && !h->status)
 		pka_late_init(h, dir, specs, m);
 out:
 	pka_busy--;
