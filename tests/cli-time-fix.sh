@@ -5,9 +5,13 @@
 # return probes could not time (too deep, too many threads) said, in the
 # JSON, and --strict 125; _Fork()'s child writes no cell of its parent;
 # 64 threads exact; -d honoured under a long -I.
-# usage: cli-time-fix.sh PROBEKIT TIME_FIX SANITIZED
+# A C++ program with its own unwinder (-static-libgcc): exceptions
+# through timed functions caught; stripped, return probes refused.
+# usage: cli-time-fix.sh PROBEKIT TIME_FIX SANITIZED CXX_STATIC CXX_STATIC_STRIPPED
 # shellcheck source=tests/cli_common.sh
 . "$(dirname "$0")/cli_common.sh"
+cxxs=$4
+cxxs_stripped=$5
 
 js() {
 	python3 -c "import json, sys; j = json.load(open(sys.argv[1])); sys.exit(0 if ($1) else 1)" "${2:-$tmp/rep}"
@@ -91,6 +95,24 @@ check "glob with an unarmable function: time says what count says" \
 run time --json -o "$tmp/rep" -p 'libc.so.6:pthread_sig*' -- "$target" sleep 0
 check "... and the JSON (not_probed 1, the error names pthread_sigmask)" \
 	"js 'j[\"probes\"][0][\"not_probed\"] == 1 and \"pthread_sigmask\" in j[\"probes\"][0][\"not_probed_error\"]'"
+
+# --- 3. a C++ program that unwinds with its own libgcc ------------------
+run time --json -o "$tmp/rep" -p time_cxx_catch -p time_cxx_throw -- "$cxxs" 50
+check "-static-libgcc C++: status 0 (not 134), all 50 caught, time_cxx_catch 50 calls" \
+	"[ \$rc -eq 0 ] && grep -qx 'caught 50' '$tmp/out' && js '$(fn time_cxx_catch)[\"calls\"] == 50'"
+# Stripped: no names; the functions by offset (from the unstripped file).
+off() {
+	nm "$cxxs" | awk -v n="$1" '$3 == n { print "0x" $1 }'
+}
+sc="$cxxs_stripped:$(off time_cxx_catch)"
+st="$cxxs_stripped:$(off time_cxx_throw)"
+run time -p "$sc" -p "$st" -- "$cxxs_stripped" 50
+check "... stripped: never 134; return probes refused, said why, COMMAND ran whole" \
+	'[ $rc -ne 134 ] && grep -qx "caught 50" "$tmp/out" &&
+	 grep -q "return probes refused: .* unwinds with its own copy of libgcc" "$tmp/err"'
+run count -p "$sc" -- "$cxxs_stripped" 50
+check "... count still counts there (50)" \
+	'[ $rc -eq 0 ] && grep -qE "^ +50  .*stripped:0x" "$tmp/err"'
 
 check "nothing left in TMPDIR" '[ -z "$(ls -A "$TMPDIR")" ]'
 finish
