@@ -293,7 +293,11 @@ struct pka_count {		/* hits; atomic; a cache line each, so that */
  * Histogram: prof/hist.h's buckets (2^5 linear sub-buckets per octave)
  * below 2^36 ns (68.7 s), with 32-bit counts (one thread's calls of one
  * function in one bucket); longer calls count in the last bucket (their
- * min, max and total stay exact). The command copies them into a
+ * min, max and total stay exact). A bucket that holds 2^32 - 1 takes no
+ * more: the thread's further calls in it go to the slot (calls without
+ * histogram), and a cell's calls are its buckets' sum (the command reads
+ * that, not calls, which a live thread may have bumped after the
+ * buckets were read). The command copies them into a
  * struct pk_hist to merge and report.
  */
 #define PKA_ENV_CLOCK "PROBEKIT_AGENT_CLOCK" /* "SOURCE:MULT:SHIFT" of
