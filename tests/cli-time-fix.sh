@@ -75,6 +75,12 @@ run time --json -o "$tmp/rep" -p time_fix_f -- "$target" threads 64 20000
 check "64 threads x 20000: 1280000 exactly, some without histogram" \
 	"[ \$rc -eq 0 ] && js '$(fn time_fix_f)[\"calls\"] == 1280000 and $(fn time_fix_f).get(\"calls_without_histogram\", 0) > 0 and \"calls_not_timed\" not in $(fn time_fix_f)'"
 
+# Threads one after another: each takes over a gone one's block at its
+# first call (the back-off must not keep a new thread from it).
+run time --json -o "$tmp/rep" -p time_fix_f -- "$target" seq 200 100
+check "200 threads one after another x 100: 20000, every call in a histogram" \
+	"[ \$rc -eq 0 ] && js '$(fn time_fix_f)[\"calls\"] == 20000 and \"calls_without_histogram\" not in $(fn time_fix_f)'"
+
 # --- 5. -d under a long -I: the duration, not the interval -------------
 start=$(date +%s%N)
 run time -d 0.5 -I 4000 -p time_fix_f -- "$target" sleep 20000

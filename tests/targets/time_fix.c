@@ -6,6 +6,7 @@
  * time_fix deep D              time_fix_rec() D + 1 calls nested
  * time_fix threads T K         T threads at once, K calls of time_fix_f()
  *                              each (all alive from the first call to the last)
+ * time_fix seq T K             T threads one after another, K calls each
  * time_fix fork K              one call, _Fork(), K calls in the child and
  *                              K in the parent at the same time
  * time_fix sleep MS            one call of time_fix_f(), then MS ms asleep
@@ -86,6 +87,18 @@ int main(int argc, char **argv)
 				return 2;
 		for (long i = 0; i < n; i++)
 			pthread_join(th[i], NULL);
+		printf("expected %ld\n", n * per);
+	} else if (!strcmp(m, "seq")) {
+		/* One thread after another: each ends before the next starts. */
+		per = argc > 3 ? atol(argv[3]) : 0;
+		pthread_barrier_init(&bar, NULL, 1);
+		for (long i = 0; i < n; i++) {
+			pthread_t t;
+
+			if (pthread_create(&t, NULL, run, NULL))
+				return 2;
+			pthread_join(t, NULL);
+		}
 		printf("expected %ld\n", n * per);
 	} else if (!strcmp(m, "fork")) {
 		pid_t p;
