@@ -18,7 +18,6 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,19 +90,42 @@ void __wrap___register_frame(void *begin)
 		exe_register(begin);
 }
 
-static int has_libgcc_s(struct dl_phdr_info *info, size_t size, void *ctx)
+/* Whether the @n symbols at @sym import (leave undefined) one named @name. */
+static int imports(const Elf64_Sym *sym, size_t n, const char *str,
+		   size_t len, const char *name)
 {
-	(void)size;
-	(void)ctx;
-	return info->dlpi_name && strstr(info->dlpi_name, "libgcc_s.so") != NULL;
+	for (size_t i = 0; i < n; i++)
+		if (sym[i].st_shndx == SHN_UNDEF && sym[i].st_name < len &&
+		    !strcmp(str + sym[i].st_name, name))
+			return 1;
+	return 0;
 }
 
-/* Whether file @path has a section named @name (section headers kept by strip). */
-static int has_section(const char *path, const char *name)
+/* Section @sh of @fd, NUL-terminated, or NULL (over 16 MiB too). */
+static void *section(int fd, const Elf64_Shdr *sh)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), found = 0;
+	char *p = sh->sh_size <= (16u << 20) ? calloc(1, sh->sh_size + 1) : NULL;
+
+	if (p && pread(fd, p, sh->sh_size, (off_t)sh->sh_offset) !=
+	    (ssize_t)sh->sh_size) {
+		free(p);
+		p = NULL;
+	}
+	return p;
+}
+
+/*
+ * Whether executable @path unwinds C++ exceptions with its own unwinder:
+ * it has C++ exception tables (.gcc_except_table; section headers are
+ * kept by strip) and its .dynsym imports neither _Unwind_Resume
+ * (libgcc_s's) nor __gxx_personality_v0 (libstdc++'s, which unwinds with
+ * libgcc_s). Whatever cannot be read: no.
+ */
+static int own_unwinder(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), eh_tables = 0, imp = 1;
 	Elf64_Ehdr eh;
-	Elf64_Shdr *sh = NULL, str;
+	Elf64_Shdr *sh = NULL;
 	char *names = NULL;
 
 	if (fd < 0)
@@ -112,27 +134,41 @@ static int has_section(const char *path, const char *name)
 	    memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
 	    eh.e_ident[EI_CLASS] != ELFCLASS64 ||
 	    eh.e_shentsize != sizeof(Elf64_Shdr) || !eh.e_shnum ||
-	    eh.e_shstrndx >= eh.e_shnum ||
-	    pread(fd, &str, sizeof(str), (off_t)(eh.e_shoff + (uint64_t)
-		  eh.e_shstrndx * sizeof(str))) != sizeof(str) ||
-	    str.sh_size > (1u << 20))
+	    eh.e_shnum > 4096 || eh.e_shstrndx >= eh.e_shnum)
 		goto out;
 	sh = calloc(eh.e_shnum, sizeof(*sh));
-	names = calloc(1, str.sh_size + 1);
-	if (!sh || !names ||
-	    pread(fd, sh, eh.e_shnum * sizeof(*sh), (off_t)eh.e_shoff) !=
+	if (!sh || pread(fd, sh, eh.e_shnum * sizeof(*sh), (off_t)eh.e_shoff) !=
 	    (ssize_t)(eh.e_shnum * sizeof(*sh)) ||
-	    pread(fd, names, str.sh_size, (off_t)str.sh_offset) !=
-	    (ssize_t)str.sh_size)
+	    !(names = section(fd, &sh[eh.e_shstrndx])))
 		goto out;
-	for (unsigned int i = 0; i < eh.e_shnum && !found; i++)
-		found = sh[i].sh_name < str.sh_size &&
-			!strcmp(names + sh[i].sh_name, name);
+	for (unsigned int i = 0; i < eh.e_shnum; i++)
+		if (sh[i].sh_name < sh[eh.e_shstrndx].sh_size &&
+		    !strcmp(names + sh[i].sh_name, ".gcc_except_table"))
+			eh_tables = 1;
+	for (unsigned int i = 0; i < eh.e_shnum; i++) {
+		Elf64_Sym *sym;
+		char *str;
+
+		if (sh[i].sh_type != SHT_DYNSYM || sh[i].sh_link >= eh.e_shnum)
+			continue;
+		sym = section(fd, &sh[i]);
+		str = section(fd, &sh[sh[i].sh_link]);
+		if (sym && str) {
+			size_t n = sh[i].sh_size / sizeof(*sym);
+			size_t len = sh[sh[i].sh_link].sh_size;
+
+			imp = imports(sym, n, str, len, "_Unwind_Resume") ||
+			      imports(sym, n, str, len, "__gxx_personality_v0");
+		}
+		free(sym);
+		free(str);
+		break;
+	}
 out:
 	free(sh);
 	free(names);
 	close(fd);
-	return found;
+	return eh_tables && !imp;
 }
 
 /*
@@ -142,9 +178,9 @@ out:
  * return-probed function ends in std::terminate(). Its __register_frame
  * is looked up in the executable's symbol tables; where it cannot be (a
  * stripped executable) but the executable looks like one that unwinds on
- * its own (C++ exception tables, .gcc_except_table, and no libgcc_s in
- * the link map), return probes are refused in this process: 0, or
- * -ENOTSUP with the reason in @why.
+ * its own (own_unwinder(): whatever libgcc_s another library loaded),
+ * return probes are refused in this process: 0, or -ENOTSUP with the
+ * reason in @why.
  */
 static int pka_unwinder_check(char *why, size_t len)
 {
@@ -160,11 +196,10 @@ static int pka_unwinder_check(char *why, size_t len)
 		exe_register = (void (*)(void *))sym.addr;
 		return 0;
 	}
-	if (dl_iterate_phdr(has_libgcc_s, NULL) ||
-	    !has_section(exe, ".gcc_except_table"))
+	if (!own_unwinder(exe))
 		return 0;
 	snprintf(why, len, "return probes refused: %.300s has C++ exception tables "
-		 "and unwinds with its own copy of libgcc (no libgcc_s loaded), "
+		 "and unwinds with its own copy of libgcc (it imports no unwinder), "
 		 "whose __register_frame its stripped symbol table does not "
 		 "name: an exception through a timed function would end in "
 		 "std::terminate()", exe);
