@@ -201,7 +201,7 @@ static int pka_unwinder_check(char *why, size_t len)
 	snprintf(why, len, "return probes refused: %.300s has C++ exception tables "
 		 "and unwinds with its own copy of libgcc (it imports no unwinder), "
 		 "whose __register_frame its stripped symbol table does not "
-		 "name: an exception through a timed function would end in "
+		 "name: an exception through a return-probed function would end in "
 		 "std::terminate()", exe);
 	return -ENOTSUP;
 }
