@@ -15,10 +15,13 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent.h"
 
@@ -63,11 +66,15 @@ static void refuse(struct pka_header *h, const char *name)
  * program uses: an exception thrown through a return-probed function
  * ended in std::terminate() (tests/cli-time.sh). So the call is wrapped
  * (--wrap=__register_frame) and made in the program's libgcc_s as well,
- * if it has one loaded by then. Not covered: a libgcc_s loaded later
+ * if it has one loaded by then, and in the executable's own unwinder (a
+ * program linked with -static-libgcc: its __register_frame found in its
+ * .symtab, pka_unwinder_check()). Not covered: a libgcc_s loaded later
  * (dlopen()ed with a C++ plugin, or by glibc for pthread_cancel()).
  */
 void __real___register_frame(void *begin);
 void __wrap___register_frame(void *begin);
+
+static void (*exe_register)(void *);
 
 void __wrap___register_frame(void *begin)
 {
@@ -78,6 +85,125 @@ void __wrap___register_frame(void *begin)
 	if (prog && prog != __real___register_frame &&
 	    prog != __wrap___register_frame)
 		prog(begin);
+	if (exe_register && exe_register != prog &&
+	    exe_register != __real___register_frame)
+		exe_register(begin);
+}
+
+/* Whether the @n symbols at @sym import (leave undefined) one named @name. */
+static int imports(const Elf64_Sym *sym, size_t n, const char *str,
+		   size_t len, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (sym[i].st_shndx == SHN_UNDEF && sym[i].st_name < len &&
+		    !strcmp(str + sym[i].st_name, name))
+			return 1;
+	return 0;
+}
+
+/* Section @sh of @fd, NUL-terminated, or NULL (over 16 MiB too). */
+static void *section(int fd, const Elf64_Shdr *sh)
+{
+	char *p = sh->sh_size <= (16u << 20) ? calloc(1, sh->sh_size + 1) : NULL;
+
+	if (p && pread(fd, p, sh->sh_size, (off_t)sh->sh_offset) !=
+	    (ssize_t)sh->sh_size) {
+		free(p);
+		p = NULL;
+	}
+	return p;
+}
+
+/*
+ * Whether executable @path unwinds C++ exceptions with its own unwinder:
+ * it has C++ exception tables (.gcc_except_table; section headers are
+ * kept by strip) and its .dynsym imports neither _Unwind_Resume
+ * (libgcc_s's) nor __gxx_personality_v0 (libstdc++'s, which unwinds with
+ * libgcc_s). Whatever cannot be read: no.
+ */
+static int own_unwinder(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), eh_tables = 0, imp = 1;
+	Elf64_Ehdr eh;
+	Elf64_Shdr *sh = NULL;
+	char *names = NULL;
+
+	if (fd < 0)
+		return 0;
+	if (pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_shentsize != sizeof(Elf64_Shdr) || !eh.e_shnum ||
+	    eh.e_shnum > 4096 || eh.e_shstrndx >= eh.e_shnum)
+		goto out;
+	sh = calloc(eh.e_shnum, sizeof(*sh));
+	if (!sh || pread(fd, sh, eh.e_shnum * sizeof(*sh), (off_t)eh.e_shoff) !=
+	    (ssize_t)(eh.e_shnum * sizeof(*sh)) ||
+	    !(names = section(fd, &sh[eh.e_shstrndx])))
+		goto out;
+	for (unsigned int i = 0; i < eh.e_shnum; i++)
+		if (sh[i].sh_name < sh[eh.e_shstrndx].sh_size &&
+		    !strcmp(names + sh[i].sh_name, ".gcc_except_table"))
+			eh_tables = 1;
+	for (unsigned int i = 0; i < eh.e_shnum; i++) {
+		Elf64_Sym *sym;
+		char *str;
+
+		if (sh[i].sh_type != SHT_DYNSYM || sh[i].sh_link >= eh.e_shnum)
+			continue;
+		sym = section(fd, &sh[i]);
+		str = section(fd, &sh[sh[i].sh_link]);
+		if (sym && str) {
+			size_t n = sh[i].sh_size / sizeof(*sym);
+			size_t len = sh[sh[i].sh_link].sh_size;
+
+			imp = imports(sym, n, str, len, "_Unwind_Resume") ||
+			      imports(sym, n, str, len, "__gxx_personality_v0");
+		}
+		free(sym);
+		free(str);
+		break;
+	}
+out:
+	free(sh);
+	free(names);
+	close(fd);
+	return eh_tables && !imp;
+}
+
+/*
+ * Before a mode with return probes arms anything: the executable's own
+ * unwinder (libgcc linked in statically), if it has one, must learn the
+ * return trampoline's unwind info too, or an exception thrown through a
+ * return-probed function ends in std::terminate(). Its __register_frame
+ * is looked up in the executable's symbol tables; where it cannot be (a
+ * stripped executable) but the executable looks like one that unwinds on
+ * its own (own_unwinder(): whatever libgcc_s another library loaded),
+ * return probes are refused in this process: 0, or -ENOTSUP with the
+ * reason in @why.
+ */
+static int pka_unwinder_check(char *why, size_t len)
+{
+	char exe[4096], spec[4200];
+	struct pk_sym sym;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n <= 0)
+		return 0;
+	exe[n] = 0;
+	snprintf(spec, sizeof(spec), "%s:__register_frame", exe);
+	if (!pk_sym_lookup(spec, &sym) && !(sym.flags & PK_SYM_F_FILE)) {
+		exe_register = (void (*)(void *))sym.addr;
+		return 0;
+	}
+	if (!own_unwinder(exe))
+		return 0;
+	snprintf(why, len, "return probes refused: %.300s has C++ exception tables "
+		 "and unwinds with its own copy of libgcc (it imports no unwinder), "
+		 "whose __register_frame its stripped symbol table does not "
+		 "name: an exception through a return-probed function would end in "
+		 "std::terminate()", exe);
+	return -ENOTSUP;
 }
 
 int pka_hook_create(const struct pka_mode_ops *m, const struct pk_probe_opts *o,
@@ -236,7 +362,12 @@ __attribute__((constructor)) static void pka_init(void)
 		h->mode = m->mode;
 	else
 		refuse(h, name);
+	/* Nothing armed where the program's unwinder cannot be reached. */
+	if (m && m->ret)
+		h->status = pka_unwinder_check(h->why, sizeof(h->why));
 	pka_record_publish(h);
+	if (h->status)
+		goto done;
 	if (m && m->start)
 		m->start(h);
 	if (m)
@@ -245,7 +376,7 @@ done:
 	if (m)
 		pka_xcache_close();
 	pka_plan_free(plan);
-	if (m && h)
+	if (m && h && !h->status)
 		pka_late_init(h, dir, specs, m);
 out:
 	pka_busy--;

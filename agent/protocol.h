@@ -312,7 +312,11 @@ struct pka_count {		/* hits; atomic; a cache line each, so that */
  * Histogram: prof/hist.h's buckets (2^5 linear sub-buckets per octave)
  * below 2^36 ns (68.7 s), with 32-bit counts (one thread's calls of one
  * function in one bucket); longer calls count in the last bucket (their
- * min, max and total stay exact). The command copies them into a
+ * min, max and total stay exact). A bucket that holds 2^32 - 1 takes no
+ * more: the thread's further calls in it go to the slot (calls without
+ * histogram), and a cell's calls are its buckets' sum (the command reads
+ * that, not calls, which a live thread may have bumped after the
+ * buckets were read). The command copies them into a
  * struct pk_hist to merge and report.
  */
 #define PKA_ENV_CLOCK "PROBEKIT_AGENT_CLOCK" /* "SOURCE:MULT:SHIFT" of
@@ -324,13 +328,20 @@ struct pka_count {		/* hits; atomic; a cache line each, so that */
 #define PKA_TIME_CELLS 256u
 #define PKA_TIME_REL_ERR (1.0 / 64)
 
-/* A probe's calls that found no cell; atomic. */
+/*
+ * A probe's calls that found no cell; atomic. And its calls not timed at
+ * all (missed): the return-probe library could not take their return
+ * (deeper than PK_RETPROBE_DEPTH in one thread, a thread beyond its
+ * record blocks, PROBEKIT_RETPROBE_THREADS; a hit inside a handler), and
+ * adds each to it (pk_retprobe_opts.missed).
+ */
 struct pka_time {
 	uint64_t calls;
 	uint64_t total_ns;
 	uint64_t min_inv;	/* ~min (atomic max): 0 is none */
 	uint64_t max_ns;
-	uint64_t pad[4];
+	uint64_t missed;	/* calls not timed */
+	uint64_t pad[3];
 };
 
 /* One thread's durations of one probe's calls; written by that thread. */

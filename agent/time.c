@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -44,10 +45,28 @@ static struct pk_tsc tm_clk = { .mult = 1, .shift = 0,
 				.source = PK_TSC_SRC_MONO_RAW };
 static uint64_t tm_ovh;
 
-/* This thread's block, or NULL; failed claims since the last scan. */
+/*
+ * This thread's block, or NULL; without one, calls left before the next
+ * claim() and the current back-off (claims double it up to TM_BACKOFF).
+ */
 static __thread struct pka_time_thread *tm_self
 	__attribute__((tls_model("initial-exec")));
-static __thread unsigned int tm_fails __attribute__((tls_model("initial-exec")));
+static __thread unsigned int tm_skip __attribute__((tls_model("initial-exec")));
+static __thread unsigned int tm_backoff
+	__attribute__((tls_model("initial-exec")));
+#define TM_BACKOFF 4096u
+
+/*
+ * This process's pid, in a MADV_WIPEONFORK page: 0 in the child of any
+ * kind of fork (fork(), _Fork(), a raw clone() without CLONE_VM), which
+ * skip pthread_atfork() handlers. The child's one thread still holds its
+ * parent's tm_self; record() compares the block's owner pid with this
+ * one and drops a block that is not this process's, so a child never
+ * writes its parent's cells. Without the page (madvise() refused:
+ * before Linux 4.14), only fork() is covered (time_atfork_child()).
+ */
+static uint32_t *tm_pidw;
+static uint32_t tm_pid_static;
 
 static inline uint64_t tm_now_start(void)
 {
@@ -77,13 +96,27 @@ static struct pka_time_cell *cell(uint32_t c)
 	return (struct pka_time_cell *)((char *)tm_h + tm_a->cell_at) + c;
 }
 
+/* This process's pid (tm_pidw), read again after any fork. */
+static inline uint32_t tm_pid(void)
+{
+	uint32_t pid = __atomic_load_n(tm_pidw, __ATOMIC_RELAXED);
+
+	if (__builtin_expect(!pid, 0)) {
+		/* Every thread of the child stores the same value. */
+		pid = (uint32_t)pka_sys(SYS_getpid, 0, 0, 0);
+		__atomic_store_n(tm_pidw, pid, __ATOMIC_RELAXED);
+	}
+	return pid;
+}
+
 /*
  * A thread block for this thread: a free one, else one whose owner is
  * gone (a thread that ended, or, in a fork()ed child, the parent's ids:
  * the pid part differs, so the child never writes its parent's cells).
  * A scan for gone owners at most every 4096 failed calls. Shared with
  * trace.c (agent.h): @owner0 is block 0's owner, blocks @stride bytes
- * apart.
+ * apart. The owners are loaded before any compare-and-swap (with all
+ * blocks taken, a try costs plain loads).
  */
 int pka_block_claim(uint64_t *owner0, uint32_t n, uint64_t stride,
 		    unsigned int *fails)
@@ -96,7 +129,8 @@ int pka_block_claim(uint64_t *owner0, uint32_t n, uint64_t stride,
 	for (uint32_t b = 0; b < n; b++) {
 		uint64_t zero = 0;
 
-		if (__atomic_compare_exchange_n(OWNER(b), &zero, me, 0,
+		if (!__atomic_load_n(OWNER(b), __ATOMIC_RELAXED) &&
+		    __atomic_compare_exchange_n(OWNER(b), &zero, me, 0,
 						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 			return (int)b;
 	}
@@ -123,10 +157,17 @@ int pka_block_claim(uint64_t *owner0, uint32_t n, uint64_t stride,
 	return -1;
 }
 
+/*
+ * A try of record()'s back-off (a thread without a block tries on ever
+ * fewer calls): it scans for gone owners, a system call a block, at the
+ * thread's first try (a new thread takes a gone one's block) and once
+ * the back-off is at its longest, so at most every TM_BACKOFF calls.
+ */
 static struct pka_time_thread *claim(void)
 {
+	unsigned int no_scan = tm_backoff && tm_backoff < TM_BACKOFF;
 	int b = pka_block_claim(&thr(0)->owner, tm_a->nthr, tm_a->thr_size,
-				&tm_fails);
+				&no_scan);
 
 	return b < 0 ? NULL : thr((uint32_t)b);
 }
@@ -155,11 +196,30 @@ static void record(uint32_t i, uint64_t ns)
 {
 	struct pka_time_thread *t = tm_self;
 	struct pka_time_cell *c;
-	uint32_t at, idx;
+	uint32_t at, idx, *bk;
 
-	if (!t && !(t = tm_self = claim())) {
-		add_slot(i, ns);
-		return;
+	/* A block of the process we were forked from (tm_pidw): not ours. */
+	if (t && __builtin_expect((uint32_t)(__atomic_load_n(&t->owner,
+			__ATOMIC_RELAXED) >> 32) != tm_pid(), 0)) {
+		t = tm_self = NULL;
+		tm_skip = tm_backoff = 0;
+	}
+	if (!t) {
+		if (tm_skip) {
+			tm_skip--;
+			add_slot(i, ns);
+			return;
+		}
+		t = tm_self = claim();
+		if (!t) {
+			tm_backoff = tm_backoff ? tm_backoff * 2 : 1;
+			if (tm_backoff > TM_BACKOFF)
+				tm_backoff = TM_BACKOFF;
+			tm_skip = tm_backoff;
+			add_slot(i, ns);
+			return;
+		}
+		tm_backoff = 0;
 	}
 	at = t->cell[i];
 	if (__builtin_expect(!at, 0)) {
@@ -187,7 +247,17 @@ static void record(uint32_t i, uint64_t ns)
 	}
 	c = cell(at - 1);
 	idx = pk_hist_index(ns);
-	c->bucket[idx < PKA_TIME_BUCKETS ? idx : PKA_TIME_BUCKETS - 1]++;
+	bk = &c->bucket[idx < PKA_TIME_BUCKETS ? idx : PKA_TIME_BUCKETS - 1];
+	/*
+	 * A full 32-bit bucket (2^32 calls of one thread in one bucket):
+	 * this call to the slot, exact but without histogram, rather than
+	 * a wrap (the command takes a cell's calls as its buckets' sum).
+	 */
+	if (__builtin_expect(*bk == UINT32_MAX, 0)) {
+		add_slot(i, ns);
+		return;
+	}
+	(*bk)++;
 	c->calls++;
 	c->total_ns += ns;
 	if (~ns > c->min_inv)
@@ -232,6 +302,10 @@ static void time_ret_opts(struct pk_retprobe_opts *o)
 	o->entry = time_entry;
 	o->ret = time_ret;
 	o->data_size = 16;
+	/* Calls the library could not time: counted in the slot. */
+	if (tm_h)
+		o->missed = &((struct pka_time *)pka_record_slot(
+				tm_h, (uint32_t)(uintptr_t)o->ctx))->missed;
 }
 
 static uint64_t time_area(uint32_t nprobe)
@@ -344,7 +418,25 @@ void pka_clock_from_env(struct pk_tsc *clk)
 static void time_atfork_child(void)
 {
 	tm_self = NULL;
-	tm_fails = 0;
+	tm_skip = tm_backoff = 0;
+	if (tm_pidw)
+		__atomic_store_n(tm_pidw, 0, __ATOMIC_RELAXED);
+}
+
+/* tm_pidw: a page the kernel zeroes in every child, else a plain word. */
+static void pid_page(void)
+{
+	void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	tm_pidw = &tm_pid_static;
+	if (p == MAP_FAILED)
+		return;
+	if (madvise(p, 4096, MADV_WIPEONFORK)) {
+		munmap(p, 4096);
+		return;
+	}
+	tm_pidw = p;
 }
 
 static void time_start(struct pka_header *h)
@@ -361,6 +453,7 @@ static void time_start(struct pka_header *h)
 	a->cell_at = a->thr_at + a->nthr * a->thr_size;
 	pka_clock_from_env(&tm_clk);
 	a->source = tm_clk.source;
+	pid_page();
 	pthread_atfork(NULL, NULL, time_atfork_child);
 	a->cal_status = calibrate();
 	a->cal_raw_ns = tm_ovh;

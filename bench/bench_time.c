@@ -16,10 +16,13 @@
  *                                             (issue 11's goal: <= 3)
  *   time/timed_call    overhead_ns_per_call   the agent's calibration (what
  *                                             it subtracts from durations)
+ * Each run's record must say bench_time_fn was armed as a jump probe;
+ * else every figure is skipped with the reason.
  */
 #include <dirent.h>
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -58,36 +61,82 @@ static int child(long n)
 static char dir[] = "/tmp/pk-bench-time-XXXXXX";
 /* PKA_ENV_CLOCK as the command hands it (else the agent falls back to clock_gettime()). */
 static char clock_env[128];
+static char armed_why[700];
 
-/* Remove the run's records; the overhead the last one had, or -1. */
-static double empty_dir(void)
+/*
+ * Whether record @h (@len bytes) armed bench_time_fn as a jump probe in
+ * @mode: 1, or 0 with the reason in armed_why.
+ */
+static int armed(struct pka_header *h, size_t len, uint32_t mode)
+{
+	const struct pka_spec *s;
+	const struct pka_probe *p;
+
+	if (len < sizeof(*h) || h->magic != PKA_MAGIC ||
+	    h->version != PKA_VERSION || h->size > len)
+		snprintf(armed_why, sizeof(armed_why), "no usable record");
+	else if (h->status || h->mode != mode)
+		snprintf(armed_why, sizeof(armed_why), "the agent refused: %.500s",
+			 h->why);
+	else if (h->n < 1 || (s = pka_record_spec(h, 0))->status ||
+		 s->nprobe < 1 || s->first >= h->nprobe)
+		snprintf(armed_why, sizeof(armed_why),
+			 "bench_time_fn not armed (%.500s)",
+			 h->n ? (pka_spec_why(h, 0) ? pka_spec_why(h, 0) : "no reason")
+			      : "spec not tried");
+	else if ((p = pka_record_probe(h, s->first))->status || p->int3)
+		snprintf(armed_why, sizeof(armed_why),
+			 "bench_time_fn %s", p->int3 ? "took an int3 probe, not "
+			 "a jump probe" : "not armed");
+	else
+		return 1;
+	return 0;
+}
+
+/*
+ * Remove the run's records; the overhead the last time record had, or
+ * -1; *@ok: whether one record of @mode had the probe armed.
+ */
+static double empty_dir(uint32_t mode, int *ok)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
 	double ovh = -1;
 
+	*ok = 0;
+	snprintf(armed_why, sizeof(armed_why), "no record");
 	if (!d)
 		return ovh;
 	while ((e = readdir(d))) {
+		char path[600];
+		struct stat st;
+		void *m;
+		int fd;
+
 		if (e->d_name[0] == '.')
 			continue;
-		{
-			char path[600];
-			struct pka_header h;
-			struct pka_time_area a;
-			int fd;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0 && !fstat(fd, &st) && st.st_size > 0 &&
+		    (m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE, fd, 0)) != MAP_FAILED) {
+			struct pka_header *h = m;
 
-			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-			fd = open(path, O_RDONLY | O_CLOEXEC);
-			if (fd >= 0 && pread(fd, &h, sizeof(h), 0) == sizeof(h) &&
-			    h.magic == PKA_MAGIC && h.version == PKA_VERSION &&
-			    h.mode == PKA_MODE_TIME && h.mode_len >= sizeof(a) &&
-			    pread(fd, &a, sizeof(a), h.mode_at) == sizeof(a) &&
-			    !a.cal_status)
-				ovh = (double)a.overhead_ns;
-			if (fd >= 0)
-				close(fd);
+			if (armed(h, (size_t)st.st_size, mode)) {
+				*ok = 1;
+				if (mode == PKA_MODE_TIME &&
+				    h->mode_len >= sizeof(struct pka_time_area)) {
+					const struct pka_time_area *a = (const void *)
+						((const char *)h + h->mode_at);
+
+					if (!a->cal_status)
+						ovh = (double)a->overhead_ns;
+				}
+			}
+			munmap(m, (size_t)st.st_size);
 		}
+		if (fd >= 0)
+			close(fd);
 		unlinkat(dirfd(d), e->d_name, 0);
 	}
 	closedir(d);
@@ -208,11 +257,20 @@ int main(int argc, char **argv)
 	       n, bench_opts.runs);
 	for (int r = 0; r < bench_opts.runs; r++) {
 		double u = run(self, NULL, n), e, t, o;
+		int ok_e, ok_t;
 
 		e = run(self, "count", n);
-		empty_dir();
+		empty_dir(PKA_MODE_COUNT, &ok_e);
+		if (!ok_e) {
+			why = armed_why;
+			break;
+		}
 		t = run(self, "time", n);
-		o = empty_dir();
+		o = empty_dir(PKA_MODE_TIME, &ok_t);
+		if (!ok_t) {
+			why = armed_why;
+			break;
+		}
 		if (u < 0 || e <= 0 || t < 0) {
 			fprintf(stderr, "bench_time: a child failed\n");
 			return 1;
@@ -223,6 +281,16 @@ int main(int argc, char **argv)
 		bench_add(&ratio, t / e);
 		if (o >= 0)
 			bench_add(&ovh, o);
+	}
+	if (why) {
+		bench_skip("time", "untimed_call", "ns_per_call", why);
+		bench_skip("time", "entry_probe", "ns_per_call", why);
+		bench_skip("time", "timed_call", "ns_per_call", why);
+		bench_skip("time", "timed_call", "ratio_vs_entry_probe", why);
+		bench_skip("time", "timed_call", "overhead_ns_per_call", why);
+		unlink(path);
+		rmdir(dir);
+		return 0;
 	}
 	bench_report("time", "untimed_call", "ns_per_call", "ns", &un);
 	bench_report("time", "entry_probe", "ns_per_call", "ns", &en);

@@ -45,6 +45,7 @@ struct fn {
 	struct pk_hist *h;	/* the cells' durations (allocated on first) */
 	uint64_t calls, total, min_inv, max; /* everything, cells and slots */
 	uint64_t nohist;	/* calls in slots: no histogram */
+	uint64_t missed;	/* calls not timed (the return-probe library's) */
 	uint32_t cells;		/* thread cells merged (threads that called it) */
 	/* at the previous interval: */
 	struct pk_hist *prev;
@@ -58,6 +59,10 @@ struct tab {
 	int oom;
 	uint64_t ovh_min, ovh_max;	/* overhead_ns over the records */
 	int ovh_n, cal_failed, fallback;
+	/* Per spec armed: its functions not probed, the first reason or NULL. */
+	unsigned long long *unprobed;
+	char **unprobed_why;
+	int nspec;
 };
 
 struct ctx {
@@ -73,6 +78,8 @@ struct ctx {
 	double prev_el, dur_s;
 	int timed_out;
 	long hist_interval_ms;	/* -I: interval reports */
+	long tick_ms;		/* tick()'s period: -I's, or less with -d */
+	double next_iv;		/* when the next interval report is due (s) */
 	char **argv;
 };
 
@@ -149,13 +156,26 @@ static void tab_zero(struct tab *t)
 		if (f->h)
 			pk_hist_reset(f->h);
 		f->calls = f->total = f->min_inv = f->max = f->nohist = 0;
+		f->missed = 0;
 		f->cells = 0;
 		f->int3 = 0;
 	}
+	for (int i = 0; t->unprobed && i < t->nspec; i++)
+		t->unprobed[i] = 0;
 	t->ovh_n = 0;
 	t->ovh_min = t->ovh_max = 0;
 	t->cal_failed = 0;
 	t->fallback = 0;
+}
+
+static uint64_t tab_missed(const struct tab *t)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < t->cap; i++)
+		if (t->e[i].name)
+			n += t->e[i].missed;
+	return n;
 }
 
 static void tab_free(struct tab *t)
@@ -167,6 +187,10 @@ static void tab_free(struct tab *t)
 		free(t->e[i].prev);
 	}
 	free(t->e);
+	for (int i = 0; t->unprobed_why && i < t->nspec; i++)
+		free(t->unprobed_why[i]);
+	free(t->unprobed_why);
+	free(t->unprobed);
 }
 
 static void add_figures(struct fn *f, uint64_t calls, uint64_t total,
@@ -180,23 +204,40 @@ static void add_figures(struct fn *f, uint64_t calls, uint64_t total,
 		f->max = max;
 }
 
-/* A cell's histogram into @f's (prof/hist.h's first PKA_TIME_BUCKETS buckets). */
+/*
+ * A cell's histogram into @f's (prof/hist.h's first PKA_TIME_BUCKETS
+ * buckets). A live process's cell is read while its thread writes it, so
+ * its fields are of different moments; its calls are taken as the sum of
+ * the buckets read, not as its calls field: each bucket only grows, so
+ * that sum grows from one reading to the next, and an interval's calls
+ * (this sum's growth plus the slot's) are never fewer than its
+ * histogram's (the buckets' growth). The calls field read after the
+ * buckets could be ahead of them, and the next interval's buckets then
+ * ahead of its calls (the difference wrapped: "18446744073709551615 calls
+ * without histogram").
+ */
 static int add_cell(struct tab *t, struct fn *f, const struct pka_time_cell *c)
 {
+	uint64_t n = 0;
+
 	if (!f->h && !(f->h = calloc(1, sizeof(*f->h)))) {
 		t->oom = 1;
 		return -1;
 	}
-	for (unsigned int j = 0; j < PKA_TIME_BUCKETS; j++)
-		f->h->bucket[j] += c->bucket[j];
+	for (unsigned int j = 0; j < PKA_TIME_BUCKETS; j++) {
+		uint32_t b = __atomic_load_n(&c->bucket[j], __ATOMIC_RELAXED);
+
+		f->h->bucket[j] += b;
+		n += b;
+	}
 	f->cells++;
-	f->h->count += c->calls;
+	f->h->count += n;
 	f->h->sum += c->total_ns;
 	if (c->min_inv > f->h->min_inv)
 		f->h->min_inv = c->min_inv;
 	if (c->max_ns > f->h->max)
 		f->h->max = c->max_ns;
-	add_figures(f, c->calls, c->total_ns, c->min_inv, c->max_ns);
+	add_figures(f, n, c->total_ns, c->min_inv, c->max_ns);
 	return 0;
 }
 
@@ -215,6 +256,25 @@ static const struct pka_time_area *area_of(const struct pka_header *h)
 	    sizeof(struct pka_time_cell) > h->size)
 		return NULL;
 	return a;
+}
+
+/*
+ * A glob's function that was not armed where its spec was: counted, and
+ * the first one named with its spec's first log line, in count's words
+ * (cmd_count.c's add_hits()).
+ */
+static void unprobed(struct tab *t, struct pka_header *h, uint32_t i,
+		     const struct pka_probe *p)
+{
+	const char *why = pka_spec_why(h, i);
+	const char *name = p->name && p->name <= h->why_len ?
+			   (const char *)h + h->why_at + p->name - 1 : NULL;
+
+	t->unprobed[i]++;
+	if (why && why[0] && !t->unprobed_why[i] &&
+	    asprintf(&t->unprobed_why[i], "%s%s%s", name ? name : "",
+		     name ? "; first error: " : "", why) < 0)
+		t->unprobed_why[i] = NULL;
 }
 
 /*
@@ -260,6 +320,10 @@ static void add_rec(const struct pka_header *h, void *arg)
 			const char *name = c->run->specs[i];
 			struct fn *f;
 
+			/* Armed, but not on all of its functions (as count). */
+			if (p->status && p->status != PKA_PENDING && !s->status &&
+			    (int)i < t->nspec)
+				unprobed(t, w, i, p);
 			/* Another spec's probes (a function is probed once). */
 			if (p->status || p->spec != i)
 				continue;
@@ -272,6 +336,7 @@ static void add_rec(const struct pka_header *h, void *arg)
 			add_figures(f, sl->calls, sl->total_ns, sl->min_inv,
 				    sl->max_ns);
 			f->nohist += sl->calls;
+			f->missed += sl->missed;
 			for (uint32_t b = 0; b < a->nthr; b++) {
 				const struct pka_time_thread *th = (const void *)
 					((const char *)h + a->thr_at +
@@ -311,6 +376,7 @@ static const char *dur(char *buf, size_t len, uint64_t ns)
 /* The figures of one function over what @h holds (an interval or all). */
 struct figs {
 	uint64_t calls, total, min, max, p50, p90, p99, p999, nohist;
+	uint64_t missed;	/* all of the run only */
 	double mean;
 };
 
@@ -320,15 +386,18 @@ static void figs_of(const struct fn *f, const struct pk_hist *h, int interval,
 	memset(g, 0, sizeof(*g));
 	if (interval) {
 		/* An interval: the histogram's only (slots are not in it). */
-		g->calls = f->calls - f->prev_calls;
-		g->total = f->total - f->prev_total;
-		g->nohist = g->calls - (h ? h->count : 0);
+		g->calls = f->calls > f->prev_calls ? f->calls - f->prev_calls : 0;
+		g->total = f->total > f->prev_total ? f->total - f->prev_total : 0;
+		/* Never wraps (add_cell()): clamped all the same. */
+		g->nohist = h && h->count >= g->calls ? 0 :
+			    g->calls - (h ? h->count : 0);
 		g->min = h && h->count ? pk_hist_min(h) : 0;
 		g->max = h ? h->max : 0;
 	} else {
 		g->calls = f->calls;
 		g->total = f->total;
 		g->nohist = f->nohist;
+		g->missed = f->missed;
 		g->min = f->calls ? ~f->min_inv : 0;
 		g->max = f->max;
 	}
@@ -380,6 +449,9 @@ static void json_figs(FILE *o, const struct figs *g)
 	if (g->nohist)
 		fprintf(o, ",\"calls_without_histogram\":%llu",
 			(unsigned long long)g->nohist);
+	if (g->missed)
+		fprintf(o, ",\"calls_not_timed\":%llu",
+			(unsigned long long)g->missed);
 }
 
 /* The non-empty buckets, as [low_ns, high_ns, count] triples. */
@@ -434,7 +506,7 @@ static void text_table(FILE *o, struct ctx *c, struct fn **v, size_t n,
 		struct figs g;
 
 		figs_of(f, h, interval, &g);
-		if (!g.calls) {
+		if (!g.calls && !g.missed) {
 			idle++;
 			continue;
 		}
@@ -454,6 +526,10 @@ static void text_table(FILE *o, struct ctx *c, struct fn **v, size_t n,
 			fprintf(o, "  %s(%llu calls without histogram: percentiles "
 				   "of the others)%s", warn,
 				(unsigned long long)g.nohist, off);
+		if (g.missed)
+			fprintf(o, "  %s(%llu calls not timed: return-probe "
+				   "depth/threads)%s", warn,
+				(unsigned long long)g.missed, off);
 		fputc('\n', o);
 	}
 	if (idle && !interval)
@@ -582,6 +658,12 @@ static void report(struct ctx *c, int status, int procs)
 				pkc_json_str(o, c->t[i].why[0] ? c->t[i].why :
 					     strerror(c->t[i].last_err));
 			}
+			if (t->unprobed[i]) {
+				fprintf(o, ",\"not_probed\":%llu,\"not_probed_error\":",
+					t->unprobed[i]);
+				pkc_json_str(o, t->unprobed_why[i] ?
+					     t->unprobed_why[i] : "");
+			}
 			fprintf(o, ",\"functions\":[");
 			for (size_t k = 0; k < t->n; k++) {
 				struct figs g;
@@ -634,6 +716,11 @@ static void report(struct ctx *c, int status, int procs)
 		else if (!c->t[i].armed)
 			fprintf(o, " %s%s: not probed%s\n", bad, c->t[i].spec,
 				off);
+		if (t->unprobed[i])
+			fprintf(o, " %s%s: %llu of its functions not probed%s%s%s\n",
+				bad, c->t[i].spec, t->unprobed[i],
+				t->unprobed_why[i] ? ", first: " : "",
+				t->unprobed_why[i] ? t->unprobed_why[i] : "", off);
 	}
 	free(v);
 }
@@ -669,6 +756,12 @@ static void tick(double el, void *arg)
 	}
 	if (c->failed || !c->hist_interval_ms)
 		return;
+	/* Ticking faster than -I for -d: report only once an interval is up. */
+	if (el + (double)c->tick_ms / 2000 < c->next_iv)
+		return;
+	c->next_iv += (double)c->hist_interval_ms / 1000;
+	if (c->next_iv < el)
+		c->next_iv = el + (double)c->hist_interval_ms / 1000;
 	/* The progress line, if shown, comes back at the next update. */
 	pkc_progress_clear();
 	c->col = pkc_color_for(c->out, c->fmt != F_TEXT);
@@ -861,7 +954,10 @@ static int time_main(int argc, char **argv)
 	if (pkc_run_find_agent(&r))
 		goto out;
 	c.t = calloc((size_t)r.n, sizeof(*c.t));
-	if (!c.t) {
+	tab.nspec = r.n;
+	tab.unprobed = calloc((size_t)r.n, sizeof(*tab.unprobed));
+	tab.unprobed_why = calloc((size_t)r.n, sizeof(*tab.unprobed_why));
+	if (!c.t || !tab.unprobed || !tab.unprobed_why) {
 		pkc_err("%s\n", strerror(ENOMEM));
 		goto out;
 	}
@@ -893,9 +989,12 @@ static int time_main(int argc, char **argv)
 	c.out = out;
 	c.argv = &argv[optind];
 	c.hist_interval_ms = interval_ms;
+	/* -d is looked at every 50 ms at least, whatever -I is. */
 	tick_ms = interval_ms;
 	if (c.dur_s > 0 && (!tick_ms || tick_ms > 50))
-		tick_ms = interval_ms ? interval_ms : 50;
+		tick_ms = 50;
+	c.tick_ms = tick_ms;
+	c.next_iv = (double)interval_ms / 1000;
 	code = pkc_run_wait(&r, tick_ms, tick_ms ? tick : NULL, &c);
 
 	memset(c.t, 0, (size_t)r.n * sizeof(*c.t));
@@ -925,6 +1024,13 @@ static int time_main(int argc, char **argv)
 	if (c.timed_out)
 		code = 124;
 	code = pkc_run_verdict(&r, code);
+	/* Calls the return probes could not time are missing figures too. */
+	if (r.strict && tab_missed(&tab)) {
+		fprintf(stderr, "probekit time: %llu calls not timed "
+				"(return-probe depth/threads)\n",
+			(unsigned long long)tab_missed(&tab));
+		code = PKC_EXIT_OWN;
+	}
 	if (wrote)
 		code = wrote;
 out:

@@ -797,3 +797,26 @@ add_test(NAME cli_tty
 set_tests_properties(cli_tty PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end progress11 ----
+# ---- timefix: probekit time's review findings (issue 11) ----
+# cli-time-fix.sh: -I on a hot loop (no wrap, never above the totals);
+# calls too deep or on too many threads for the return probes said and
+# --strict 125; _Fork(); 64 threads exact; -d under a long -I; a glob's
+# unarmable function said.
+add_executable(time_fix ${CMAKE_CURRENT_SOURCE_DIR}/targets/time_fix.c)
+target_compile_options(time_fix PRIVATE -O2)
+target_link_libraries(time_fix PRIVATE pthread)
+# time_cxx.cc with its own unwinder (libgcc and libstdc++ linked in), and
+# a stripped copy of it (no .symtab: its __register_frame cannot be found).
+add_executable(time_cxx_static ${CMAKE_CURRENT_SOURCE_DIR}/targets/time_cxx.cc)
+target_compile_options(time_cxx_static PRIVATE -O2)
+target_link_options(time_cxx_static PRIVATE -static-libgcc -static-libstdc++)
+add_custom_command(TARGET time_cxx_static POST_BUILD
+  COMMAND ${CMAKE_OBJCOPY} --strip-all $<TARGET_FILE:time_cxx_static>
+          $<TARGET_FILE:time_cxx_static>.stripped)
+add_test(NAME cli_time_fix
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli-time-fix.sh $<TARGET_FILE:probekit_cli>
+          $<TARGET_FILE:time_fix> ${PK_CLI_SANITIZED}
+          $<TARGET_FILE:time_cxx_static> $<TARGET_FILE:time_cxx_static>.stripped)
+set_tests_properties(cli_time_fix PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
+# ---- end timefix ----

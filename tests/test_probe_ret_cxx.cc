@@ -113,7 +113,8 @@ void on_ret(pk_retprobe *, pk_regs *r, void *, void *ctx)
 int make(const char *sym, counts *c, pk_retprobe **out)
 {
 	PK_OPTS(pk_retprobe_opts, o, .symbol = sym, .addr = nullptr,
-		.entry = nullptr, .ret = on_ret, .ctx = c, .data_size = 0, .flags = 0);
+		.entry = nullptr, .ret = on_ret, .ctx = c, .data_size = 0, .flags = 0,
+		.missed = nullptr);
 
 	return pk_retprobe_create(&o, out);
 }

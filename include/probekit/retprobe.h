@@ -68,6 +68,12 @@ struct pk_retprobe_opts {
 				   state (the return values in xmm0/xmm1 and
 				   st0/st1 are left where they are). Other
 				   flags: -EINVAL */
+	uint64_t *missed;	/* or NULL: the library also adds 1 here
+				   (relaxed atomic) for each call whose return
+				   is not probed (too deep, no record block,
+				   inside a handler: as pk_retprobe_info's
+				   missed, less its entry probe's own misses);
+				   must stay valid while @rp exists */
 };
 
 /**

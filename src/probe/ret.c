@@ -189,6 +189,7 @@ struct pk_retprobe {
 	pk_retprobe_ret_fn ret;
 	void *ctx;
 	unsigned long missed;		/* atomic */
+	uint64_t *missed_to;		/* opts->missed: atomic, or NULL */
 	unsigned long pool_empty;	/* atomic: misses for want of a block */
 	uint8_t armed;
 	uint8_t going;			/* unregister in progress */
@@ -329,6 +330,8 @@ PK_NOPROBE static void *claim(void *unused)
 PK_NOPROBE static void miss(struct pk_retprobe *rp)
 {
 	__atomic_add_fetch(&rp->missed, 1, __ATOMIC_RELAXED);
+	if (rp->missed_to)
+		__atomic_add_fetch(rp->missed_to, 1, __ATOMIC_RELAXED);
 }
 
 /*
@@ -734,6 +737,7 @@ static int create(const struct pk_retprobe_opts *opts,
 	rp->ctx = PK_OPT(opts, struct pk_retprobe_opts, ctx);
 	rp->gpr = !!(PK_OPT(opts, struct pk_retprobe_opts, flags) &
 		     PK_PROBE_F_GPR_ONLY);
+	rp->missed_to = PK_OPT(opts, struct pk_retprobe_opts, missed);
 	{
 		PK_OPTS(pk_probe_opts, po, .symbol = opts->symbol,
 			.addr = opts->addr, .pre = ret_entry, .ctx = rp,
