@@ -480,9 +480,13 @@ struct pka_trace_area {
 	uint64_t deep;		/* atomic: of lost, the calls skipped
 				 * because PKA_TRACE_DEPTH traced calls
 				 * were in flight in the thread */
-	uint32_t nthr;		/* rings in the file (fewer than
-				 * PKA_TRACE_THREADS under RLIMIT_AS) */
+	uint32_t nthr;		/* rings in the file */
 	uint32_t pad0;
+	uint64_t missed;	/* atomic: calls whose return the library
+				 * could not probe (pk_retprobe_opts.missed:
+				 * deeper than PK_RETPROBE_DEPTH, no record
+				 * block, inside a handler); the command
+				 * adds them to lost */
 };
 
 /*

@@ -355,6 +355,9 @@ static void tr_ret_opts(struct pk_retprobe_opts *o)
 	o->entry = tr_entry;
 	o->ret = tr_ret;
 	o->data_size = (16 + 8 * tr_nargs + 15) & ~15u;
+	/* The library's misses: lost calls too (set before any arming). */
+	if (tr_a)
+		o->missed = &tr_a->missed;
 }
 
 static uint64_t tr_area(uint32_t nprobe)

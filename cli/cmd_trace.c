@@ -50,7 +50,7 @@ struct ring {
 	uint32_t *fid;		/* probe -> 1 + function id, 0 unknown */
 	uint32_t nfid;
 	uint64_t *seen_drops;	/* per block, drops already attributed */
-	uint64_t lost, deep;	/* the record's lost and deep, last read */
+	uint64_t lost, deep, missed; /* the record's, last read */
 	uint32_t pid;		/* the record's process */
 	char comm[17];
 };
@@ -98,6 +98,7 @@ struct ctx {
 	size_t nprocs;
 	uint64_t drops, lost;
 	uint64_t deep;		/* of lost: the depth stack was full */
+	uint64_t missed;	/* of lost: returns the library missed */
 	uint64_t over;		/* events past --max-events, not kept */
 	uint64_t max_ev;	/* --max-events */
 	int ring_failed;	/* processes without a ring file (or ours) */
@@ -410,15 +411,19 @@ static void add_rec(const struct pka_header *h, void *arg)
 	rg = ring_get(c, h, a);
 	if (!rg)
 		return;
-	if (a->lost > rg->lost) {
+	/* Lost: no ring, a full depth stack, or the library's misses. */
+	if (a->lost > rg->lost || a->missed > rg->missed) {
+		uint64_t n = a->lost - rg->lost + a->missed - rg->missed;
 		struct proc *p = proc_get(c, rg->pid, rg->comm);
 
 		if (p)
-			p->lost += a->lost - rg->lost;
-		c->lost += a->lost - rg->lost;
+			p->lost += n;
+		c->lost += n;
 		c->deep += a->deep - rg->deep;
+		c->missed += a->missed - rg->missed;
 		rg->lost = a->lost;
 		rg->deep = a->deep;
+		rg->missed = a->missed;
 	}
 	if (a->ring_err)
 		c->ring_err = a->ring_err;
@@ -800,6 +805,12 @@ static int trace_main(int argc, char **argv)
 		fprintf(stderr, "probekit trace: of the lost, %llu calls with "
 			"%u traced calls in flight in their thread already\n",
 			(unsigned long long)c.deep, PKA_TRACE_DEPTH);
+	if (c.missed)
+		fprintf(stderr, "probekit trace: of the lost, %llu calls whose "
+			"return could not be probed (more than %u deep in a "
+			"thread, more threads than PROBEKIT_RETPROBE_THREADS, or "
+			"inside a handler)\n", (unsigned long long)c.missed,
+			PKA_TRACE_DEPTH);
 	if (c.ring_err)
 		fprintf(stderr, "probekit trace: a thread's ring could not be "
 			"reserved: %s (its calls lost)\n", strerror(-c.ring_err));

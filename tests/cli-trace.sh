@@ -206,8 +206,15 @@ else
 	echo "skip ulimit -v: a sanitizer build"
 fi
 
-# A: the depth stack's skips: not reachable while the library's return
-# probe depth (128) equals the stack's; its misses wait for timefix's counter.
+# A: recursion 200 deep: the library probes 128 returns in flight a thread
+# and adds each call it cannot to the area's missed (pk_retprobe_opts.missed),
+# which the command counts as lost: events + lost == 201 calls, --strict 125.
+run trace -p trace_rec -o "$tmp/t.json" -- "$target" rec 200
+check "recursion 200 deep: events + lost == 201, lost > 0, said why" \
+	"[ \$rc -eq 0 ] && [ \$((\$(summary 1) + \$(summary 3))) -eq 201 ] && [ \"\$(summary 3)\" -gt 0 ] &&
+	 js 'len(by(\"trace_rec\")) == $(summary 1)' && grep -q 'return could not be probed' \"$tmp/err\""
+run trace --strict -p trace_rec -o "$tmp/t.json" -- "$target" rec 200
+check "... with --strict: 125" "[ \$rc -eq 125 ] && grep -q 'strict: the trace misses [1-9][0-9]* calls' \"$tmp/err\""
 # D: --max-events: the rest counted, said, and --strict fails.
 run trace --max-events 100 -p trace_f -o "$tmp/t.json" -- "$target" calls 1000
 check "--max-events 100: 100 events kept, 900 more said dropped past --max-events" \
