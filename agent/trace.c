@@ -41,10 +41,11 @@
  *
  * Forks: a fork() child's thread state is reset by the atfork handler;
  * _Fork(), syscall(SYS_fork) and raw clones run none, so the handlers
- * also look at a MADV_WIPEONFORK page (tr_wipe) that the kernel zeroes
- * in every child: zero, and the thread state is the parent's, reset
- * before use (one load a hit). pid and tid are cached in TLS only with
- * that check in front.
+ * also look at a MADV_WIPEONFORK page (tr_wipe, as time.c's tm_pidw)
+ * holding the process's pid, which the kernel zeroes in every child: a
+ * thread whose cached pid is not the page's has its state from another
+ * process, reset before use (a load and a compare a hit). pid and tid
+ * are cached in TLS only with that check in front.
  *
  * Depth: the nesting among traced calls, kept per thread as a stack of
  * the entry stack pointers of the calls in flight (in the thread's block,
@@ -75,7 +76,7 @@ static struct pka_trace_file *tr_f;	/* the header and indices only */
 static struct pka_trace_ring *tr_blk[PKA_TRACE_THREADS]; /* atomic: mapped */
 static char tr_path[4200];		/* the ring file, absolute */
 static int tr_nopopulate;	/* MADV_POPULATE_WRITE unknown (< 5.14) */
-static volatile uint32_t *tr_wipe; /* MADV_WIPEONFORK page: 0 in a child */
+static uint32_t *tr_wipe;	/* MADV_WIPEONFORK page: our pid, 0 in a child */
 static struct pk_tsc tr_clk = { .mult = 1, .shift = 0,
 				.source = PK_TSC_SRC_MONO_RAW };
 static uint32_t tr_nargs, tr_ev, tr_nslot, tr_maxdepth, tr_fpid, tr_ftid;
@@ -167,13 +168,27 @@ static void ring_fail(int err)
 	tr_skip = 2;
 }
 
-/* A child of a fork that ran no atfork handler (_Fork(), raw clone). */
+/*
+ * In a child of a fork that ran no atfork handler (_Fork(), a raw clone):
+ * the thread's state, made in another process (its tr_pid is not this
+ * process's pid), is reset. The page's pid is the process's, read again
+ * once the kernel wiped it (each thread of the child stores the same);
+ * a thread's own pid is compared, not the page's zero, so that a thread
+ * the child made first cannot hide the forking thread's stale state.
+ */
 static inline void fork_check(void)
 {
-	if (__builtin_expect(tr_wipe && !*tr_wipe, 0)) {
-		tr_atfork_child();
-		*tr_wipe = 1;
+	uint32_t pid;
+
+	if (!tr_wipe)
+		return;
+	pid = __atomic_load_n(tr_wipe, __ATOMIC_RELAXED);
+	if (__builtin_expect(!pid, 0)) {
+		pid = (uint32_t)pka_sys(SYS_getpid, 0, 0, 0);
+		__atomic_store_n(tr_wipe, pid, __ATOMIC_RELAXED);
 	}
+	if (__builtin_expect(tr_tid && pid != tr_pid, 0))
+		tr_atfork_child();
 }
 
 /*
@@ -488,13 +503,12 @@ static void tr_start(struct pka_header *h)
 	 */
 	tr_wipe = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (tr_wipe == MAP_FAILED || madvise((void *)tr_wipe, 4096,
-					     MADV_WIPEONFORK)) {
+	if (tr_wipe == MAP_FAILED || madvise(tr_wipe, 4096, MADV_WIPEONFORK)) {
 		if (tr_wipe != MAP_FAILED)
-			munmap((void *)tr_wipe, 4096);
+			munmap(tr_wipe, 4096);
 		tr_wipe = NULL;
 	} else {
-		*tr_wipe = 1;
+		*tr_wipe = (uint32_t)getpid();
 	}
 	tr_h = h;
 	tr_a = a;

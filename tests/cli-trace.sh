@@ -192,6 +192,12 @@ check "_Fork(): 2 processes, the parent's 1001 trace_f and the child's 1000, eac
 	 js 'len({e[\"pid\"] for e in X}) == 2 and all(wellformed(e) for e in X) and named() and
 	     sorted(len(by(\"trace_f\", p)) for p in {e[\"pid\"] for e in X}) == [1000, 1001] and
 	     all(sorted(set(a(e, 0) for e in by(\"trace_f\", p))) == list(range(1000)) for p in {e[\"pid\"] for e in X})'"
+# ... and a child whose first traced call is in a thread it made: the
+# forking thread's state is still the parent's, and found so.
+run trace --args 1 -p trace_f -o "$tmp/t.json" -- "$target" _forkt 500
+check "_Fork(), the child's new thread first: the parent's 501 calls, the child's 2 x 500 in 2 threads" \
+	"[ \$rc -eq 0 ] && [ \"\$(summary 3)\" = 0 ] && [ \"\$(summary 2)\" = 0 ] &&
+	 js 'sorted(len(by(\"trace_f\", p)) for p in {e[\"pid\"] for e in X}) == [501, 1000] and len(threads()) == 3'"
 # F: the program's address space: a ring mapped per thread that traces,
 # not 64 of them (64 MiB) at start. COMMAND under ulimit -v: its own size
 # + 40 MiB + the 64 MiB it mallocs (not under ASan: its shadow needs

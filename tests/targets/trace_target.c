@@ -17,6 +17,8 @@
  *   _fork N       trace_f(0), then a child made by _Fork() (no atfork
  *                 handler) does "calls N" and _exit()s while this
  *                 thread does too; waited for
+ *   _forkt N      as _fork N, but the child first runs "calls N" in a new
+ *                 thread (whose first hit comes before its own thread's)
  *   vm            print VmSize (KiB) once trace_f(0) was called
  *   hog MIB       trace_f(0), then malloc() and touch MIB MiB (exit 4 if
  *                 malloc fails)
@@ -168,12 +170,19 @@ int main(int argc, char **argv)
 						    k + 4, k + 5);
 		} else if (!strcmp(a, "rec") && i + 1 < argc) {
 			sink += trace_rec(strtoull(argv[++i], NULL, 0));
-		} else if (!strcmp(a, "_fork") && i + 1 < argc) {
+		} else if ((!strcmp(a, "_fork") || !strcmp(a, "_forkt")) &&
+			   i + 1 < argc) {
 			uint64_t n = strtoull(argv[++i], NULL, 0);
+			pthread_t th;
 			pid_t p;
 
 			sink += trace_f(0);
 			p = _Fork();
+			if (p == 0 && a[5] == 't') {
+				pthread_create(&th, NULL, thread_main,
+					       (void *)(uintptr_t)n);
+				pthread_join(th, NULL);
+			}
 
 			calls(n);
 			if (p == 0)
