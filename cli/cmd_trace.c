@@ -813,7 +813,7 @@ static int trace_main(int argc, char **argv)
 			PKA_TRACE_DEPTH);
 	if (c.ring_err)
 		fprintf(stderr, "probekit trace: a thread's ring could not be "
-			"reserved: %s (its calls lost)\n", strerror(-c.ring_err));
+			"mapped or reserved: %s (its calls lost)\n", strerror(-c.ring_err));
 	for (int i = 0; i < r.n; i++) {
 		if (c.t[i].failed)
 			fprintf(stderr, " %s: not probed in %d of %d: %s\n",

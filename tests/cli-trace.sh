@@ -198,6 +198,13 @@ run trace --args 1 -p trace_f -o "$tmp/t.json" -- "$target" _forkt 500
 check "_Fork(), the child's new thread first: the parent's 501 calls, the child's 2 x 500 in 2 threads" \
 	"[ \$rc -eq 0 ] && [ \"\$(summary 3)\" = 0 ] && [ \"\$(summary 2)\" = 0 ] &&
 	 js 'sorted(len(by(\"trace_f\", p)) for p in {e[\"pid\"] for e in X}) == [501, 1000] and len(threads()) == 3'"
+# I: why a thread has no ring is said (the errno the agent stored): here a
+# program that can open no file (its ring's block is mapped at its first
+# call); before Linux 5.14 it would be MADV_POPULATE_WRITE's EINVAL.
+run trace -p trace_f -o "$tmp/t.json" -- "$target" nofd 100
+check "no ring: 100 lost, the reason said (Too many open files)" \
+	"[ \$rc -eq 0 ] && [ \"\$(summary 3)\" = 100 ] &&
+	 grep -q \"ring could not be mapped or reserved: Too many open files\" \"$tmp/err\""
 # F: the program's address space: a ring mapped per thread that traces,
 # not 64 of them (64 MiB) at start. COMMAND under ulimit -v: its own size
 # + 40 MiB + the 64 MiB it mallocs (not under ASan: its shadow needs

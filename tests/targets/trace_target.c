@@ -19,6 +19,8 @@
  *                 thread does too; waited for
  *   _forkt N      as _fork N, but the child first runs "calls N" in a new
  *                 thread (whose first hit comes before its own thread's)
+ *   nofd N        RLIMIT_NOFILE lowered to the descriptors open (no open()
+ *                 can succeed), then "calls N"
  *   vm            print VmSize (KiB) once trace_f(0) was called
  *   hog MIB       trace_f(0), then malloc() and touch MIB MiB (exit 4 if
  *                 malloc fails)
@@ -35,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -188,6 +191,16 @@ int main(int argc, char **argv)
 			if (p == 0)
 				_exit(0);
 			waitpid(p, NULL, 0);
+		} else if (!strcmp(a, "nofd") && i + 1 < argc) {
+			struct rlimit rl;
+			int fd = dup(0);
+
+			if (fd < 0 || close(fd) || getrlimit(RLIMIT_NOFILE, &rl))
+				return 2;
+			rl.rlim_cur = (rlim_t)fd;
+			if (setrlimit(RLIMIT_NOFILE, &rl))
+				return 2;
+			calls(strtoull(argv[++i], NULL, 0));
 		} else if (!strcmp(a, "vm")) {
 			unsigned long vm = 0;
 			FILE *f = fopen("/proc/self/statm", "r");
