@@ -415,8 +415,9 @@ static inline uint64_t pka_time_area_size(uint32_t nprobe)
  * write each ring's tail back. So each process's agent makes a second
  * file in the run's directory, PKA_TRACE_PREFIX<pid>-XXXXXX (a leading
  * dot: never taken for a record, removed with the directory), names it in
- * its record's area (ring[]), and maps it shared; the command maps it
- * read-write. The file is sparse (ftruncate) but for its header and the
+ * its record's area (ring[]), and maps its header shared, and each
+ * block when a thread first claims it; the command maps it whole,
+ * read-write, and unmaps it once the process is gone. The file is sparse (ftruncate) but for its header and the
  * rings' indices (posix_fallocate): a block's bytes are reserved
  * (MADV_POPULATE_WRITE, which fails where a write would be SIGBUS)
  * PKA_TRACE_CHUNK bytes at a time as its producer reaches them, so a
@@ -445,8 +446,9 @@ static inline uint64_t pka_time_area_size(uint32_t nprobe)
  *
  * A call that finds no ring at its entry (more than nthr threads alive
  * at once in a process and its fork()ed children, or no room for the
- * block) counts in the area's lost (atomic), before any filter but pid
- * and tid. The record's slots (struct pka_count) are not used. So for
+ * block: ring_err says why), or that finds PKA_TRACE_DEPTH traced
+ * calls in flight in its thread (counted in deep too), counts in the
+ * area's lost (atomic), before any filter but pid and tid. The record's slots (struct pka_count) are not used. So for
  * the calls that returned and passed the filters, events + drops == calls
  * when lost is 0.
  */
@@ -470,7 +472,21 @@ struct pka_trace_area {
 	uint64_t min_ns;	/* the filters the agent applied */
 	uint32_t depth, pid, tid;
 	uint32_t source;	/* the clock: enum pk_tsc_source */
-	uint64_t pad[1];
+	int32_t ring_err;	/* 0, or the -errno that last left a thread
+				 * without a ring (reserving its first
+				 * bytes failed: MADV_POPULATE_WRITE is
+				 * EINVAL before Linux 5.14, ENOSPC on a
+				 * full disk) */
+	uint64_t deep;		/* atomic: of lost, the calls skipped
+				 * because PKA_TRACE_DEPTH traced calls
+				 * were in flight in the thread */
+	uint32_t nthr;		/* rings in the file */
+	uint32_t pad0;
+	uint64_t missed;	/* atomic: calls whose return the library
+				 * could not probe (pk_retprobe_opts.missed:
+				 * deeper than PK_RETPROBE_DEPTH, no record
+				 * block, inside a handler); the command
+				 * adds them to lost */
 };
 
 /*

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -34,19 +35,31 @@
 #include "trace.h"
 #include "tsc.h"
 
-/* One process's ring file, mapped. */
+/*
+ * One process's ring file, mapped; f NULL once done (its process gone,
+ * drained a last time and unmapped: 64 MiB of our address space each by
+ * default) or failed (it could not be mapped: counted in ring_failed).
+ */
 struct ring {
 	char name[32];
 	struct pka_trace_file *f;
+	int failed;
+	int err;		/* failed: why (errno), 0 not a valid ring file */
 	size_t len;
 	uint32_t nargs;
 	uint32_t *fid;		/* probe -> 1 + function id, 0 unknown */
 	uint32_t nfid;
 	uint64_t *seen_drops;	/* per block, drops already attributed */
-	uint64_t lost;		/* the record's lost, last read */
+	uint64_t lost, deep, missed; /* the record's, last read */
 	uint32_t pid;		/* the record's process */
 	char comm[17];
 };
+
+/*
+ * Events kept in memory (88 bytes each, plus the writer's: about 1 GiB
+ * at this default) before the rest count as dropped.
+ */
+#define TRACE_MAX_EVENTS 10000000ull
 
 /* The agent's depth stack holds 128 calls in flight (PK_RETPROBE_DEPTH). */
 #define TRACE_DEPTH_MAX 127
@@ -84,7 +97,14 @@ struct ctx {
 	struct proc *procs;
 	size_t nprocs;
 	uint64_t drops, lost;
-	int ring_failed;	/* processes without a ring file */
+	uint64_t deep;		/* of lost: the depth stack was full */
+	uint64_t missed;	/* of lost: returns the library missed */
+	uint64_t over;		/* events past --max-events, not kept */
+	uint64_t max_ev;	/* --max-events */
+	int ring_failed;	/* processes without a ring file (or ours) */
+	int ring_err;		/* a thread's ring could not be made: -errno */
+	int status_err;		/* a ring file could not be made: -errno */
+	int map_err;		/* a ring file could not be mapped: errno */
 	int oom;
 };
 
@@ -211,23 +231,42 @@ static struct ring *ring_get(struct ctx *c, const struct pka_header *h,
 	for (size_t i = 0; i < c->nrings; i++)
 		if (!strcmp(c->rings[i].name, a->ring))
 			return &c->rings[i];
+	rg = realloc(c->rings, (c->nrings + 1) * sizeof(*rg));
+	if (!rg) {
+		c->oom = 1;
+		return NULL;
+	}
+	c->rings = rg;
+	rg += c->nrings++;
+	memset(rg, 0, sizeof(*rg));
+	snprintf(rg->name, sizeof(rg->name), "%s", a->ring);
+	rg->nargs = a->nargs;
+	rg->pid = (uint32_t)h->pid;
+	memcpy(rg->comm, h->comm, sizeof(h->comm));
+	/* Not mapped: the process's calls are not in the trace, said so. */
+	rg->failed = 1;
+	c->ring_failed++;
 	if (strncmp(a->ring, PKA_TRACE_PREFIX, strlen(PKA_TRACE_PREFIX)) ||
 	    strchr(a->ring, '/') || a->nargs > PKA_TRACE_ARGS)
-		return NULL;
+		return rg;
 	fd = openat(c->run->dir_fd, a->ring, O_RDWR | O_NOFOLLOW | O_NONBLOCK |
 		    O_NOCTTY | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
+	if (fd < 0) {
+		c->map_err = rg->err = errno;
+		return rg;
+	}
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
 	    st.st_nlink != 1 || st.st_size < PKA_TRACE_HDR) {
 		close(fd);
-		return NULL;
+		return rg;
 	}
 	p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED,
 		 fd, 0);
+	if (p == MAP_FAILED)
+		c->map_err = rg->err = errno;
 	close(fd);
 	if (p == MAP_FAILED)
-		return NULL;
+		return rg;
 	f = p;
 	if (__atomic_load_n(&f->magic, __ATOMIC_ACQUIRE) != PKA_TRACE_MAGIC ||
 	    f->size != (uint64_t)st.st_size || !f->nthr ||
@@ -237,23 +276,12 @@ static struct ring *ring_get(struct ctx *c, const struct pka_header *h,
 	    sizeof(struct pka_trace_ring) + (uint64_t)f->nslot * f->ev_size >
 	    f->thr_size) {
 		munmap(p, (size_t)st.st_size);
-		return NULL;
+		return rg;
 	}
-	rg = realloc(c->rings, (c->nrings + 1) * sizeof(*rg));
-	if (!rg) {
-		munmap(p, (size_t)st.st_size);
-		c->oom = 1;
-		return NULL;
-	}
-	c->rings = rg;
-	rg += c->nrings++;
-	memset(rg, 0, sizeof(*rg));
-	snprintf(rg->name, sizeof(rg->name), "%s", a->ring);
+	rg->failed = 0;
+	c->ring_failed--;
 	rg->f = f;
 	rg->len = (size_t)st.st_size;
-	rg->nargs = a->nargs;
-	rg->pid = (uint32_t)h->pid;
-	memcpy(rg->comm, h->comm, sizeof(h->comm));
 	rg->seen_drops = calloc(f->nthr, sizeof(*rg->seen_drops));
 	if (!rg->seen_drops)
 		c->oom = 1;
@@ -325,10 +353,16 @@ static void drain(struct ctx *c, struct ring *rg, const struct pka_header *h)
 
 			if (!fid)
 				continue;
-			c->ev = grow(c->ev, &c->capev, c->nev + 1, sizeof(*c->ev),
-				     &c->oom);
-			if (!c->ev)
-				return;
+			/* Past --max-events: counted, said, not kept. */
+			if (c->nev >= c->max_ev) {
+				c->over++;
+				continue;
+			}
+			o = grow(c->ev, &c->capev, c->nev + 1, sizeof(*c->ev),
+				 &c->oom);
+			if (!o)
+				return;	/* c->ev kept: freed at the end */
+			c->ev = o;
 			th = thr_get(c, e->pid, e->tid, rg->comm);
 			if (th)
 				th->events++;
@@ -366,6 +400,7 @@ static void add_rec(const struct pka_header *h, void *arg)
 	const struct pka_trace_area *a;
 	struct ring *rg;
 	char name[sizeof(a->ring)];
+	int gone;
 
 	if (h->mode_len < sizeof(*a))
 		return;
@@ -376,15 +411,35 @@ static void add_rec(const struct pka_header *h, void *arg)
 	rg = ring_get(c, h, a);
 	if (!rg)
 		return;
-	if (a->lost > rg->lost) {
+	/* Lost: no ring, a full depth stack, or the library's misses. */
+	if (a->lost > rg->lost || a->missed > rg->missed) {
+		uint64_t n = a->lost - rg->lost + a->missed - rg->missed;
 		struct proc *p = proc_get(c, rg->pid, rg->comm);
 
 		if (p)
-			p->lost += a->lost - rg->lost;
-		c->lost += a->lost - rg->lost;
+			p->lost += n;
+		c->lost += n;
+		c->deep += a->deep - rg->deep;
+		c->missed += a->missed - rg->missed;
 		rg->lost = a->lost;
+		rg->deep = a->deep;
+		rg->missed = a->missed;
 	}
+	if (a->ring_err)
+		c->ring_err = a->ring_err;
+	if (!rg->f)
+		return;
+	/*
+	 * Gone (asked before the drain: whatever it wrote is there), so
+	 * drained a last time and unmapped. An exec()ed image's old ring
+	 * stays mapped until the process ends.
+	 */
+	gone = kill((pid_t)rg->pid, 0) && errno == ESRCH;
 	drain(c, rg, h);
+	if (gone && !c->oom) {
+		munmap(rg->f, rg->len);
+		rg->f = NULL;
+	}
 }
 
 /* The last read: processes without a ring file, said as a problem. */
@@ -394,8 +449,10 @@ static void add_last(const struct pka_header *h, void *arg)
 	const struct pka_trace_area *a = (const void *)((const char *)h +
 							 h->mode_at);
 
-	if (h->mode_len >= sizeof(*a) && a->status)
+	if (h->mode_len >= sizeof(*a) && a->status) {
 		c->ring_failed++;
+		c->status_err = a->status;
+	}
 	add_rec(h, arg);
 }
 
@@ -535,7 +592,8 @@ static int write_trace(struct ctx *c, FILE *out, int proto)
 static void ctx_free(struct ctx *c)
 {
 	for (size_t i = 0; i < c->nrings; i++) {
-		munmap(c->rings[i].f, c->rings[i].len);
+		if (c->rings[i].f)
+			munmap(c->rings[i].f, c->rings[i].len);
 		free(c->rings[i].fid);
 		free(c->rings[i].seen_drops);
 	}
@@ -567,6 +625,7 @@ static int trace_main(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "strict", no_argument, NULL, 's' },
 		{ "wait-all", no_argument, NULL, 'w' },
+		{ "max-events", required_argument, NULL, 'x' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -577,7 +636,7 @@ static int trace_main(int argc, char **argv)
 		.slot = sizeof(struct pka_count),
 		.area = NULL,
 	};
-	struct ctx c = { .run = &r };
+	struct ctx c = { .run = &r, .max_ev = TRACE_MAX_EVENTS };
 	uint64_t buf = PKA_TRACE_BUF_DEFAULT, min_ns = 0;
 	uint32_t nargs = 0, depth = 0, fpid = 0, ftid = 0;
 	int code = PKC_EXIT_OWN, ch, procs, wrote, proto = 0, err;
@@ -651,6 +710,20 @@ static int trace_main(int argc, char **argv)
 		case 's':
 			r.strict = 1;
 			break;
+		case 'x': {
+			char *end;
+
+			errno = 0;
+			c.max_ev = strtoull(optarg, &end, 10);
+			if (errno || end == optarg || *end || *optarg == '-' ||
+			    !c.max_ev || c.max_ev > SIZE_MAX / 2 /
+			    sizeof(struct pk_trace_event)) {
+				code = usage_error("--max-events wants a count "
+						   "of events, 1 or more");
+				goto out;
+			}
+			break;
+		}
 		case 'w':
 			r.wait_all = 1;
 			break;
@@ -710,11 +783,37 @@ static int trace_main(int argc, char **argv)
 	bytes = ftell(out);
 	wrote = pkc_report_done(out, out_path, err < 0 ? -err : 0);
 	out = NULL;
-	fprintf(stderr, "probekit trace: %zu events written, %llu dropped "
-		"(ring full), %llu lost (no ring), %ld bytes, %s%s\n", c.nev,
-		(unsigned long long)c.drops, (unsigned long long)c.lost,
-		bytes, out_path,
-		c.drops ? " (a larger --buffer-size keeps more)" : "");
+	/* Nothing written: say so, not the events that were not. */
+	if (err < 0)
+		fprintf(stderr, "probekit trace: no trace written (%s): %zu "
+			"events read, %llu dropped (ring full), %llu lost "
+			"(no ring), %s\n", strerror(-err), c.nev,
+			(unsigned long long)c.drops,
+			(unsigned long long)c.lost, out_path);
+	else
+		fprintf(stderr, "probekit trace: %zu events written, %llu "
+			"dropped (ring full), %llu lost (no ring), %ld bytes, "
+			"%s%s\n", c.nev, (unsigned long long)c.drops,
+			(unsigned long long)c.lost, bytes, out_path,
+			c.drops ? " (a larger --buffer-size keeps more)" : "");
+	if (c.over)
+		fprintf(stderr, "probekit trace: %llu more events dropped: past "
+			"--max-events %llu (held in memory, 88 bytes each)\n",
+			(unsigned long long)c.over,
+			(unsigned long long)c.max_ev);
+	if (c.deep)
+		fprintf(stderr, "probekit trace: of the lost, %llu calls with "
+			"%u traced calls in flight in their thread already\n",
+			(unsigned long long)c.deep, PKA_TRACE_DEPTH);
+	if (c.missed)
+		fprintf(stderr, "probekit trace: of the lost, %llu calls whose "
+			"return could not be probed (more than %u deep in a "
+			"thread, more threads than PROBEKIT_RETPROBE_THREADS, or "
+			"inside a handler)\n", (unsigned long long)c.missed,
+			PKA_TRACE_DEPTH);
+	if (c.ring_err)
+		fprintf(stderr, "probekit trace: a thread's ring could not be "
+			"mapped or reserved: %s (its calls lost)\n", strerror(-c.ring_err));
 	for (int i = 0; i < r.n; i++) {
 		if (c.t[i].failed)
 			fprintf(stderr, " %s: not probed in %d of %d: %s\n",
@@ -725,14 +824,19 @@ static int trace_main(int argc, char **argv)
 			fprintf(stderr, " %s: not probed\n", c.t[i].spec);
 	}
 	if (c.ring_failed)
-		fprintf(stderr, "probekit: %d process%s made no ring file "
-			"(nothing traced there)\n", c.ring_failed,
-			c.ring_failed == 1 ? "" : "es");
+		fprintf(stderr, "probekit: %d process%s made no ring file, or "
+			"one this command could not map (nothing traced there)%s%s\n",
+			c.ring_failed, c.ring_failed == 1 ? "" : "es",
+			c.status_err || c.map_err ? ": " : "",
+			c.status_err ? strerror(-c.status_err) :
+			c.map_err ? strerror(c.map_err) : "");
 	code = pkc_run_verdict(&r, code);
 	/* A trace missing calls is incomplete too. */
-	if (r.strict && (c.drops || c.lost)) {
+	if (r.strict && (c.drops || c.lost || c.over || c.ring_failed)) {
 		fprintf(stderr, "probekit: --strict: the trace misses %llu "
-			"calls\n", (unsigned long long)(c.drops + c.lost));
+			"calls%s\n",
+			(unsigned long long)(c.drops + c.lost + c.over),
+			c.ring_failed ? " and every call of a process" : "");
 		code = PKC_EXIT_OWN;
 	}
 	if (wrote)
@@ -751,7 +855,8 @@ const struct pkc_cmd pkc_cmd_trace = {
 	.name = "trace",
 	.synopsis = "trace [-p SPEC]... [-P FILE]... [--args N] [--buffer-size BYTES]\n"
 		    "         [--min-duration DUR] [--pid PID] [--tid TID] [--depth N]\n"
-		    "         [--format json|perfetto] -o FILE [--strict] [--wait-all]\n"
+		    "         [--format json|perfetto] [--max-events N] -o FILE [--strict]\n"
+		    "         [--wait-all]\n"
 		    "         -- COMMAND [ARG]...",
 	.help =
 		"Traces every call of functions while COMMAND runs, in every process it\n"
@@ -767,6 +872,8 @@ const struct pkc_cmd pkc_cmd_trace = {
 		"      --pid PID, --tid TID  only calls of that process, that thread\n"
 		"      --format F    json (trace-event JSON, default) or perfetto (protobuf)\n"
 		"  -o, --output FILE the trace (required)\n"
+		"      --max-events N  events kept in memory (default 10000000, 88 bytes\n"
+		"                    each): the rest are dropped, counted and said\n"
 		"      --strict      exit 125 if anything is missing from the trace (drops too)\n"
 		"      --wait-all    once COMMAND ended, wait for its descendants too\n",
 	.main = trace_main,

@@ -13,11 +13,23 @@
  *                 trace_quick() (returns at once), interleaved
  *   jmp N         N times trace_jmp(i), which leaves by longjmp() (no return)
  *   args N        trace_args6(i, i+1, .. i+5) for i = 0 .. N-1 (returns i)
+ *   rec N         trace_rec(N): recursion N deep (N + 1 calls)
+ *   _fork N       trace_f(0), then a child made by _Fork() (no atfork
+ *                 handler) does "calls N" and _exit()s while this
+ *                 thread does too; waited for
+ *   _forkt N      as _fork N, but the child first runs "calls N" in a new
+ *                 thread (whose first hit comes before its own thread's)
+ *   nofd N        RLIMIT_NOFILE lowered to the descriptors open (no open()
+ *                 can succeed), then "calls N"
+ *   vm            print VmSize (KiB) once trace_f(0) was called
+ *   hog MIB       trace_f(0), then malloc() and touch MIB MiB (exit 4 if
+ *                 malloc fails)
  *   _exit         end here with _exit(3) (no destructor, no atexit)
  *   kill          end here by SIGKILL
  *   exec ARGS..   exec this program again with the remaining ACTIONs
  *   all remaining words are the new program's actions
  */
+#define _GNU_SOURCE
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -25,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -56,6 +69,17 @@ __attribute__((noinline, noipa)) uint64_t trace_jmp(uint64_t i)
 {
 	sink += i;
 	longjmp(env, 1);
+}
+
+__attribute__((noinline, noipa)) uint64_t trace_rec(uint64_t n)
+{
+	uint64_t r;
+
+	if (!n)
+		return 0;
+	r = trace_rec(n - 1) + 1;
+	sink += r;	/* after the call: no tail call, no loop */
+	return r;
 }
 
 static uint64_t now_ns(void)
@@ -147,6 +171,57 @@ int main(int argc, char **argv)
 			for (uint64_t k = 0; k < n; k++)
 				sink += trace_args6(k, k + 1, k + 2, k + 3,
 						    k + 4, k + 5);
+		} else if (!strcmp(a, "rec") && i + 1 < argc) {
+			sink += trace_rec(strtoull(argv[++i], NULL, 0));
+		} else if ((!strcmp(a, "_fork") || !strcmp(a, "_forkt")) &&
+			   i + 1 < argc) {
+			uint64_t n = strtoull(argv[++i], NULL, 0);
+			pthread_t th;
+			pid_t p;
+
+			sink += trace_f(0);
+			p = _Fork();
+			if (p == 0 && a[5] == 't') {
+				pthread_create(&th, NULL, thread_main,
+					       (void *)(uintptr_t)n);
+				pthread_join(th, NULL);
+			}
+
+			calls(n);
+			if (p == 0)
+				_exit(0);
+			waitpid(p, NULL, 0);
+		} else if (!strcmp(a, "nofd") && i + 1 < argc) {
+			struct rlimit rl;
+			int fd = dup(0);
+
+			if (fd < 0 || close(fd) || getrlimit(RLIMIT_NOFILE, &rl))
+				return 2;
+			rl.rlim_cur = (rlim_t)fd;
+			if (setrlimit(RLIMIT_NOFILE, &rl))
+				return 2;
+			calls(strtoull(argv[++i], NULL, 0));
+		} else if (!strcmp(a, "vm")) {
+			unsigned long vm = 0;
+			FILE *f = fopen("/proc/self/statm", "r");
+
+			sink += trace_f(0);
+			if (!f || fscanf(f, "%lu", &vm) != 1)
+				return 2;
+			fclose(f);
+			printf("%lu\n", vm * 4);
+		} else if (!strcmp(a, "hog") && i + 1 < argc) {
+			size_t n = strtoull(argv[++i], NULL, 0) << 20;
+			char *m;
+
+			sink += trace_f(0);
+			m = malloc(n);
+			if (!m) {
+				fprintf(stderr, "trace_target: hog: malloc failed\n");
+				return 4;
+			}
+			memset(m, 1, n);
+			free(m);
 		} else if (!strcmp(a, "_exit")) {
 			_exit(3);
 		} else if (!strcmp(a, "kill")) {
