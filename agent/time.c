@@ -302,6 +302,13 @@ static void time_ret_opts(struct pk_retprobe_opts *o)
 	o->entry = time_entry;
 	o->ret = time_ret;
 	o->data_size = 16;
+	/*
+	 * This file is built -mgeneral-regs-only and a hit calls nothing
+	 * outside it but with the TSC: no vector save (the fallback clock
+	 * calls libc's clock_gettime(), which makes no such promise).
+	 */
+	if (tm_clk.source == PK_TSC_SRC_TSC)
+		o->flags |= PK_PROBE_F_GPR_ONLY;
 	/* Calls the library could not time: counted in the slot. */
 	if (tm_h)
 		o->missed = &((struct pka_time *)pka_record_slot(
@@ -367,8 +374,10 @@ static int u64_cmp(const void *a, const void *b)
  */
 static int calibrate(void)
 {
+	/* The same kind of hit as time_ret_opts() gives the specs. */
 	PK_OPTS(pk_retprobe_opts, o, .addr = (void *)pka_time_empty,
-		.entry = cal_entry, .ret = cal_ret, .data_size = 16);
+		.entry = cal_entry, .ret = cal_ret, .data_size = 16,
+		.flags = tm_clk.source == PK_TSC_SRC_TSC ? PK_PROBE_F_GPR_ONLY : 0);
 	struct pk_retprobe *rp;
 	int err;
 

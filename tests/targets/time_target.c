@@ -16,6 +16,10 @@
  *   fork K     a fork()ed child makes K calls of time_thr(), then _exit()s
  *   forkc K    the same, while this process makes K calls of its own
  *              (two processes writing one record at once)
+ *   vec N      N calls of time_vec(a, b, c, d), doubles in and out, the
+ *              caller's running sums kept in vector registers across the
+ *              calls; prints "vec SUM" (%a: every bit), which a timing
+ *              that clobbered a vector register would change
  *   _exit      end with _exit(0) here (no destructor, no atexit)
  *   kill       end by SIGKILL here
  */
@@ -95,6 +99,23 @@ static void *thr_main(void *arg)
 	return NULL;
 }
 
+__attribute__((noinline)) double time_vec(double a, double b, double c,
+					  double d)
+{
+	return a * 1.5 + b / 3.0 - c * d;
+}
+
+static double vec_sum(long n)
+{
+	double s = 0.25, t = 1.0 / 7.0;
+
+	for (long i = 0; i < n; i++) {
+		s += time_vec((double)(i % 1000), s * 1e-7, t, 1e-3) * 1e-3;
+		t = t * 0.999 + s * 1e-9;
+	}
+	return s + t;
+}
+
 static int cmp(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -165,6 +186,9 @@ int main(int argc, char **argv)
 				_exit(0);
 			}
 			waitpid(pid, NULL, 0);
+		} else if (!strcmp(argv[i], "vec") && i + 1 < argc) {
+			printf("vec %a\n", vec_sum(atol(argv[++i])));
+			fflush(stdout);
 		} else if (!strcmp(argv[i], "_exit")) {
 			_exit(0);
 		} else if (!strcmp(argv[i], "kill")) {
