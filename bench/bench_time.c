@@ -21,21 +21,16 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
-#include <spawn.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench.h"
+#include "bench_agent_mode.h"
 #include "protocol.h"
 #include "tsc.h"
 
-extern char **environ;
-
-#ifndef PKB_AGENT_PATH
-#define PKB_AGENT_PATH "build/cli/libprobekit-agent.so"
-#endif
 
 static volatile unsigned long sink;
 
@@ -146,63 +141,12 @@ static double empty_dir(uint32_t mode, int *ok)
 /* Run the child in @mode (NULL: no agent): its ns per call. */
 static double run(const char *self, const char *mode, long n)
 {
-	char nbuf[32], modebuf[64], dirbuf[128], specbuf[160];
+	char nbuf[32];
 	char *argv[] = { (char *)self, "--child", nbuf, NULL };
-	size_t k = 0, ne = 0;
-	char **env, line[64];
-	int fds[2], st;
-	double v = -1;
-	pid_t pid;
-	FILE *f;
+	const char *extra[] = { clock_env, NULL };
 
 	snprintf(nbuf, sizeof(nbuf), "%ld", n);
-	while (environ[ne])
-		ne++;
-	env = calloc(ne + 8, sizeof(*env));
-	if (!env)
-		exit(1);
-	for (size_t i = 0; i < ne; i++)
-		if (strncmp(environ[i], "LD_PRELOAD=", 11) &&
-		    strncmp(environ[i], "LD_AUDIT=", 9) &&
-		    strncmp(environ[i], "PROBEKIT_", 9))
-			env[k++] = environ[i];
-	if (mode) {
-		snprintf(modebuf, sizeof(modebuf), PKA_ENV_MODE "=%s", mode);
-		snprintf(dirbuf, sizeof(dirbuf), PKA_ENV_DIR "=%s", dir);
-		snprintf(specbuf, sizeof(specbuf), PKA_ENV_SPECS "=%s/.specs", dir);
-		env[k++] = "LD_PRELOAD=" PKB_AGENT_PATH;
-		env[k++] = modebuf;
-		env[k++] = dirbuf;
-		env[k++] = specbuf;
-		env[k++] = clock_env;
-	}
-	env[k] = NULL;
-	if (pipe(fds)) {
-		perror("pipe");
-		exit(1);
-	}
-	{
-		posix_spawn_file_actions_t fa;
-
-		posix_spawn_file_actions_init(&fa);
-		posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-		posix_spawn_file_actions_addclose(&fa, fds[0]);
-		if (posix_spawn(&pid, self, &fa, NULL, argv, env)) {
-			perror("posix_spawn");
-			exit(1);
-		}
-		posix_spawn_file_actions_destroy(&fa);
-	}
-	close(fds[1]);
-	f = fdopen(fds[0], "r");
-	if (f && fgets(line, sizeof(line), f))
-		v = strtod(line, NULL);
-	if (f)
-		fclose(f);
-	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
-		v = -1;
-	free(env);
-	return v;
+	return pkb_run_mode(argv, mode, dir, extra);
 }
 
 int main(int argc, char **argv)
@@ -210,9 +154,8 @@ int main(int argc, char **argv)
 	struct bench_series un = { 0 }, en = { 0 }, ti = { 0 }, ratio = { 0 },
 			    ovh = { 0 };
 	const char *why = NULL;
-	char self[4096], path[256];
+	char self[4096];
 	long n;
-	FILE *f;
 
 	if (argc == 3 && !strcmp(argv[1], "--child"))
 		return child(atol(argv[2]));
@@ -224,14 +167,9 @@ int main(int argc, char **argv)
 #endif
 	if (!why && access(PKB_AGENT_PATH, R_OK))
 		why = "no agent at " PKB_AGENT_PATH;
-	if (!why) {
-		ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-
-		if (len <= 0 || !mkdtemp(dir))
-			why = "cannot set up a run directory";
-		else
-			self[len] = 0;
-	}
+	if (!why)
+		why = pkb_mode_setup(self, sizeof(self), dir, "bench_time_fn",
+				     clock_env, sizeof(clock_env));
 	if (why) {
 		bench_skip("time", "untimed_call", "ns_per_call", why);
 		bench_skip("time", "entry_probe", "ns_per_call", why);
@@ -239,19 +177,6 @@ int main(int argc, char **argv)
 		bench_skip("time", "timed_call", "ratio_vs_entry_probe", why);
 		bench_skip("time", "timed_call", "overhead_ns_per_call", why);
 		return 0;
-	}
-	snprintf(path, sizeof(path), "%s/.specs", dir);
-	f = fopen(path, "w");
-	if (!f || fprintf(f, "bench_time_fn%c", 0) < 0 || fclose(f)) {
-		perror(path);
-		return 1;
-	}
-	{
-		struct pk_tsc clk;
-
-		pk_tsc_init(&clk, 0);
-		snprintf(clock_env, sizeof(clock_env), PKA_ENV_CLOCK "=%u:%llu:%u",
-			 clk.source, (unsigned long long)clk.mult, clk.shift);
 	}
 	printf("bench_time: %ld calls of a one-line function a child, %d runs\n",
 	       n, bench_opts.runs);
@@ -288,8 +213,7 @@ int main(int argc, char **argv)
 		bench_skip("time", "timed_call", "ns_per_call", why);
 		bench_skip("time", "timed_call", "ratio_vs_entry_probe", why);
 		bench_skip("time", "timed_call", "overhead_ns_per_call", why);
-		unlink(path);
-		rmdir(dir);
+		pkb_mode_cleanup(dir);
 		return 0;
 	}
 	bench_report("time", "untimed_call", "ns_per_call", "ns", &un);
@@ -301,7 +225,6 @@ int main(int argc, char **argv)
 	else
 		bench_skip("time", "timed_call", "overhead_ns_per_call",
 			   "the agent's calibration failed");
-	unlink(path);
-	rmdir(dir);
+	pkb_mode_cleanup(dir);
 	return 0;
 }

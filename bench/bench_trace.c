@@ -21,21 +21,16 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
-#include <spawn.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench.h"
+#include "bench_agent_mode.h"
 #include "protocol.h"
 #include "tsc.h"
 
-extern char **environ;
-
-#ifndef PKB_AGENT_PATH
-#define PKB_AGENT_PATH "build/cli/libprobekit-agent.so"
-#endif
 #ifndef PKB_CLI_PATH
 #define PKB_CLI_PATH "build/cli/probekit"
 #endif
@@ -110,68 +105,6 @@ static void empty_dir(uint64_t *events, uint64_t *drops)
 	closedir(d);
 }
 
-/* Run @argv with @mode's agent (NULL: none): its first stdout line as a number. */
-static double run(char **argv, const char *mode, const char *trace_env,
-		  const char *clock_env)
-{
-	char modebuf[64], dirbuf[128], specbuf[160];
-	size_t k = 0, ne = 0;
-	char **env, line[64];
-	int fds[2], st;
-	double v = -1;
-	pid_t pid;
-	FILE *f;
-
-	while (environ[ne])
-		ne++;
-	env = calloc(ne + 8, sizeof(*env));
-	if (!env)
-		exit(1);
-	for (size_t i = 0; i < ne; i++)
-		if (strncmp(environ[i], "LD_PRELOAD=", 11) &&
-		    strncmp(environ[i], "LD_AUDIT=", 9) &&
-		    strncmp(environ[i], "PROBEKIT_", 9))
-			env[k++] = environ[i];
-	if (mode) {
-		snprintf(modebuf, sizeof(modebuf), PKA_ENV_MODE "=%s", mode);
-		snprintf(dirbuf, sizeof(dirbuf), PKA_ENV_DIR "=%s", dir);
-		snprintf(specbuf, sizeof(specbuf), PKA_ENV_SPECS "=%s/.specs", dir);
-		env[k++] = "LD_PRELOAD=" PKB_AGENT_PATH;
-		env[k++] = modebuf;
-		env[k++] = dirbuf;
-		env[k++] = specbuf;
-		env[k++] = (char *)trace_env;
-		env[k++] = (char *)clock_env;
-	}
-	env[k] = NULL;
-	if (pipe(fds)) {
-		perror("pipe");
-		exit(1);
-	}
-	{
-		posix_spawn_file_actions_t fa;
-
-		posix_spawn_file_actions_init(&fa);
-		posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-		posix_spawn_file_actions_addclose(&fa, fds[0]);
-		if (posix_spawn(&pid, argv[0], &fa, NULL, argv, env)) {
-			perror("posix_spawn");
-			exit(1);
-		}
-		posix_spawn_file_actions_destroy(&fa);
-	}
-	close(fds[1]);
-	f = fdopen(fds[0], "r");
-	if (f && fgets(line, sizeof(line), f))
-		v = strtod(line, NULL);
-	if (f)
-		fclose(f);
-	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
-		v = -1;
-	free(env);
-	return v;
-}
-
 /* probekit trace --format @fmt of @n calls: the file's bytes per event, or -1. */
 static double bytes_per_event(const char *self, const char *fmt, long n)
 {
@@ -205,12 +138,11 @@ int main(int argc, char **argv)
 {
 	struct bench_series un = { 0 }, en = { 0 }, tr = { 0 }, ratio = { 0 },
 			    bj = { 0 }, bp = { 0 };
-	char self[4096], path[256], nbuf[32], trace_env[128], clock_env[128];
+	char self[4096], nbuf[32], trace_env[128], clock_env[128];
 	char *cargv[] = { self, "--child", nbuf, NULL };
+	const char *extra[] = { trace_env, clock_env, NULL };
 	const char *why = NULL;
-	struct pk_tsc clk;
 	long n;
-	FILE *f;
 
 	if (argc == 3 && !strcmp(argv[1], "--child"))
 		return child(atol(argv[2]));
@@ -222,14 +154,9 @@ int main(int argc, char **argv)
 #endif
 	if (!why && (access(PKB_AGENT_PATH, R_OK) || access(PKB_CLI_PATH, X_OK)))
 		why = "no agent at " PKB_AGENT_PATH " or no " PKB_CLI_PATH;
-	if (!why) {
-		ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-
-		if (len <= 0 || !mkdtemp(dir))
-			why = "cannot set up a run directory";
-		else
-			self[len] = 0;
-	}
+	if (!why)
+		why = pkb_mode_setup(self, sizeof(self), dir, "bench_trace_fn",
+				     clock_env, sizeof(clock_env));
 	if (why) {
 		bench_skip("trace", "untraced_call", "ns_per_call", why);
 		bench_skip("trace", "entry_probe", "ns_per_call", why);
@@ -239,15 +166,6 @@ int main(int argc, char **argv)
 		bench_skip("trace", "perfetto", "bytes_per_event", why);
 		return 0;
 	}
-	snprintf(path, sizeof(path), "%s/.specs", dir);
-	f = fopen(path, "w");
-	if (!f || fprintf(f, "bench_trace_fn%c", 0) < 0 || fclose(f)) {
-		perror(path);
-		return 1;
-	}
-	pk_tsc_init(&clk, 0);
-	snprintf(clock_env, sizeof(clock_env), PKA_ENV_CLOCK "=%u:%llu:%u",
-		 clk.source, (unsigned long long)clk.mult, clk.shift);
 	/* A ring for every call and the warm-up: 40 bytes an event. */
 	snprintf(trace_env, sizeof(trace_env), PKA_ENV_TRACE "=0:%llu:0:0:0:0",
 		 (unsigned long long)(n + n / 10 + 64) * pka_trace_ev_size(0));
@@ -255,12 +173,12 @@ int main(int argc, char **argv)
 	printf("bench_trace: %ld calls of a one-line function a child, %d runs\n",
 	       n, bench_opts.runs);
 	for (int r = 0; r < bench_opts.runs; r++) {
-		double u = run(cargv, NULL, NULL, NULL), e, t;
+		double u = pkb_run_mode(cargv, NULL, dir, NULL), e, t;
 		uint64_t events, drops;
 
-		e = run(cargv, "count", trace_env, clock_env);
+		e = pkb_run_mode(cargv, "count", dir, extra);
 		empty_dir(&events, &drops);
-		t = run(cargv, "trace", trace_env, clock_env);
+		t = pkb_run_mode(cargv, "trace", dir, extra);
 		empty_dir(&events, &drops);
 		if (u < 0 || e <= 0 || t < 0) {
 			fprintf(stderr, "bench_trace: a child failed\n");
@@ -300,7 +218,6 @@ int main(int argc, char **argv)
 	else
 		bench_skip("trace", "perfetto", "bytes_per_event",
 			   "probekit trace failed");
-	unlink(path);
-	rmdir(dir);
+	pkb_mode_cleanup(dir);
 	return 0;
 }
