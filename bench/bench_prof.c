@@ -106,7 +106,7 @@ int main(int argc, char **argv)
 	const char *fn[100];
 	struct pk_trace_process proc = { 4242, "xz" };
 	struct pk_trace_thread thr[4];
-	struct pk_trace_meta m = { fn, 100, &proc, 1, thr, 4 };
+	struct pk_trace_meta m = { .funcs = fn, .nfuncs = 100, .procs = &proc, .nprocs = 1, .threads = thr, .nthreads = 4 };
 	const size_t ncalls = 1000000;
 	struct pk_trace_event *ev;
 	struct timespec ts;

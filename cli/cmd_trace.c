@@ -5,7 +5,7 @@
  * probekit trace [-p SPEC]... [-P FILE]... [--args N] [--buffer-size BYTES]
  *                [--min-duration DUR] [--pid PID] [--tid TID] [--depth N]
  *                [--format json|perfetto] -o FILE [--strict] [--wait-all]
- *                -- COMMAND [ARG]...
+ *                [-q] -- COMMAND [ARG]...
  *
  * Runs COMMAND with the agent in its "trace" mode (agent/protocol.h,
  * PKA_MODE_TRACE; agent/trace.c): each process's threads write one event
@@ -548,8 +548,30 @@ static const char *dropped_name(char *buf, size_t len, const char *name,
 	return buf;
 }
 
-static int write_trace(struct ctx *c, FILE *out, int proto)
+/* Where writing the trace is, on the progress line (a terminal only). */
+struct wprog {
+	const char *path;
+	size_t total;		/* calls, and the sort before them */
+};
+
+static void write_progress(void *arg, size_t done, size_t n)
 {
+	const struct wprog *w = arg;
+	char line[256], a[32], b[32];
+
+	if (done == n) {
+		pkc_progress_update(NULL);
+		return;
+	}
+	snprintf(line, sizeof(line), "probekit: writing %s of %s events to %s...",
+		 pkc_group(a, sizeof(a), done), pkc_group(b, sizeof(b), w->total),
+		 w->path);
+	pkc_progress_update(line);
+}
+
+static int write_trace(struct ctx *c, FILE *out, int proto, const char *path)
+{
+	struct wprog wp = { .path = path, .total = c->nev };
 	struct pk_trace_process *ps = calloc(c->nprocs + 1, sizeof(*ps));
 	struct pk_trace_thread *ts = calloc(c->nthr + 1, sizeof(*ts));
 	char (*pn)[96] = calloc(c->nprocs + 1, sizeof(*pn));
@@ -579,9 +601,14 @@ static int write_trace(struct ctx *c, FILE *out, int proto)
 		m.nprocs = c->nprocs;
 		m.threads = ts;
 		m.nthreads = c->nthr;
+		if (pkc_progress_on()) {
+			m.progress = write_progress;
+			m.progress_arg = &wp;
+		}
 		err = proto ? pk_trace_write_proto(out, c->ev, c->nev, &m)
 			    : pk_trace_write_json(out, c->ev, c->nev, &m);
 	}
+	pkc_progress_update(NULL);
 	free(ps);
 	free(ts);
 	free(pn);
@@ -626,6 +653,7 @@ static int trace_main(int argc, char **argv)
 		{ "strict", no_argument, NULL, 's' },
 		{ "wait-all", no_argument, NULL, 'w' },
 		{ "max-events", required_argument, NULL, 'x' },
+		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -639,13 +667,13 @@ static int trace_main(int argc, char **argv)
 	struct ctx c = { .run = &r, .max_ev = TRACE_MAX_EVENTS };
 	uint64_t buf = PKA_TRACE_BUF_DEFAULT, min_ns = 0;
 	uint32_t nargs = 0, depth = 0, fpid = 0, ftid = 0;
-	int code = PKC_EXIT_OWN, ch, procs, wrote, proto = 0, err;
+	int code = PKC_EXIT_OWN, ch, procs, wrote, proto = 0, err, quiet = 0;
 	const char *out_path = NULL;
 	char env[160];
 	long bytes;
 	FILE *out = NULL;
 
-	while ((ch = getopt_long(argc, argv, "+p:P:o:h", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "+p:P:o:qh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'p':
 			if (pkc_spec_add(&l, optarg, "-p"))
@@ -654,6 +682,9 @@ static int trace_main(int argc, char **argv)
 		case 'P':
 			if (pkc_spec_file(&l, optarg))
 				goto out;
+			break;
+		case 'q':
+			quiet = 1;
 			break;
 		case 'a':
 			if (parse_u32(optarg, PKA_TRACE_ARGS, &nargs)) {
@@ -767,6 +798,7 @@ static int trace_main(int argc, char **argv)
 		 fpid, ftid);
 	setenv(PKA_ENV_TRACE, env, 1);
 	r.area = trace_area_size;
+	pkc_progress_init(quiet);
 	code = pkc_run_start(&r, &argv[optind]);
 	if (code)
 		goto out;
@@ -778,7 +810,7 @@ static int trace_main(int argc, char **argv)
 	procs = pkc_run_collect(&r, c.t, 1, add_last, &c);
 	pkc_run_end(&r);
 	pkc_run_check(&r, procs, c.t);
-	err = c.oom ? -ENOMEM : write_trace(&c, out, proto);
+	err = c.oom ? -ENOMEM : write_trace(&c, out, proto, out_path);
 	fflush(out);
 	bytes = ftell(out);
 	wrote = pkc_report_done(out, out_path, err < 0 ? -err : 0);
@@ -856,7 +888,7 @@ const struct pkc_cmd pkc_cmd_trace = {
 	.synopsis = "trace [-p SPEC]... [-P FILE]... [--args N] [--buffer-size BYTES]\n"
 		    "         [--min-duration DUR] [--pid PID] [--tid TID] [--depth N]\n"
 		    "         [--format json|perfetto] [--max-events N] -o FILE [--strict]\n"
-		    "         [--wait-all]\n"
+		    "         [--wait-all] [-q]\n"
 		    "         -- COMMAND [ARG]...",
 	.help =
 		"Traces every call of functions while COMMAND runs, in every process it\n"
@@ -875,6 +907,7 @@ const struct pkc_cmd pkc_cmd_trace = {
 		"      --max-events N  events kept in memory (default 10000000, 88 bytes\n"
 		"                    each): the rest are dropped, counted and said\n"
 		"      --strict      exit 125 if anything is missing from the trace (drops too)\n"
-		"      --wait-all    once COMMAND ended, wait for its descendants too\n",
+		"      --wait-all    once COMMAND ended, wait for its descendants too\n"
+		"  -q, --quiet       no progress line on the terminal (arming, writing)\n",
 	.main = trace_main,
 };

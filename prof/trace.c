@@ -45,6 +45,14 @@ static int put_meta_json(FILE *f, int *first, uint32_t pid, uint32_t tid, const 
 	return err;
 }
 
+/* Tell @m's progress callback, if any, where writing is: every PROGRESS_EVERY calls, and at the ends. */
+#define PROGRESS_EVERY 65536
+static void progress(const struct pk_trace_meta *m, size_t done, size_t n)
+{
+	if (m->progress && (done % PROGRESS_EVERY == 0 || done == n))
+		m->progress(m->progress_arg, done, n);
+}
+
 int pk_trace_write_json(FILE *f, const struct pk_trace_event *ev, size_t n,
 			const struct pk_trace_meta *m)
 {
@@ -63,6 +71,7 @@ int pk_trace_write_json(FILE *f, const struct pk_trace_event *ev, size_t n,
 		const struct pk_trace_event *e = &ev[i];
 		const char *sep = "";
 
+		progress(m, i, n);
 		err |= fprintf(f, "%s{\"ph\":\"X\",\"name\":\"", sep_of(&first)) < 0;
 		err |= pk_esc_put(f, m->funcs[e->func], PK_ESC_JSON) != 0;
 		err |= fprintf(f, "\",\"pid\":%u,\"tid\":%u,\"ts\":", e->pid, e->tid) < 0;
@@ -77,6 +86,8 @@ int pk_trace_write_json(FILE *f, const struct pk_trace_event *ev, size_t n,
 		err |= fputs("}}", f) < 0;
 	}
 	err |= fputs("\n],\"displayTimeUnit\":\"ns\"}\n", f) < 0;
+	if (!err)
+		progress(m, n, n);
 	return err ? -EIO : 0;
 }
 
@@ -387,6 +398,7 @@ int pk_trace_write_proto(FILE *f, const struct pk_trace_event *ev, size_t n,
 		err = -ENOMEM;
 		goto out;
 	}
+	progress(m, 0, n);
 	for (size_t i = 0; i < n; i++)
 		idx[i] = (uint32_t)i;
 	qsort_r(idx, n, sizeof(*idx), cmp_call, (void *)ev);
@@ -447,10 +459,15 @@ int pk_trace_write_proto(FILE *f, const struct pk_trace_event *ev, size_t n,
 
 		put_slice(&b, e, edges[i].t, edges[i].what & 1, thr[edges[i].what >> 1] + 1, m, named);
 		pb_flush(&b, f, 1 << 20);
+		/* Two edges a call: calls written so far, at every 2^16th. */
+		if (!(i & 1) && i / 2 && (i / 2) % PROGRESS_EVERY == 0)
+			progress(m, i / 2, n);
 	}
 	err = pb_flush(&b, f, 0);
 	if (!err && ferror(f))
 		err = -EIO;
+	if (!err)
+		progress(m, n, n);
 out:
 	free(b.p);
 	free(idx);

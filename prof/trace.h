@@ -89,6 +89,13 @@ struct pk_trace_meta {
 	size_t nprocs;
 	const struct pk_trace_thread *threads;
 	size_t nthreads;
+	/*
+	 * Optional: called as the calls are written (@done of @n, from 0
+	 * before the first to @n after the last, at most every 65 536),
+	 * on the writer's thread, to show progress; NULL: not called.
+	 */
+	void (*progress)(void *arg, size_t done, size_t n);
+	void *progress_arg;
 };
 
 /**

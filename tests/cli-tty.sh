@@ -10,7 +10,9 @@
 # The progress line is forced at once (PROBEKIT_PROGRESS_DELAY_MS=0, the
 # test hook): no timing is asserted, only that arming libc's ~3 600
 # functions (~0.4 s here) is seen by the command's 10 ms scans.
-# usage: cli-tty.sh PROBEKIT CLI_TARGET SANITIZED
+# trace on a tty: writing a trace of 600 000 calls shows "writing N of M
+# events to FILE", erased before the summary; --quiet, none.
+# usage: cli-tty.sh PROBEKIT CLI_TARGET SANITIZED [TRACE_TARGET]
 # shellcheck source=tests/cli_common.sh
 . "$(dirname "$0")/cli_common.sh"
 
@@ -183,5 +185,18 @@ check "list --color=always: the header bold (stdout)" \
 	"py 'b.startswith(b\"\\x1b[1mOBJECT\")' '$tmp/list'"
 "$pk" list 'libc.so.6:str*' -- /bin/true >"$tmp/list" 2>"$tmp/err"
 check "list piped: no escape sequence" "py 'b\"\\x1b\" not in b' '$tmp/list'"
+
+# --- trace: writing the trace on the progress line -------------------------
+tt=${4:-}
+if [ -n "$tt" ] && [ -x "$tt" ]; then
+	tty_run "$tmp/trace" trace --buffer-size 64M -p trace_f -o "$tmp/t.json" -- "$tt" calls 600000
+	check "trace on a tty: 'writing N of 600 000 events to FILE', erased before the summary" \
+		"[ \$rc -eq 0 ] && py 're.search(rb\"\\rprobekit: writing [0-9][0-9 ]* of 600 000 events to [^ ]*t.json\\.\\.\\.\\x1b\\[K\", b) and b.rfind(b\"writing\") < b.rfind(b\"\\r\\x1b[K\") < b.find(b\"probekit trace: 600000 events written\")' '$tmp/trace'"
+	tty_run "$tmp/traceq" trace -q --buffer-size 64M -p trace_f -o "$tmp/t.json" -- "$tt" calls 600000
+	check "trace -q on a tty: no progress line, the summary alone" \
+		"[ \$rc -eq 0 ] && py 'b\"writing\" not in b and b\"arming\" not in b and b\"\\x1b\" not in b and b\"600000 events written\" in b' '$tmp/traceq'"
+else
+	echo "note: no TRACE_TARGET given: trace's progress line not checked"
+fi
 
 finish

@@ -793,7 +793,7 @@ set_tests_properties(agent_late_names PROPERTIES SKIP_RETURN_CODE 77 LABELS quic
 # with NO_COLOR, --color=always piped, never in --json, OpenMetrics, -o FILE.
 add_test(NAME cli_tty
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli-tty.sh $<TARGET_FILE:probekit_cli>
-          $<TARGET_FILE:cli_target> ${PK_CLI_SANITIZED})
+          $<TARGET_FILE:cli_target> ${PK_CLI_SANITIZED} $<TARGET_FILE:trace_target>)
 set_tests_properties(cli_tty PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end progress11 ----

@@ -357,7 +357,7 @@ static void check_proto(const char *path, const char *src)
 {
 	static struct pk_trace_event want[MAXEV], got[MAXEV];
 	static struct dec d;
-	struct pk_trace_meta m = { funcs, NFUNCS, procs, 2, threads, 3 };
+	struct pk_trace_meta m = { .funcs = funcs, .nfuncs = NFUNCS, .procs = procs, .nprocs = 2, .threads = threads, .nthreads = 3 };
 	char *buf = NULL, cmd[4096];
 	size_t len = 0, same = 0;
 	FILE *f = open_memstream(&buf, &len);
@@ -410,9 +410,52 @@ static void check_proto(const char *path, const char *src)
 	(void)rc;
 }
 
+/* What the progress callback was told: in order, from 0 to n, not too often. */
+struct prog_seen {
+	size_t calls, first, last, n, backwards, wrong_n;
+};
+
+static void prog_cb(void *arg, size_t done, size_t n)
+{
+	struct prog_seen *p = arg;
+
+	if (!p->calls)
+		p->first = done;
+	else if (done < p->last)
+		p->backwards++;
+	if (n != p->n)
+		p->wrong_n++;
+	p->last = done;
+	p->calls++;
+}
+
+static void check_progress(int proto)
+{
+	const size_t n = 300000;
+	struct pk_trace_event *big = calloc(n, sizeof(*big));
+	struct pk_trace_meta m = { .funcs = funcs, .nfuncs = NFUNCS, .progress = prog_cb };
+	struct prog_seen p = { .n = n };
+	FILE *f = fopen("/dev/null", "w");
+	const char *w = proto ? "proto" : "json";
+
+	ASSERT_TRUE(big && f, "progress: memory and /dev/null");
+	for (size_t i = 0; i < n; i++)
+		big[i] = (struct pk_trace_event){ .ts_ns = 1000 + 10 * i, .dur_ns = 5, .pid = 1, .tid = 1 };
+	m.progress_arg = &p;
+	ASSERT_OK(proto ? pk_trace_write_proto(f, big, n, &m) : pk_trace_write_json(f, big, n, &m),
+		  "progress: write");
+	printf("progress (%s): %zu calls, first %zu, last %zu\n", w, p.calls, p.first, p.last);
+	ASSERT_TRUE(p.first == 0 && p.last == n, "progress: from 0 to n");
+	ASSERT_TRUE(p.backwards == 0 && p.wrong_n == 0, "progress: in order, n as given");
+	/* 300 000 calls: 0, then every 65 536 (4), then n: a few, not one a call. */
+	ASSERT_TRUE(p.calls >= 5 && p.calls <= 8, "progress: told every 65 536 calls");
+	fclose(f);
+	free(big);
+}
+
 int main(void)
 {
-	struct pk_trace_meta m = { funcs, NFUNCS, procs, 2, threads, 3 };
+	struct pk_trace_meta m = { .funcs = funcs, .nfuncs = NFUNCS, .procs = procs, .nprocs = 2, .threads = threads, .nthreads = 3 };
 	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	const char *src = getenv("PK_SOURCE_DIR");
 	char exp_path[256], json_path[256], proto_path[256], cmd[4096];
@@ -471,6 +514,8 @@ int main(void)
 	ASSERT_EQ(rc, 0, "json: python's json and the trace-event checks");
 
 	check_proto(proto_path, src);
+	check_progress(0);
+	check_progress(1);
 	if (!t_failed)
 		unlink(exp_path), unlink(json_path), unlink(proto_path);
 	else
