@@ -36,16 +36,21 @@
 #include "tsc.h"
 
 /*
- * One process's ring file, mapped; f NULL once done (its process gone,
- * drained a last time and unmapped: 64 MiB of our address space each by
- * default) or failed (it could not be mapped: counted in ring_failed).
+ * One process's ring file: its header and thread table mapped (f), and
+ * each thread's block (blk[]) once a thread has claimed it, so a process
+ * costs this command's address space only for the threads that traced
+ * (a block is --buffer-size; all 64 would be 64 MiB at the default, 16
+ * GiB at 256M). f NULL once done (its process gone, drained a last time
+ * and unmapped) or failed (it could not be mapped: counted in
+ * ring_failed).
  */
 struct ring {
 	char name[32];
 	struct pka_trace_file *f;
+	char **blk;		/* per block: mapped, or NULL */
 	int failed;
 	int err;		/* failed: why (errno), 0 not a valid ring file */
-	size_t len;
+	size_t len;		/* of the mapping at f */
 	uint32_t nargs;
 	uint32_t *fid;		/* probe -> 1 + function id, 0 unknown */
 	uint32_t nfid;
@@ -105,6 +110,8 @@ struct ctx {
 	int ring_err;		/* a thread's ring could not be made: -errno */
 	int status_err;		/* a ring file could not be made: -errno */
 	int map_err;		/* a ring file could not be mapped: errno */
+	int blk_err;		/* a thread's block could not be mapped: errno */
+	uint64_t unmapped;	/* events lost so (their block not mapped) */
 	int oom;
 };
 
@@ -260,7 +267,7 @@ static struct ring *ring_get(struct ctx *c, const struct pka_header *h,
 		close(fd);
 		return rg;
 	}
-	p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+	p = mmap(NULL, PKA_TRACE_HDR, PROT_READ | PROT_WRITE, MAP_SHARED,
 		 fd, 0);
 	if (p == MAP_FAILED)
 		c->map_err = rg->err = errno;
@@ -275,17 +282,67 @@ static struct ring *ring_get(struct ctx *c, const struct pka_header *h,
 	    f->ev_size != pka_trace_ev_size(a->nargs) || !f->nslot ||
 	    sizeof(struct pka_trace_ring) + (uint64_t)f->nslot * f->ev_size >
 	    f->thr_size) {
-		munmap(p, (size_t)st.st_size);
+		munmap(p, PKA_TRACE_HDR);
 		return rg;
 	}
 	rg->failed = 0;
 	c->ring_failed--;
 	rg->f = f;
-	rg->len = (size_t)st.st_size;
+	rg->len = PKA_TRACE_HDR;
 	rg->seen_drops = calloc(f->nthr, sizeof(*rg->seen_drops));
-	if (!rg->seen_drops)
+	rg->blk = calloc(f->nthr, sizeof(*rg->blk));
+	if (!rg->seen_drops || !rg->blk)
 		c->oom = 1;
 	return rg;
+}
+
+/* Blocks are mapped at their offsets: the header must end on a page. */
+_Static_assert(PKA_TRACE_HDR % 4096 == 0, "ring blocks start on a page");
+
+/*
+ * Block @b of @rg, mapped now if it was not (the file opened again by
+ * name: no descriptor is kept per process); NULL if it cannot be (errno
+ * in c->blk_err: its events are lost, counted, and it is tried again at
+ * the next drain).
+ */
+static const char *ring_block(struct ctx *c, struct ring *rg, uint32_t b)
+{
+	const struct pka_trace_file *f = rg->f;
+	void *p;
+	int fd;
+
+	if (!rg->blk)
+		return NULL;
+	if (rg->blk[b])
+		return rg->blk[b];
+	fd = openat(c->run->dir_fd, rg->name, O_RDWR | O_NOFOLLOW |
+		    O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0) {
+		c->blk_err = errno;
+		return NULL;
+	}
+	p = mmap(NULL, (size_t)f->thr_size, PROT_READ | PROT_WRITE,
+		 MAP_SHARED, fd, (off_t)(PKA_TRACE_HDR + (uint64_t)b * f->thr_size));
+	if (p == MAP_FAILED)
+		c->blk_err = errno;
+	close(fd);
+	if (p == MAP_FAILED)
+		return NULL;
+	return rg->blk[b] = p;
+}
+
+/* Unmap all of @rg: done with it. */
+static void ring_unmap(struct ring *rg)
+{
+	if (!rg->f)
+		return;
+	for (uint32_t b = 0; rg->blk && b < rg->f->nthr; b++)
+		if (rg->blk[b])
+			munmap(rg->blk[b], (size_t)rg->f->thr_size);
+	munmap(rg->f, rg->len);
+	rg->f = NULL;
+	free(rg->blk);
+	rg->blk = NULL;
 }
 
 /* 1 + the function id of probe @k of record @h (its name, else its spec's). */
@@ -332,9 +389,7 @@ static void drain(struct ctx *c, struct ring *rg, const struct pka_header *h)
 	for (uint32_t b = 0; b < f->nthr && !c->oom; b++) {
 		struct pka_trace_thread *t = (struct pka_trace_thread *)
 					     ((char *)f + 4096) + b;
-		const char *ev0 = (const char *)f + PKA_TRACE_HDR +
-				  (uint64_t)b * f->thr_size +
-				  sizeof(struct pka_trace_ring);
+		const char *ev0;
 		uint64_t head, tail, drops, owner;
 		struct thr *th;
 
@@ -345,6 +400,14 @@ static void drain(struct ctx *c, struct ring *rg, const struct pka_header *h)
 		tail = t->tail;
 		if (head - tail > f->nslot)	/* cannot be: the newest */
 			tail = head - f->nslot;
+		ev0 = ring_block(c, rg, b);
+		if (!ev0) {
+			/* Lost, not silently: counted and said; --strict fails. */
+			c->unmapped += head - tail;
+			tail = head;
+		} else {
+			ev0 += sizeof(struct pka_trace_ring);
+		}
 		for (; tail != head; tail++) {
 			const struct pka_trace_event *e = (const void *)
 				(ev0 + (tail % f->nslot) * f->ev_size);
@@ -436,10 +499,8 @@ static void add_rec(const struct pka_header *h, void *arg)
 	 */
 	gone = kill((pid_t)rg->pid, 0) && errno == ESRCH;
 	drain(c, rg, h);
-	if (gone && !c->oom) {
-		munmap(rg->f, rg->len);
-		rg->f = NULL;
-	}
+	if (gone && !c->oom)
+		ring_unmap(rg);
 }
 
 /* The last read: processes without a ring file, said as a problem. */
@@ -619,8 +680,7 @@ static int write_trace(struct ctx *c, FILE *out, int proto, const char *path)
 static void ctx_free(struct ctx *c)
 {
 	for (size_t i = 0; i < c->nrings; i++) {
-		if (c->rings[i].f)
-			munmap(c->rings[i].f, c->rings[i].len);
+		ring_unmap(&c->rings[i]);
 		free(c->rings[i].fid);
 		free(c->rings[i].seen_drops);
 	}
@@ -846,6 +906,10 @@ static int trace_main(int argc, char **argv)
 	if (c.ring_err)
 		fprintf(stderr, "probekit trace: a thread's ring could not be "
 			"mapped or reserved: %s (its calls lost)\n", strerror(-c.ring_err));
+	if (c.unmapped)
+		fprintf(stderr, "probekit trace: %llu more events lost: a "
+			"thread's ring could not be mapped by this command: %s\n",
+			(unsigned long long)c.unmapped, strerror(c.blk_err));
 	for (int i = 0; i < r.n; i++) {
 		if (c.t[i].failed)
 			fprintf(stderr, " %s: not probed in %d of %d: %s\n",
@@ -864,10 +928,12 @@ static int trace_main(int argc, char **argv)
 			c.map_err ? strerror(c.map_err) : "");
 	code = pkc_run_verdict(&r, code);
 	/* A trace missing calls is incomplete too. */
-	if (r.strict && (c.drops || c.lost || c.over || c.ring_failed)) {
+	if (r.strict && (c.drops || c.lost || c.over || c.unmapped ||
+			 c.ring_failed)) {
 		fprintf(stderr, "probekit: --strict: the trace misses %llu "
 			"calls%s\n",
-			(unsigned long long)(c.drops + c.lost + c.over),
+			(unsigned long long)(c.drops + c.lost + c.over +
+					     c.unmapped),
 			c.ring_failed ? " and every call of a process" : "");
 		code = PKC_EXIT_OWN;
 	}

@@ -259,14 +259,25 @@ if [ "$sanitized" = 0 ]; then
 	rc=$?
 	check "40 processes in turn, the command under ulimit -S -v 1200000: all 400 calls, 40 pids" \
 		"[ \$rc -eq 0 ] && [ \"\$(summary 1)\" = 400 ] && js 'len(X) == 400 and len({e[\"pid\"] for e in X}) == 40'"
-	# E: a ring file the command cannot map (16 GiB at --buffer-size 256M,
-	# the command under ulimit -S -v 2000000) is said, and --strict fails.
+	# E: the command maps a process's ring file's header, and each
+	# thread's block once claimed: a 256M ring file (16 GiB for 64
+	# threads) of a one-thread process, the command under ulimit -S -v
+	# 2000000, is traced whole (before: "could not map", nothing traced).
 	(ulimit -S -v 2000000 && exec "$pk" trace --strict --buffer-size 256M -p trace_f -o "$tmp/t.json" -- \
 		sh -c "ulimit -S -v unlimited; exec $target calls 10") >"$tmp/out" 2>"$tmp/err"
 	rc=$?
-	check "a ring file the command cannot map: said (process, reason), --strict 125" \
-		"[ \$rc -eq 125 ] && grep -q 'could not map (nothing traced there): Cannot allocate memory' \"$tmp/err\" &&
-		 grep -q 'strict: the trace misses 0 calls and every call of a process' \"$tmp/err\""
+	check "256M rings, the command under ulimit -S -v 2000000: one block mapped, all 10 calls, status 0" \
+		"[ \$rc -eq 0 ] && [ \"\$(summary 1)\" = 10 ] && js 'len(X) == 10'"
+	# E: a block the command cannot map (a parent's 256M block mapped and
+	# its child's too, under ulimit -S -v 450000): its events are lost,
+	# counted and said, and --strict fails; the parent's 20 are there.
+	(ulimit -S -v 450000 && exec "$pk" trace --strict --buffer-size 256M -p trace_f -o "$tmp/t.json" -- \
+		sh -c "ulimit -S -v unlimited; exec $target calls 10 spin 1 100000000 fork 10 calls 10") >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	check "a thread's block the command cannot map: its 10 events said lost (reason), 20 kept, --strict 125" \
+		"[ \$rc -eq 125 ] && [ \"\$(summary 1)\" = 20 ] && js 'len(X) == 20' &&
+		 grep -q '10 more events lost: a thread.s ring could not be mapped by this command: Cannot allocate memory' \"$tmp/err\" &&
+		 grep -q 'strict: the trace misses 10 calls' \"$tmp/err\""
 fi
 
 # --- usage errors: 125 ----------------------------------------------------
