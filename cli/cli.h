@@ -147,6 +147,51 @@ struct pkc_proc {
 	int unseen;		/* seen only once it had ended: no exe */
 };
 
+/* One exec() of COMMAND's processes, as the kernel told it (execwatch.c). */
+struct pkc_exec {
+	pid_t pid;
+	uint64_t time;		/* the kernel's clock */
+	char comm[16];		/* the new program's name */
+	const char *exe;	/* its file (in maps), NULL if not told */
+};
+
+/* An executable mapping of a file, told by the kernel. */
+struct pkc_xw_map {
+	pid_t pid;
+	uint64_t time;
+	char *file;
+};
+
+struct pkc_xw_ring {
+	int fd;
+	void *map;
+	size_t len, size;	/* the mapping; its ring after the first page */
+};
+
+/*
+ * The exec()s of COMMAND's processes from the kernel (execwatch.c):
+ * pkc_xw_open() on COMMAND's pid before its exec (0, or -errno: not
+ * permitted, no perf_event_open(); then nothing is told and err says
+ * why), pkc_xw_drain() reads what the kernel wrote since (often enough
+ * that its rings do not fill), pkc_xw_done() once at the end gives each
+ * exec() in v[] its file, pkc_xw_close(). A zeroed one is closed.
+ */
+struct pkc_xw {
+	int err;
+	struct pkc_xw_ring *ring;
+	size_t nring;
+	struct pkc_exec *v;
+	size_t n, cap;
+	struct pkc_xw_map *maps;
+	size_t nmaps, capmaps;
+	uint64_t lost;		/* records the kernel or we could not keep */
+};
+
+int pkc_xw_open(struct pkc_xw *w, pid_t pid);
+void pkc_xw_drain(struct pkc_xw *w);
+void pkc_xw_done(struct pkc_xw *w);
+void pkc_xw_close(struct pkc_xw *w);
+
 /*
  * One run of COMMAND under the agent, in the agent mode of a subcommand:
  * the subcommand fills in the first part, the pkc_run_*() calls the rest.
@@ -186,6 +231,7 @@ struct pkc_run {
 	int fatal;		/* probekit's own failure: 125 whatever */
 	char **problems;	/* what the report lacks, a line each */
 	int nproblems;
+	struct pkc_xw xw;	/* every exec(), if the kernel tells */
 };
 
 /* The name (comm) of a process with a record. */

@@ -457,6 +457,14 @@ static int no_room(int err)
 
 static void note_pre_children(struct pkc_run *r);
 
+/* start_command()'s @ready: COMMAND's exec()s told from before its first. */
+static void xw_ready(pid_t pid, void *ctx)
+{
+	struct pkc_run *r = ctx;
+
+	pkc_xw_open(&r->xw, pid);
+}
+
 int pkc_run_start(struct pkc_run *r, char **argv)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -465,6 +473,7 @@ int pkc_run_start(struct pkc_run *r, char **argv)
 	r->dir_fd = -1;
 	r->guard_fd = -1;
 	r->guard = 0;
+	memset(&r->xw, 0, sizeof(r->xw));
 	r->rec_size = pka_record_size(r->slot, (uint32_t)r->n, (uint32_t)r->n);
 	if (r->area)	/* the mode's own area (protocol.h) */
 		r->rec_size = pka_mode_at(r->rec_size) + r->area((uint32_t)r->n);
@@ -529,7 +538,7 @@ int pkc_run_start(struct pkc_run *r, char **argv)
 	 */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	note_pre_children(r);
-	code = start_command(argv, &r->pid, NULL, NULL);
+	code = start_command(argv, &r->pid, xw_ready, r);
 	if (!code)
 		return 0;
 fail:
@@ -570,10 +579,12 @@ static int wait_end(pid_t pid, int hang)
  *     variables in the environment it was exec()ed with (env -i, a
  *     program that cleans its children's environment): /proc/PID/environ.
  * Once COMMAND has ended each is matched with the records (pid, exe); a
- * fork()ed child that did not exec counts in its parent's record. A
- * process that neither loaded the agent nor lived one scan long can still
- * go unseen; so can the grandchildren of a process probekit may not look
- * at (another user's).
+ * fork()ed child that did not exec counts in its parent's record. The
+ * kernel also tells every exec() (execwatch.c, where perf_event_open() is
+ * permitted): an image no scan saw is added at the end (add_execs()), so
+ * one that neither loaded the agent nor lived one scan long is said too.
+ * Without that permission, such a process can go unseen; so can the
+ * grandchildren of a process probekit may not look at (another user's).
  */
 #define SCAN_MS 10
 
@@ -764,8 +775,10 @@ static const char *why_no_agent(const struct pkc_run *r, pid_t pid,
 		return "could not be looked at";
 	if (elf_static(exe) == 1)
 		return "static";
+	/* Not ours to read; or gone meanwhile: then nothing more is known. */
 	if (len < 0)
-		return NULL;
+		return kill(pid, 0) && errno == ESRCH ?
+		       "ended before probekit could look at it" : NULL;
 	/* Exactly what probekit set: anything else is another run's, or none. */
 	pre = env_get(env, (size_t)len, "LD_PRELOAD", 1);
 	if (!pre)
@@ -1133,6 +1146,7 @@ static int wait_watching(struct pkc_run *r, long ms,
 		double el;
 
 		walk(r, getpid(), 64, 0);
+		pkc_xw_drain(&r->xw);
 		err = wait_end(r->pid, 0);
 		if (err != -EAGAIN) {
 			pkc_progress_clear();
@@ -1157,6 +1171,89 @@ static int wait_watching(struct pkc_run *r, long ms,
 		tick(el, ctx);
 		while (next <= el)
 			next += ms / 1e3;
+	}
+}
+
+/*
+ * Why a program image the kernel told of (execwatch.c) but no scan saw
+ * alive could not have been counted, from its file: @exe NULL when the
+ * kernel told no file (it takes its event off an exec() that raises
+ * privileges or of an unreadable file before the file is mapped).
+ */
+static const char *why_exec(const char *exe)
+{
+	struct stat st;
+
+	if (!exe)
+		return "setuid or unreadable, ended before probekit could "
+		       "look at it";
+	if (elf_static(exe) == 1)
+		return "static";
+	if (!stat(exe, &st)) {
+		if ((st.st_mode & S_ISUID) && st.st_uid != getuid())
+			return "setuid";
+		if ((st.st_mode & S_ISGID) && st.st_gid != getgid())
+			return "setgid";
+	}
+	return "ended before probekit could look at it";
+}
+
+/*
+ * Every exec() the kernel told of is a program image of COMMAND: one no
+ * scan saw (it ended within one, 10 ms) is added as a process, so that
+ * if no record counts it, it is said, never missing. An image is the
+ * scans' if one saw that pid run that file; one seen only as a zombie
+ * (a name) gets its file and why here: an exec() is known, so only a
+ * record of that image counts it (mark_counted()), not its pid's earlier
+ * image's.
+ */
+static void add_execs(struct pkc_run *r)
+{
+	for (size_t i = 0; i < r->xw.n; i++) {
+		const struct pkc_exec *e = &r->xw.v[i];
+		struct pkc_proc *p = NULL, *z = NULL;
+		struct stat st;
+		int seen = 0;
+
+		for (int k = 0; k < r->nprocs && !seen; k++) {
+			struct pkc_proc *q = &r->procs[k];
+
+			if (q->pid != e->pid)
+				continue;
+			/*
+			 * No file told (setuid): an image of that pid the
+			 * scans found privileged or could not look at (not
+			 * the image it was fork()ed as: that is its parent's).
+			 */
+			if (!e->exe)
+				seen = !q->unseen && (!q->dev || (q->why &&
+				       (!strcmp(q->why, "setuid") ||
+					!strcmp(q->why, "setgid"))));
+			else if (q->exe && !strcmp(q->exe, e->exe))
+				seen = !q->unseen;
+			if (!seen && q->unseen && !z && !strcmp(q->comm, e->comm))
+				z = q;
+		}
+		if (seen)
+			continue;
+		p = z ? z : proc_add(r);
+		if (!p)
+			return;
+		if (!z) {
+			p->pid = e->pid;
+			snprintf(p->comm, sizeof(p->comm), "%s", e->comm);
+		}
+		free(p->exe);
+		if (e->exe)
+			p->exe = strdup(e->exe);
+		else if (asprintf(&p->exe, "[%s]", e->comm) < 0)
+			p->exe = NULL;
+		if (e->exe && !stat(e->exe, &st)) {
+			p->dev = st.st_dev;
+			p->ino = st.st_ino;
+		}
+		p->why = why_exec(e->exe);
+		p->unseen = !e->exe;
 	}
 }
 
@@ -1203,6 +1300,8 @@ int pkc_run_wait(struct pkc_run *r, long interval_ms,
 		return PKC_EXIT_OWN;
 	}
 	mark_outliving(r);
+	pkc_xw_done(&r->xw);
+	add_execs(r);
 	return WIFSIGNALED(status) ? 128 + WTERMSIG(status)
 				   : WEXITSTATUS(status);
 }
@@ -1527,6 +1626,7 @@ int pkc_run_collect(struct pkc_run *r, struct pkc_spec *t, int consume,
 
 void pkc_run_end(struct pkc_run *r)
 {
+	pkc_xw_close(&r->xw);
 	remove_dir(r);
 	if (r->dir_fd >= 0)
 		close(r->dir_fd);
@@ -1635,6 +1735,11 @@ void pkc_run_check(struct pkc_run *r, int procs, const struct pkc_spec *t)
 				t[i].spec, t[i].left_out,
 				t[i].left_out == 1 ? "" : "s", t[i].left_procs,
 				t[i].left_procs == 1 ? "" : "es");
+	if (r->xw.lost)
+		problem(r, "%llu exec()s the kernel could not tell (its ring "
+			   "was full): processes that ended within 10 ms may "
+			   "be missing from this report",
+			(unsigned long long)r->xw.lost);
 	if (r->not_counted)
 		proc_problem(r, r->not_counted, "not counted", pick_uncounted);
 	if (r->outlived)
