@@ -78,23 +78,9 @@ PK_API void pk_set_log(pk_log_fn fn, void *ctx);
  * cannot honour is never silently ignored. Statistics and info structs
  * (struct pk_text_stats, pk_fault_stats, pk_probe_info, pk_retprobe_info)
  * use sz the other way: the library fills them up to sz bytes.
- *
- * In C++ (C++20 designated initializers: the fields named in declaration
- * order) the fields left out are what PK_OPTS means, so it keeps g++'s
- * -Wmissing-field-initializers (in -Wextra) quiet for its own declaration
- * only; the macro ends that declaration itself (PK_OPTS(...); leaves an
- * empty statement).
  */
-#ifdef __cplusplus
-#define PK_OPTS(type, name, ...)                                               \
-	_Pragma("GCC diagnostic push")                                         \
-	_Pragma("GCC diagnostic ignored \"-Wmissing-field-initializers\"")     \
-	struct type name = { .sz = sizeof(struct type), __VA_ARGS__ };         \
-	_Pragma("GCC diagnostic pop")
-#else
 #define PK_OPTS(type, name, ...)                                               \
 	struct type name = { .sz = sizeof(struct type), __VA_ARGS__ }
-#endif
 
 #ifdef __cplusplus
 }
