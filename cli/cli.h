@@ -145,6 +145,7 @@ struct pkc_proc {
 	int counted;		/* a record of it (or its forking parent's) */
 	int alive;		/* still running when COMMAND ended */
 	int unseen;		/* seen only once it had ended: no exe */
+	int xw;			/* told by the kernel only (execwatch.c) */
 };
 
 /* One exec() of COMMAND's processes, as the kernel told it (execwatch.c). */
@@ -152,14 +153,8 @@ struct pkc_exec {
 	pid_t pid;
 	uint64_t time;		/* the kernel's clock */
 	char comm[16];		/* the new program's name */
-	const char *exe;	/* its file (in maps), NULL if not told */
-};
-
-/* An executable mapping of a file, told by the kernel. */
-struct pkc_xw_map {
-	pid_t pid;
-	uint64_t time;
-	char *file;
+	char *exe;		/* its file, NULL if not told */
+	uint64_t ino;		/* and its inode, as mapped */
 };
 
 struct pkc_xw_ring {
@@ -168,23 +163,30 @@ struct pkc_xw_ring {
 	size_t len, size;	/* the mapping; its ring after the first page */
 };
 
+struct xw_rec;
+
 /*
  * The exec()s of COMMAND's processes from the kernel (execwatch.c):
  * pkc_xw_open() on COMMAND's pid before its exec (0, or -errno: not
- * permitted, no perf_event_open(); then nothing is told and err says
- * why), pkc_xw_drain() reads what the kernel wrote since (often enough
- * that its rings do not fill), pkc_xw_done() once at the end gives each
- * exec() in v[] its file, pkc_xw_close(). A zeroed one is closed.
+ * permitted, no perf_event_open(); then nothing is told, on is 0 and err
+ * says why), pkc_xw_drain() reads what the kernel wrote since (often
+ * enough that its rings do not fill), pkc_xw_done() reads a last time,
+ * pkc_xw_close() frees all but on, err, lost and full (for the report).
+ * A zeroed one is closed.
  */
 struct pkc_xw {
+	int on;
 	int err;
 	struct pkc_xw_ring *ring;
 	size_t nring;
-	struct pkc_exec *v;
+	struct pkc_exec *v;	/* in time order */
 	size_t n, cap;
-	struct pkc_xw_map *maps;
-	size_t nmaps, capmaps;
+	size_t *wait;		/* of v: exec()s whose file is not told yet */
+	size_t nwait, capwait;
+	struct xw_rec *rec;	/* one read's records */
+	size_t nrec, caprec;
 	uint64_t lost;		/* records the kernel or we could not keep */
+	uint64_t full;		/* reads that found a ring nearly full */
 };
 
 int pkc_xw_open(struct pkc_xw *w, pid_t pid);
@@ -232,6 +234,7 @@ struct pkc_run {
 	char **problems;	/* what the report lacks, a line each */
 	int nproblems;
 	struct pkc_xw xw;	/* every exec(), if the kernel tells */
+	int xw_off;		/* PROBEKIT_EXEC_WATCH=0 */
 };
 
 /* The name (comm) of a process with a record. */

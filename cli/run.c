@@ -460,9 +460,12 @@ static void note_pre_children(struct pkc_run *r);
 /* start_command()'s @ready: COMMAND's exec()s told from before its first. */
 static void xw_ready(pid_t pid, void *ctx)
 {
+	const char *on = getenv("PROBEKIT_EXEC_WATCH");
 	struct pkc_run *r = ctx;
 
-	pkc_xw_open(&r->xw, pid);
+	r->xw_off = on && !strcmp(on, "0");
+	if (!r->xw_off)
+		pkc_xw_open(&r->xw, pid);
 }
 
 int pkc_run_start(struct pkc_run *r, char **argv)
@@ -1207,39 +1210,65 @@ static const char *why_exec(const char *exe)
  * record of that image counts it (mark_counted()), not its pid's earlier
  * image's.
  */
+static int by_pid(const void *a, const void *b, void *arg)
+{
+	const struct pkc_proc *v = arg;
+	pid_t x = v[*(const int *)a].pid, y = v[*(const int *)b].pid;
+
+	return x < y ? -1 : x > y;
+}
+
 static void add_execs(struct pkc_run *r)
 {
+	int n0 = r->nprocs, *idx = malloc(((size_t)n0 + 1) * sizeof(*idx));
+
+	if (!idx)
+		return;
+	for (int k = 0; k < n0; k++)
+		idx[k] = k;
+	qsort_r(idx, (size_t)n0, sizeof(*idx), by_pid, r->procs);
 	for (size_t i = 0; i < r->xw.n; i++) {
 		const struct pkc_exec *e = &r->xw.v[i];
-		struct pkc_proc *p = NULL, *z = NULL;
-		struct stat st;
-		int seen = 0;
+		struct pkc_proc *p = NULL;
+		int lo = 0, hi = n0, seen = 0, z = -1;
 
-		for (int k = 0; k < r->nprocs && !seen; k++) {
-			struct pkc_proc *q = &r->procs[k];
+		/* The scans' images of that pid. */
+		while (lo < hi) {
+			int mid = lo + (hi - lo) / 2;
 
-			if (q->pid != e->pid)
-				continue;
+			if (r->procs[idx[mid]].pid < e->pid)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (int k = lo; k < n0 && !seen &&
+				 r->procs[idx[k]].pid == e->pid; k++) {
+			struct pkc_proc *q = &r->procs[idx[k]];
+
 			/*
 			 * No file told (setuid): an image of that pid the
 			 * scans found privileged or could not look at (not
 			 * the image it was fork()ed as: that is its parent's).
 			 */
-			if (!e->exe)
-				seen = !q->unseen && (!q->dev || (q->why &&
+			if (q->unseen || q->xw)
+				;
+			else if (!e->exe)
+				seen = !q->dev || (q->why &&
 				       (!strcmp(q->why, "setuid") ||
-					!strcmp(q->why, "setgid"))));
-			else if (q->exe && !strcmp(q->exe, e->exe))
-				seen = !q->unseen;
-			if (!seen && q->unseen && !z && !strcmp(q->comm, e->comm))
-				z = q;
+					!strcmp(q->why, "setgid")));
+			else
+				seen = (q->exe && !strcmp(q->exe, e->exe)) ||
+				       (q->ino && q->ino == e->ino);
+			if (!seen && q->unseen && z < 0 &&
+			    !strcmp(q->comm, e->comm))
+				z = idx[k];
 		}
 		if (seen)
 			continue;
-		p = z ? z : proc_add(r);
+		p = z >= 0 ? &r->procs[z] : proc_add(r);
 		if (!p)
-			return;
-		if (!z) {
+			break;
+		if (z < 0) {
 			p->pid = e->pid;
 			snprintf(p->comm, sizeof(p->comm), "%s", e->comm);
 		}
@@ -1248,13 +1277,13 @@ static void add_execs(struct pkc_run *r)
 			p->exe = strdup(e->exe);
 		else if (asprintf(&p->exe, "[%s]", e->comm) < 0)
 			p->exe = NULL;
-		if (e->exe && !stat(e->exe, &st)) {
-			p->dev = st.st_dev;
-			p->ino = st.st_ino;
-		}
+		p->dev = 0;
+		p->ino = e->ino;
 		p->why = why_exec(e->exe);
-		p->unseen = !e->exe;
+		p->unseen = 0;
+		p->xw = 1;
 	}
+	free(idx);
 }
 
 /*
@@ -1404,6 +1433,20 @@ static void mark_counted(struct pkc_run *r, const char *name,
 		struct pkc_proc *p = &r->procs[i];
 		int image = h && h->exe_ino && p->dev == h->exe_dev &&
 			    p->ino == h->exe_ino;
+
+		/*
+		 * An image the kernel told of (add_execs()): a record of
+		 * its pid made by that program (its name, or the inode it
+		 * mapped), whatever became of its file since (removed,
+		 * rebuilt, in another mount namespace).
+		 */
+		if (p->xw) {
+			if (p->pid == pid && (!h ||
+			    !strncmp(p->comm, h->comm, sizeof(p->comm) - 1) ||
+			    (p->ino && p->ino == h->exe_ino)))
+				p->counted = 1;
+			continue;
+		}
 
 		if (image && h->env_start && p->env_start) {
 			if (p->env_start == h->env_start || p->pid == pid)
@@ -1735,11 +1778,11 @@ void pkc_run_check(struct pkc_run *r, int procs, const struct pkc_spec *t)
 				t[i].spec, t[i].left_out,
 				t[i].left_out == 1 ? "" : "s", t[i].left_procs,
 				t[i].left_procs == 1 ? "" : "es");
-	if (r->xw.lost)
-		problem(r, "%llu exec()s the kernel could not tell (its ring "
-			   "was full): processes that ended within 10 ms may "
-			   "be missing from this report",
-			(unsigned long long)r->xw.lost);
+	if (r->xw.lost || r->xw.full)
+		problem(r, "the kernel's exec() records %s (its rings were "
+			   "full): processes that ended within 10 ms may be "
+			   "missing from this report",
+			r->xw.lost ? "were lost" : "may have been lost");
 	if (r->not_counted)
 		proc_problem(r, r->not_counted, "not counted", pick_uncounted);
 	if (r->outlived)
@@ -1784,7 +1827,14 @@ void pkc_run_json_procs(const struct pkc_run *r, FILE *o)
 		fputc('}', o);
 		first = 0;
 	}
-	fputc(']', o);
+	/* Whether exec()s were told by the kernel (execwatch.c), else why not. */
+	fprintf(o, "],\"exec_watch\":{\"on\":%s", r->xw.on ? "true" : "false");
+	if (!r->xw.on) {
+		fprintf(o, ",\"why\":");
+		pkc_json_str(o, r->xw_off ? "PROBEKIT_EXEC_WATCH=0" :
+			     r->xw.err ? strerror(r->xw.err) : "not started");
+	}
+	fputc('}', o);
 }
 
 int pkc_run_verdict(const struct pkc_run *r, int code)

@@ -92,7 +92,7 @@ run count --strict -p nosuchfunc -- sh -c 'exit 3'
 check "... --strict: 125" '[ $rc -eq 125 ] && grep -q "no probe could be armed" "$tmp/err"'
 run count --strict --json -p cli_target_fn -o "$tmp/rep" -- "$target" 2 exit 4
 check "--strict, complete: COMMAND's 4, complete true" \
-	'[ $rc -eq 4 ] && grep -q "\"complete\":true,\"problems\":\[\],\"not_counted\":\[\],\"outlived\":\[\]}" "$tmp/rep"'
+	'[ $rc -eq 4 ] && grep -q "\"complete\":true,\"problems\":\[\],\"not_counted\":\[\],\"outlived\":\[\][,}]" "$tmp/rep"'
 run count -p cli_target_fn -p no_such_function_anywhere -o "$tmp/rep" -- "$target" 5
 check "one unknown of two: COMMAND status, the other counted" \
 	'[ $rc -eq 0 ] && grep -Eq "^ +5  cli_target_fn$" "$tmp/rep"'

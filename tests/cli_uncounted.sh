@@ -58,10 +58,22 @@ check "... said on stderr" 'grep -q "^probekit count: 4 processes not counted: $
 # Processes that end within one scan (10 ms) loading no agent: the kernel
 # tells every exec() (cli/execwatch.c), so each is said, none missing
 # (before it, most of these went unseen: a run said 0 to 2 of the 4).
+# Whether the kernel tells here (perf_event_open permitted): the report says.
 xw=0
-if [ "$(id -u)" = 0 ] || [ "$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo 3)" -le 2 ]; then
+run count --json -p cli_target_fn -o "$tmp/rep" -- "$target" 1
+if grep -q '"exec_watch":{"on":true}' "$tmp/rep"; then
 	xw=1
+else
+	echo "note: exec()s not told by the kernel here: $(sed -n 's/.*"exec_watch":\(.*\)}$/\1/p' "$tmp/rep")"
 fi
+# A program run from a file removed (or rebuilt) before the run ends, as
+# autoconf's conftest: counted by its record, not said (its pid and name).
+bad=0
+for i in 1 2 3; do
+	run count --json -p cli_target_fn -o "$tmp/rep" -- sh -c "for k in 1 2 3 4 5; do cp \"$target\" \"$tmp/ct\" && \"$tmp/ct\" 1 && rm -f \"$tmp/ct\"; done"
+	grep -q '"hits":5,.*"complete":true,"problems":\[\],"not_counted":\[\]' "$tmp/rep" || { bad=$((bad + 1)); cat "$tmp/rep"; }
+done
+check "a program's file removed after it ran (5 in turn): counted, nothing said, 3 runs of 3" '[ $bad -eq 0 ]'
 if [ $xw = 1 ] && [ "$static" != none ] && [ -x "$static" ] && command -v python3 >/dev/null; then
 	bad=0
 	for i in 1 2 3; do
@@ -79,7 +91,7 @@ assert d['probes'][0]['hits'] == 1 and not d['complete'], d
 	check "short-lived: 3 static programs and an env -i one, no sleep: all 4 said, 3 runs of 3" \
 		'[ $bad -eq 0 ] && [ $rc -eq 0 ]'
 else
-	echo "skip short-lived: perf_event_open not permitted here (not root, perf_event_paranoid > 2), no static target or no python3"
+	echo "skip short-lived: the kernel does not tell exec()s here (see the note above), no static target or no python3"
 fi
 
 # Set-user-ID: the dynamic linker ignores LD_PRELOAD's agent there.
