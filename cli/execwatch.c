@@ -42,7 +42,7 @@
  * not write are counted (PERF_RECORD_LOST), and a read that finds a ring
  * nearly full says so: at the end no LOST record may follow.
  */
-#define XW_PAGES 8
+#define XW_PAGES 16
 #define XW_WINDOW_NS 1000000000ull
 
 /* What each record ends with (sample_id_all): pid, tid, time. */
