@@ -47,6 +47,8 @@
 struct ring {
 	char name[32];
 	struct pka_trace_file *f;
+	struct pka_trace_file hdr; /* f's header as checked once: the
+				 * program can write f, not this */
 	char **blk;		/* per block: mapped, or NULL */
 	int failed;
 	int err;		/* failed: why (errno), 0 not a valid ring file */
@@ -274,8 +276,12 @@ static struct ring *ring_get(struct ctx *c, const struct pka_header *h,
 	close(fd);
 	if (p == MAP_FAILED)
 		return rg;
-	f = p;
-	if (__atomic_load_n(&f->magic, __ATOMIC_ACQUIRE) != PKA_TRACE_MAGIC ||
+	/* Checked and used from a copy: the program may write the file. */
+	f = &rg->hdr;
+	if (__atomic_load_n(&((struct pka_trace_file *)p)->magic,
+			    __ATOMIC_ACQUIRE) == PKA_TRACE_MAGIC)
+		memcpy(f, p, sizeof(*f));
+	if (f->magic != PKA_TRACE_MAGIC ||
 	    f->size != (uint64_t)st.st_size || !f->nthr ||
 	    f->nthr > PKA_TRACE_THREADS || f->thr_size % 4096 ||
 	    f->size != PKA_TRACE_HDR + (uint64_t)f->nthr * f->thr_size ||
@@ -287,7 +293,7 @@ static struct ring *ring_get(struct ctx *c, const struct pka_header *h,
 	}
 	rg->failed = 0;
 	c->ring_failed--;
-	rg->f = f;
+	rg->f = p;
 	rg->len = PKA_TRACE_HDR;
 	rg->seen_drops = calloc(f->nthr, sizeof(*rg->seen_drops));
 	rg->blk = calloc(f->nthr, sizeof(*rg->blk));
@@ -307,7 +313,7 @@ _Static_assert(PKA_TRACE_HDR % 4096 == 0, "ring blocks start on a page");
  */
 static const char *ring_block(struct ctx *c, struct ring *rg, uint32_t b)
 {
-	const struct pka_trace_file *f = rg->f;
+	const struct pka_trace_file *f = &rg->hdr;
 	void *p;
 	int fd;
 
@@ -336,9 +342,9 @@ static void ring_unmap(struct ring *rg)
 {
 	if (!rg->f)
 		return;
-	for (uint32_t b = 0; rg->blk && b < rg->f->nthr; b++)
+	for (uint32_t b = 0; rg->blk && b < rg->hdr.nthr; b++)
 		if (rg->blk[b])
-			munmap(rg->blk[b], (size_t)rg->f->thr_size);
+			munmap(rg->blk[b], (size_t)rg->hdr.thr_size);
 	munmap(rg->f, rg->len);
 	rg->f = NULL;
 	free(rg->blk);
@@ -384,11 +390,11 @@ static uint32_t probe_fid(struct ctx *c, struct ring *rg,
 /* Copy out every event of @rg's rings and free their slots. */
 static void drain(struct ctx *c, struct ring *rg, const struct pka_header *h)
 {
-	const struct pka_trace_file *f = rg->f;
+	const struct pka_trace_file *f = &rg->hdr;
 
 	for (uint32_t b = 0; b < f->nthr && !c->oom; b++) {
 		struct pka_trace_thread *t = (struct pka_trace_thread *)
-					     ((char *)f + 4096) + b;
+					     ((char *)rg->f + 4096) + b;
 		const char *ev0;
 		uint64_t head, tail, drops, owner;
 		struct thr *th;
