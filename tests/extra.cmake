@@ -820,3 +820,18 @@ add_test(NAME cli_time_fix
 set_tests_properties(cli_time_fix PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end timefix ----
+# ---- names10b: late duplicates, MiniDebugInfo, dlmopen namespaces, list's kinds (issue 10) ----
+# agent_late_dupz.sh: two specs matching one function of a library loaded
+# later count it once, under the first (start-up's rule): the report over
+# a dlopen()ed libz equals the one over a linked libz (agent_late_zl).
+add_executable(agent_late_zl agent_late_z.c)
+target_compile_definitions(agent_late_zl PRIVATE LATE_LINKED)
+target_link_libraries(agent_late_zl PRIVATE z)
+target_compile_options(agent_late_zl PRIVATE -O2 -fno-sanitize=all)
+target_link_options(agent_late_zl PRIVATE -fno-sanitize=all)
+add_test(NAME agent_late_dupz
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/agent_late_dupz.sh $<TARGET_FILE:probekit_cli>
+          $<TARGET_FILE:agent_late_z> $<TARGET_FILE:agent_late_zl> ${PK_CLI_SANITIZED})
+set_tests_properties(agent_late_dupz PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+# ---- end names10b ----
