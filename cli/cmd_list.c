@@ -356,6 +356,7 @@ static const char *table_name(int t)
 	case PK_SYM_SYMTAB: return ".symtab";
 	case PK_SYM_DEBUG: return "debug";
 	case PK_SYM_EH_FRAME: return ".eh_frame";
+	case PK_SYM_MINIDEBUG: return "minidebug";
 	}
 	return "?";
 }
@@ -502,10 +503,24 @@ done:
 
 static void spec_log(enum pk_log_level level, const char *msg, void *ctx)
 {
+	static char said[4][512];	/* the last files' lines, said once */
+	static unsigned int nsaid;
 	char *err = ctx;
 
-	if (level <= PK_LOG_ERROR)
-		snprintf(err, 512, "%s", msg);
+	if (level > PK_LOG_ERROR)
+		return;
+	snprintf(err, 512, "%s", msg);
+	/*
+	 * A file's MiniDebugInfo refused: said whatever the spec finds (its
+	 * other sources are listed), once a file.
+	 */
+	if (strstr(msg, ".gnu_debugdata")) {
+		for (unsigned int i = 0; i < 4; i++)
+			if (!strncmp(said[i], msg, sizeof(said[i]) - 1))
+				return;
+		snprintf(said[nsaid++ % 4], sizeof(said[0]), "%s", msg);
+		pkc_err("list: %s\n", msg);
+	}
 }
 
 static int list_body(int argc, char **argv, struct objs *os, struct out *o,

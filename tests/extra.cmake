@@ -834,4 +834,15 @@ add_test(NAME agent_late_dupz
           $<TARGET_FILE:agent_late_z> $<TARGET_FILE:agent_late_zl> ${PK_CLI_SANITIZED})
 set_tests_properties(agent_late_dupz PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+# sym_minidebug.sh: a stripped program with MiniDebugInfo (.gnu_debugdata,
+# gdb's recipe, built by the script with the compiler): its static
+# function listed and counted by name; truncated, corrupt, not-xz and
+# another build's sections refused with a line saying why, the other
+# sources still read.
+add_test(NAME sym_minidebug
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/sym_minidebug.sh $<TARGET_FILE:probekit_cli>
+          ${CMAKE_C_COMPILER} ${CMAKE_CURRENT_SOURCE_DIR}/targets/minidebug_target.c
+          ${PK_CLI_SANITIZED})
+set_tests_properties(sym_minidebug PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end names10b ----
