@@ -28,6 +28,12 @@
  * r_next) and sets to its own function. Until then (the program's own
  * start-up, and every process not started by probekit) it does nothing.
  *
+ * An object loaded into another namespace (dlmopen()) is not armed: the
+ * agent and the symbol layer see the program's namespace only (its
+ * dl_iterate_phdr()). la_objopen() tells the agent of each such object
+ * (its namespace and path, mapped, before it runs) so that a spec it
+ * would have matched says why it is not probed (late.c), never silently.
+ *
  * It is built without libc (-nostdlib): its namespace then holds only
  * itself, so it costs a process one small mapping, and nothing here can
  * call anything a probe could be on. la_objopen() asks for no symbol
@@ -47,8 +53,12 @@ PKA_AUDIT_EXPORT unsigned int la_version(unsigned int version)
 PKA_AUDIT_EXPORT unsigned int la_objopen(struct link_map *map, Lmid_t lmid,
 					 uintptr_t *cookie)
 {
-	/* Only the program's namespace: the agent sees no other. */
+	void (*hook)(int, uintptr_t, const char *) = pka_audit_hook;
+
+	/* Only the program's namespace is armed: the agent sees no other. */
 	*cookie = lmid == LM_ID_BASE ? (uintptr_t)map : 0;
+	if (hook && lmid != LM_ID_BASE && map->l_name && map->l_name[0])
+		hook(3, (uintptr_t)lmid, map->l_name);
 	return 0;
 }
 

@@ -3,6 +3,8 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fnmatch.h>
+#include <limits.h>
 #include <stdio.h>
 #include <link.h>
 #include <pthread.h>
@@ -10,6 +12,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "sym/spec.h"
 
 /*
  * The run's specs that pka_arm() could not arm in this process (not found
@@ -57,8 +60,17 @@
  * with that probe's spec. A library closed and opened again is decided
  * again the same way, into the same slots.
  *
- * Not covered: libraries loaded into another namespace (dlmopen()), which
- * the symbol layer does not see; specs that were armed at start-up are
+ * Libraries loaded into another namespace (dlmopen()) are not armed: the
+ * symbol layer sees the program's namespace only (dl_iterate_phdr()), and
+ * the probe layer places probes by it. The audit module tells us of each
+ * object opened there (PKA_AUDIT_OTHER_NS, from la_objopen(): mapped, not
+ * run); every spec not armed in this process that would match a function
+ * of that file (read as a file: pk_sym_each() on PATH:NAME) says so, in
+ * its line: "... loaded in link-map namespace N (dlmopen()): not probed".
+ *
+ * Not covered: a spec armed in the program's namespace that matches a
+ * copy in another namespace too counts the program's copy only, said
+ * nowhere (its line reports an armed spec); specs that were armed at start-up are
  * never armed again in a library loaded later (one function per spec, or
  * for a glob, the functions it matched at start-up).
  */
@@ -572,6 +584,79 @@ static void late_close(uintptr_t bias, const char *name)
 	}
 }
 
+/* Whether @path's file name is @want, whole or up to a dot, or matches it as a glob. */
+static int obj_matches(const char *path, const char *want, size_t len)
+{
+	const char *base = strrchr(path, '/');
+	char b[NAME_MAX + 1], w[PATH_MAX];
+
+	if (len >= sizeof(w))
+		return 0;
+	memcpy(w, want, len);
+	w[len] = 0;
+	if (strchr(w, '/'))
+		return !strcmp(w, path);
+	base = base ? base + 1 : path;
+	if (strlen(base) >= sizeof(b))
+		return 0;
+	strcpy(b, base);
+	for (;;) {
+		char *dot;
+
+		if (!fnmatch(w, b, 0))
+			return 1;
+		dot = strrchr(b, '.');
+		if (!dot || dot == b)
+			return 0;
+		*dot = 0;
+	}
+}
+
+static int ns_count(const struct pk_sym *s, void *arg)
+{
+	(void)s;
+	++*(int *)arg;
+	return 1;	/* one is enough */
+}
+
+/*
+ * Object @path was opened in namespace @lmid, not the program's: each spec
+ * not armed here that matches a function of it says why it is not probed.
+ */
+static void late_other_ns(uintptr_t lmid, const char *path)
+{
+	static unsigned char *said;	/* per spec: its line says it already */
+	char full[PATH_MAX + 1024], msg[PKA_WHY_LEN];
+
+	if (!said && !(said = calloc(late_n ? late_n : 1, 1)))
+		return;
+	for (uint32_t i = 0; i < late_n; i++) {
+		struct pka_spec *sp = pka_record_spec(late_h, i);
+		const char *spec = late_spec[i], *colon = pk_spec_obj_colon(spec);
+		const char *name = colon ? colon + 1 : spec;
+		int n = 0;
+
+		if (said[i] || !sp->status || sp->status == PKA_PENDING ||
+		    (colon && !obj_matches(path, spec, (size_t)(colon - spec))))
+			continue;
+		if (snprintf(full, sizeof(full), "%s:%s", path, name) >=
+		    (int)sizeof(full))
+			continue;
+		pka_log_spec(-1);	/* the file's own lines explain nothing */
+		pk_sym_each(full, ns_count, &n);
+		if (!n)
+			continue;
+		said[i] = 1;
+		snprintf(msg, sizeof(msg), "%.200s (matching \"%.150s\") is loaded "
+			 "in link-map namespace %lu (dlmopen()): not probed, the "
+			 "agent arms the program's namespace only", path, spec,
+			 (unsigned long)lmid);
+		__atomic_store_n(&sp->why, 0, __ATOMIC_RELAXED);
+		pka_record_why(late_h, i, msg);
+		__atomic_store_n(&sp->status, -ENOTSUP, __ATOMIC_RELEASE);
+	}
+}
+
 static void late_hook(int event, uintptr_t base, const char *name)
 {
 	static __thread int in_hook __attribute__((tls_model("initial-exec")));
@@ -590,6 +675,8 @@ static void late_hook(int event, uintptr_t base, const char *name)
 	}
 	else if (event == PKA_AUDIT_CLOSING)
 		late_close(base, name);
+	else if (event == PKA_AUDIT_OTHER_NS)
+		late_other_ns(base, name);
 	pthread_mutex_unlock(&late_lock);
 	pka_busy--;
 	in_hook = 0;

@@ -845,4 +845,15 @@ add_test(NAME sym_minidebug
           ${PK_CLI_SANITIZED})
 set_tests_properties(sym_minidebug PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+# agent_late_ns.sh: libz loaded by dlmopen(LM_ID_NEWLM): every spec that
+# would match it says it is in namespace 1 and not probed.
+add_executable(agent_late_ns agent_late_ns.c)
+target_link_libraries(agent_late_ns PRIVATE ${CMAKE_DL_LIBS})
+target_compile_options(agent_late_ns PRIVATE -O2 -fno-sanitize=all)
+target_link_options(agent_late_ns PRIVATE -fno-sanitize=all)
+add_test(NAME agent_late_ns
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/agent_late_ns.sh $<TARGET_FILE:probekit_cli>
+          $<TARGET_FILE:agent_late_ns> ${PK_CLI_SANITIZED})
+set_tests_properties(agent_late_ns PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end names10b ----
