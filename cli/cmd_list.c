@@ -15,12 +15,19 @@
  * that defines it, as the dynamic linker binds it.
  *
  * The kind (jump or int3, and why int3) is what pk_probe_create() decides,
- * without registering anything; it can only be asked of code this process
- * has mapped, so it is given for the objects probekit has loaded itself
- * (libc, the loader: the same files COMMAND gets) and "unknown" for the
- * others (decided when a probe is armed). IFUNCs of those objects are
- * resolved here as this CPU resolves them (the program's choice, on the
- * same machine); elsewhere they are shown unresolved.
+ * without registering anything; it can only be asked of code mapped by a
+ * dynamic linker (the probe layer finds objects by dl_iterate_phdr()).
+ * For the objects probekit has loaded itself (libc, the loader: the same
+ * files COMMAND gets) it is asked here. For the others, with COMMAND,
+ * the specs are resolved twice: first to collect those functions (object
+ * path, offset), which are asked inside COMMAND's own process, started
+ * with the agent preloaded and libprobekit-listaudit.so in LD_AUDIT: at
+ * the start-up LA_ACT_CONSISTENT (every object mapped and relocated, no
+ * constructor run) the agent answers each (agent/list.c) and the process
+ * _exit()s before running anything of COMMAND's; then printed with those
+ * answers. Without COMMAND (or if that run fails: said on stderr) they
+ * stay "unknown" (decided when a probe is armed). IFUNCs of objects not
+ * loaded here are shown unresolved.
  *
  * libprobekit is loaded at run time (dlopen, RTLD_LOCAL), not linked: it
  * interposes sigaction(), signal() and the signal mask calls, which would
@@ -312,6 +319,14 @@ struct out {
 	size_t nseen, cap;
 	int unnamed;		/* now: only what is not in seen */
 	char *spec_err;		/* the spec's log line (spec_log()'s ctx) */
+	int collect;		/* first pass: only note what to ask COMMAND */
+	struct ask {		/* functions of objects not loaded here */
+		char *obj;
+		uintptr_t off;
+		char kind[16];	/* the answer ("" before it) */
+		char why[512];
+	} *ask;
+	size_t nask, askcap;
 };
 
 static void spec_log(enum pk_log_level level, const char *msg, void *ctx);
@@ -371,6 +386,15 @@ static const char *kind_of(const struct pk_sym *s, struct out *o, char *why,
 	int err;
 
 	why[0] = 0;
+	if ((s->flags & PK_SYM_F_FILE) && !(s->flags & PK_SYM_F_UNRESOLVED)) {
+		/* Asked in COMMAND's process (ask_command()), or to be. */
+		for (size_t i = 0; i < o->nask; i++)
+			if (o->ask[i].off == s->addr - s->base &&
+			    !strcmp(o->ask[i].obj, s->object) && o->ask[i].kind[0]) {
+				snprintf(why, len, "%s", o->ask[i].why);
+				return o->ask[i].kind;
+			}
+	}
 	if (s->flags & (PK_SYM_F_FILE | PK_SYM_F_UNRESOLVED)) {
 		snprintf(why, len, "not loaded here: decided when armed");
 		return "unknown";
@@ -404,6 +428,29 @@ static int print_sym(const struct pk_sym *s, void *ctx)
 
 	if (seen_before(o, off) && o->unnamed)
 		return 0;
+	if (o->collect) {
+		/* Only the functions of objects not loaded here, once each. */
+		if (!(s->flags & PK_SYM_F_FILE) || (s->flags & PK_SYM_F_UNRESOLVED))
+			return 0;
+		o->found++;
+		for (size_t i = 0; i < o->nask; i++)
+			if (o->ask[i].off == off && !strcmp(o->ask[i].obj, s->object))
+				return 0;
+		if (o->nask == o->askcap) {
+			size_t cap = o->askcap ? 2 * o->askcap : 64;
+			struct ask *a = realloc(o->ask, cap * sizeof(*a));
+
+			if (!a)
+				return -ENOMEM;
+			o->ask = a;
+			o->askcap = cap;
+		}
+		memset(&o->ask[o->nask], 0, sizeof(o->ask[0]));
+		if (!(o->ask[o->nask].obj = strdup(s->object)))
+			return -ENOMEM;
+		o->ask[o->nask++].off = off;
+		return 0;
+	}
 	kind = kind_of(s, o, why, sizeof(why));
 	o->found++;
 	snprintf(name, sizeof(name), "%s%s%s%s%s", s->file, s->file[0] ? "#" : "",
@@ -523,6 +570,122 @@ static void spec_log(enum pk_log_level level, const char *msg, void *ctx)
 	}
 }
 
+/*
+ * Ask COMMAND's own process the kind of each function in o->ask (see the
+ * top of this file): COMMAND @argv started with the agent preloaded and
+ * libprobekit-listaudit.so in LD_AUDIT; it ends at its start-up, before
+ * any constructor. 0, or -errno after saying why (the kinds stay unknown).
+ */
+static int ask_command(char **argv, const struct objs *os, struct out *o)
+{
+	struct pkc_run *r = calloc(1, sizeof(*r));
+	char dir[] = "/tmp/probekit-list.XXXXXX", req[64], ans[64], *slash;
+	char audit[4096 + 64], line[1200], *pre = NULL, *aud = NULL;
+	const char *old;
+	FILE *f = NULL;
+	size_t k = 0;
+	int st, err = -ENOMEM;
+	pid_t pid;
+
+	if (!r)
+		return -ENOMEM;
+	if (pkc_run_find_agent(r) || !(slash = strrchr(r->agent, '/')) ||
+	    (size_t)snprintf(audit, sizeof(audit), "%.*s/libprobekit-listaudit.so",
+			     (int)(slash - r->agent), r->agent) >= sizeof(audit) ||
+	    access(audit, R_OK)) {
+		pkc_err("list: no libprobekit-listaudit.so beside the agent: "
+			"kinds of the command's objects unknown\n");
+		free(r);
+		return -ENOENT;
+	}
+	if (!mkdtemp(dir)) {
+		err = -errno;
+		goto out;
+	}
+	snprintf(req, sizeof(req), "%s/req", dir);
+	snprintf(ans, sizeof(ans), "%s/ans", dir);
+	f = fopen(req, "w");
+	if (!f)
+		goto out;
+	for (size_t i = 0; i < o->nask; i++)
+		fprintf(f, "%s\t%" PRIxPTR "\n", o->ask[i].obj, o->ask[i].off);
+	if (fclose(f)) {
+		f = NULL;
+		goto out;
+	}
+	f = NULL;
+	old = getenv("LD_PRELOAD");
+	if (asprintf(&pre, "%s%s%s", r->agent, old && *old ? ":" : "",
+		     old ? old : "") < 0) {
+		pre = NULL;
+		goto out;
+	}
+	old = getenv("LD_AUDIT");
+	if (asprintf(&aud, "%s%s%s", audit, old && *old ? ":" : "",
+		     old ? old : "") < 0) {
+		aud = NULL;
+		goto out;
+	}
+	pid = fork();
+	if (pid < 0) {
+		err = -errno;
+		goto out;
+	}
+	if (!pid) {
+		int null = open("/dev/null", O_RDWR);
+
+		/* Its output is not list's: nothing of it should come, anyway. */
+		if (null >= 0) {
+			dup2(null, 0);
+			dup2(null, 1);
+		}
+		setenv("LD_PRELOAD", pre, 1);
+		setenv("LD_AUDIT", aud, 1);
+		setenv("PROBEKIT_LIST_REQ", req, 1);
+		setenv("PROBEKIT_LIST_OUT", ans, 1);
+		/* What pka_init() would arm on: nothing. */
+		unsetenv(PKA_ENV_DIR);
+		execv(os->path[0], argv);
+		_exit(127);
+	}
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	f = fopen(ans, "r");
+	if (!WIFEXITED(st) || WEXITSTATUS(st) || !f) {
+		pkc_err("list: %s did not answer (%s %d): kinds of its objects "
+			"unknown\n", os->path[0], WIFEXITED(st) ? "exit status" :
+			"signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+		err = -EIO;
+		goto out;
+	}
+	while (k < o->nask && fgets(line, sizeof(line), f)) {
+		char *tab = strchr(line, '\t'), *nl = strchr(line, '\n');
+
+		if (nl)
+			*nl = 0;
+		if (!tab)
+			break;
+		*tab = 0;
+		snprintf(o->ask[k].kind, sizeof(o->ask[k].kind), "%.15s", line);
+		snprintf(o->ask[k].why, sizeof(o->ask[k].why), "%s", tab + 1);
+		k++;
+	}
+	err = k == o->nask ? 0 : -EIO;
+	if (err)
+		pkc_err("list: %s answered %zu of %zu questions\n", os->path[0],
+			k, o->nask);
+out:
+	if (f)
+		fclose(f);
+	unlink(req);
+	unlink(ans);
+	rmdir(dir);
+	free(pre);
+	free(aud);
+	free(r);
+	return err;
+}
+
 static int list_body(int argc, char **argv, struct objs *os, struct out *o,
 		     char (**whyp)[512])
 {
@@ -591,6 +754,24 @@ static int list_body(int argc, char **argv, struct objs *os, struct out *o,
 			nspecs = 1;
 		}
 	}
+	/*
+	 * With COMMAND: the kinds of its objects' functions asked in its own
+	 * process first (a pass that prints nothing, then the real one).
+	 */
+	if (optind + nspecs < argc) {
+		lib.set_log(NULL, NULL);
+		o->collect = 1;
+		for (int i = 0; i < nspecs; i++) {
+			char err[512] = "";
+
+			o->spec_err = err;
+			list_spec(specs[i], os, o, err, sizeof(err));
+		}
+		o->collect = 0;
+		o->nseen = 0;
+		if (o->nask)
+			ask_command(argv + optind + nspecs + 1, os, o);
+	}
 	o->col = pkc_color_for(o->f, o->json);
 	if (!o->json)
 		fprintf(o->f, "%s%-28s %-40s %10s %7s %-9s %s%s\n",
@@ -648,6 +829,9 @@ static int list_main(int argc, char **argv)
 		free(os.path[i]);
 	free(os.path);
 	free(o.seen);
+	for (size_t i = 0; i < o.nask; i++)
+		free(o.ask[i].obj);
+	free(o.ask);
 	free(why);
 	return code;
 }

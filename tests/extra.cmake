@@ -856,4 +856,21 @@ add_test(NAME agent_late_ns
           $<TARGET_FILE:agent_late_ns> ${PK_CLI_SANITIZED})
 set_tests_properties(agent_late_ns PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+# cli_list_kinds.sh: list's kinds for COMMAND's libraries asked in its own
+# process before any constructor (agent/list.c, libprobekit-listaudit.so):
+# list_ctor (liblistctor.so's constructor leaves a file) and xmllint's
+# libxml2, compared with what count arms.
+add_library(listctor SHARED list_ctor_lib.c)
+set_target_properties(listctor PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+add_executable(list_ctor list_ctor.c)
+target_link_libraries(list_ctor PRIVATE listctor)
+foreach(t listctor list_ctor)
+  target_compile_options(${t} PRIVATE -O2 -fno-sanitize=all)
+  target_link_options(${t} PRIVATE -fno-sanitize=all)
+endforeach()
+add_test(NAME cli_list_kinds
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_list_kinds.sh $<TARGET_FILE:probekit_cli>
+          $<TARGET_FILE:list_ctor> ${PK_CLI_SANITIZED})
+set_tests_properties(cli_list_kinds PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end names10b ----
