@@ -51,6 +51,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -121,6 +122,7 @@ struct objs {
 	char **path;
 	int n;
 	int is_static;
+	char interp[PATH_MAX];	/* the program's dynamic linker, or "" */
 };
 
 static int objs_add(struct objs *o, const char *path)
@@ -217,6 +219,8 @@ static int command_objects(const char *cmd, struct objs *o)
 		return PKC_EXIT_OWN;
 	}
 	r = elf_interp(prog, interp, sizeof(interp));
+	if (!r)
+		snprintf(o->interp, sizeof(o->interp), "%s", interp);
 	if (r < 0) {
 		pkc_err("list: %s is not a 64-bit ELF program\n",
 			prog);
@@ -589,6 +593,25 @@ static int ask_command(char **argv, const struct objs *os, struct out *o)
 
 	if (!r)
 		return -ENOMEM;
+	/*
+	 * Only where the dynamic linker is glibc's and honours LD_AUDIT and
+	 * LD_PRELOAD: a static, setuid or setgid program, or one with file
+	 * capabilities (secure mode), would run whole.
+	 */
+	{
+		const char *b = strrchr(os->interp, '/');
+		struct stat st;
+
+		if (os->is_static || !b || strncmp(b + 1, "ld-linux", 8) ||
+		    stat(os->path[0], &st) || (st.st_mode & (S_ISUID | S_ISGID)) ||
+		    getxattr(os->path[0], "security.capability", NULL, 0) >= 0) {
+			pkc_err("list: %s is not run (static, set-user-ID or "
+				"-group, capabilities, or not glibc's loader): kinds "
+				"of its objects unknown\n", os->path[0]);
+			free(r);
+			return -EPERM;
+		}
+	}
 	if (pkc_run_find_agent(r) || !(slash = strrchr(r->agent, '/')) ||
 	    (size_t)snprintf(audit, sizeof(audit), "%.*s/libprobekit-listaudit.so",
 			     (int)(slash - r->agent), r->agent) >= sizeof(audit) ||

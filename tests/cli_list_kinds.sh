@@ -34,6 +34,11 @@ check "no constructor of the command ran, nor main(), and nothing said on stderr
 "$pk" list -- "$lc" >"$tmp/rep" 2>"$tmp/err"
 check "list -- list_ctor: the program's own functions, none unknown (rc $?)" \
 	'grep -Eq "^list_ctor +main " "$tmp/rep" && ! grep -q unknown "$tmp/rep" && [ ! -e "$tmp/ctor-ran" ]'
+# A set-user-ID copy would run whole where LD_AUDIT is not honoured: not run.
+cp "$lc" "$tmp/list_ctor_suid" && chmod u+s "$tmp/list_ctor_suid"
+"$pk" list 'liblistctor.so:lc_add' -- "$tmp/list_ctor_suid" >"$tmp/rep" 2>"$tmp/err"
+check "a set-user-ID COMMAND: not run, said, its kinds unknown" \
+	'grep -q "list_ctor_suid is not run (static, set-user-ID" "$tmp/err" && grep -q "lc_add .* unknown" "$tmp/rep" && [ ! -e "$tmp/ctor-ran" ] && [ ! -e "$tmp/main-ran" ]'
 unset LIST_CTOR_FILE LIST_MAIN_FILE
 
 # ---- 2. every function of libxml2: the same kinds count arms ----
