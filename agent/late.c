@@ -70,9 +70,11 @@
  *
  * Not covered: a spec armed in the program's namespace that matches a
  * copy in another namespace too counts the program's copy only, said
- * nowhere (its line reports an armed spec); specs that were armed at start-up are
- * never armed again in a library loaded later (one function per spec, or
- * for a glob, the functions it matched at start-up).
+ * nowhere (its line reports an armed spec); specs that were armed at
+ * start-up are never armed again in a library loaded later (one function
+ * per spec, or for a glob, the functions it matched at start-up); a
+ * function a later spec took at an earlier load (its earlier spec matching
+ * nothing then) stays that spec's, as probes are never moved.
  */
 struct late {
 	struct late *next;
