@@ -25,9 +25,12 @@
  * the start-up LA_ACT_CONSISTENT (every object mapped and relocated, no
  * constructor run) the agent answers each (agent/list.c) and the process
  * _exit()s before running anything of COMMAND's; then printed with those
- * answers. Without COMMAND (or if that run fails: said on stderr) they
- * stay "unknown" (decided when a probe is armed). IFUNCs of objects not
- * loaded here are shown unresolved.
+ * answers. Without COMMAND, an OBJECT-FILE's are asked the same way of the
+ * program itself (exec()ed without arguments) or, for a library, of a copy
+ * of this command with it preloaded (ask_files()). Where that run fails
+ * or is not made (said on stderr) they stay "unknown" (decided when a
+ * probe is armed). IFUNCs of objects not loaded here are shown
+ * unresolved.
  *
  * libprobekit is loaded at run time (dlopen, RTLD_LOCAL), not linked: it
  * interposes sigaction(), signal() and the signal mask calls, which would
@@ -576,23 +579,29 @@ static void spec_log(enum pk_log_level level, const char *msg, void *ctx)
 
 /*
  * Ask COMMAND's own process the kind of each function in o->ask (see the
- * top of this file): COMMAND @argv started with the agent preloaded and
- * libprobekit-listaudit.so in LD_AUDIT; it ends at its start-up, before
- * any constructor. 0, or -errno after saying why (the kinds stay unknown).
+ * top of this file): COMMAND @argv started with the agent preloaded (and
+ * @extra after it, or NULL) and libprobekit-listaudit.so in LD_AUDIT; it
+ * ends at its start-up, before any constructor. Only the functions of
+ * object @only if not NULL. 0, or -errno after saying why (the kinds
+ * stay unknown).
  */
-static int ask_command(char **argv, const struct objs *os, struct out *o)
+static int ask_command(char **argv, const struct objs *os, const char *extra,
+		       const char *only, struct out *o)
 {
 	struct pkc_run *r = calloc(1, sizeof(*r));
 	char dir[] = "/tmp/probekit-list.XXXXXX", req[64], ans[64], *slash;
 	char audit[4096 + 64], line[1200], *pre = NULL, *aud = NULL;
 	const char *old;
 	FILE *f = NULL;
-	size_t k = 0;
+	size_t k = 0, nq = 0, *q = calloc(o->nask ? o->nask : 1, sizeof(*q));
 	int st, err = -ENOMEM;
 	pid_t pid;
 
-	if (!r)
+	if (!r || !q) {
+		free(r);
+		free(q);
 		return -ENOMEM;
+	}
 	/*
 	 * Only where the dynamic linker is glibc's and honours LD_AUDIT and
 	 * LD_PRELOAD: a static, setuid or setgid program, or one with file
@@ -609,6 +618,7 @@ static int ask_command(char **argv, const struct objs *os, struct out *o)
 				"-group, capabilities, or not glibc's loader): kinds "
 				"of its objects unknown\n", os->path[0]);
 			free(r);
+			free(q);
 			return -EPERM;
 		}
 	}
@@ -619,6 +629,7 @@ static int ask_command(char **argv, const struct objs *os, struct out *o)
 		pkc_err("list: no libprobekit-listaudit.so beside the agent: "
 			"kinds of the command's objects unknown\n");
 		free(r);
+		free(q);
 		return -ENOENT;
 	}
 	if (!mkdtemp(dir)) {
@@ -630,15 +641,20 @@ static int ask_command(char **argv, const struct objs *os, struct out *o)
 	f = fopen(req, "w");
 	if (!f)
 		goto out;
-	for (size_t i = 0; i < o->nask; i++)
+	for (size_t i = 0; i < o->nask; i++) {
+		if (only && strcmp(only, o->ask[i].obj))
+			continue;
+		q[nq++] = i;
 		fprintf(f, "%s\t%" PRIxPTR "\n", o->ask[i].obj, o->ask[i].off);
+	}
 	if (fclose(f)) {
 		f = NULL;
 		goto out;
 	}
 	f = NULL;
 	old = getenv("LD_PRELOAD");
-	if (asprintf(&pre, "%s%s%s", r->agent, old && *old ? ":" : "",
+	if (asprintf(&pre, "%s%s%s%s%s", r->agent, extra ? ":" : "",
+		     extra ? extra : "", old && *old ? ":" : "",
 		     old ? old : "") < 0) {
 		pre = NULL;
 		goto out;
@@ -681,7 +697,7 @@ static int ask_command(char **argv, const struct objs *os, struct out *o)
 		err = -EIO;
 		goto out;
 	}
-	while (k < o->nask && fgets(line, sizeof(line), f)) {
+	while (k < nq && fgets(line, sizeof(line), f)) {
 		char *tab = strchr(line, '\t'), *nl = strchr(line, '\n');
 
 		if (nl)
@@ -689,14 +705,14 @@ static int ask_command(char **argv, const struct objs *os, struct out *o)
 		if (!tab)
 			break;
 		*tab = 0;
-		snprintf(o->ask[k].kind, sizeof(o->ask[k].kind), "%.15s", line);
-		snprintf(o->ask[k].why, sizeof(o->ask[k].why), "%s", tab + 1);
+		snprintf(o->ask[q[k]].kind, sizeof(o->ask[0].kind), "%.15s", line);
+		snprintf(o->ask[q[k]].why, sizeof(o->ask[0].why), "%s", tab + 1);
 		k++;
 	}
-	err = k == o->nask ? 0 : -EIO;
+	err = k == nq ? 0 : -EIO;
 	if (err)
 		pkc_err("list: %s answered %zu of %zu questions\n", os->path[0],
-			k, o->nask);
+			k, nq);
 out:
 	if (f)
 		fclose(f);
@@ -706,7 +722,53 @@ out:
 	free(pre);
 	free(aud);
 	free(r);
+	free(q);
 	return err;
+}
+
+/*
+ * Without COMMAND: the functions of each OBJECT-FILE not loaded here are
+ * asked of a process that loads it and runs nothing of it: a program
+ * itself, exec()ed without arguments; a library, preloaded into a copy of
+ * this command (its own code does not run either).
+ */
+static void ask_files(struct out *o)
+{
+	for (size_t i = 0; i < o->nask; i++) {
+		struct objs one = { 0 };
+		char self[PATH_MAX], *argv[2];
+		const char *extra = NULL;
+		ssize_t n;
+		int r;
+
+		if (o->ask[i].kind[0] || (i && !strcmp(o->ask[i].obj, o->ask[i - 1].obj)))
+			continue;
+		r = elf_interp(o->ask[i].obj, one.interp, sizeof(one.interp));
+		if (r < 0)
+			continue;
+		if (r == 0) {
+			argv[0] = o->ask[i].obj;
+		} else {
+			/* A library (no PT_INTERP): into this command. */
+			n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+			if (n <= 0 || elf_interp((self[n] = 0, self), one.interp,
+						 sizeof(one.interp)))
+				continue;
+			argv[0] = self;
+			extra = o->ask[i].obj;
+		}
+		argv[1] = NULL;
+		if (objs_add(&one, argv[0]) == 0)
+			ask_command(argv, &one, extra, o->ask[i].obj, o);
+		for (int k = 0; k < one.n; k++)
+			free(one.path[k]);
+		free(one.path);
+	}
+}
+
+static void no_log(enum pk_log_level level, const char *msg, void *ctx)
+{
+	(void)level, (void)msg, (void)ctx;
 }
 
 static int list_body(int argc, char **argv, struct objs *os, struct out *o,
@@ -778,11 +840,13 @@ static int list_body(int argc, char **argv, struct objs *os, struct out *o,
 		}
 	}
 	/*
-	 * With COMMAND: the kinds of its objects' functions asked in its own
-	 * process first (a pass that prints nothing, then the real one).
+	 * The kinds of the functions of objects not loaded here asked first
+	 * (a pass that prints nothing, then the real one): in COMMAND's own
+	 * process, or without COMMAND in one loading each OBJECT-FILE.
 	 */
-	if (optind + nspecs < argc) {
-		lib.set_log(NULL, NULL);
+	{
+		/* Silent: the real pass says what is to be said. */
+		lib.set_log(no_log, NULL);
 		o->collect = 1;
 		for (int i = 0; i < nspecs; i++) {
 			char err[512] = "";
@@ -792,8 +856,10 @@ static int list_body(int argc, char **argv, struct objs *os, struct out *o,
 		}
 		o->collect = 0;
 		o->nseen = 0;
-		if (o->nask)
-			ask_command(argv + optind + nspecs + 1, os, o);
+		if (o->nask && optind + nspecs < argc)
+			ask_command(argv + optind + nspecs + 1, os, NULL, NULL, o);
+		else if (o->nask)
+			ask_files(o);
 	}
 	o->col = pkc_color_for(o->f, o->json);
 	if (!o->json)

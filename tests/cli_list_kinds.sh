@@ -5,7 +5,7 @@
 # itself has not loaded, asked in COMMAND's own process before any of its
 # constructors (issue 10): nothing "unknown"; the same int3 functions as
 # `probekit count` then arms; neither a library's constructor nor main()
-# runs.
+# runs; the same for an OBJECT-FILE listed alone.
 # usage: cli_list_kinds.sh PROBEKIT LIST_CTOR [SANITIZED]
 # (SANITIZED as in cli_common.sh)
 # shellcheck source=tests/cli_common.sh
@@ -63,10 +63,15 @@ else
 	echo "skip libxml2: no xmllint (libxml2-utils)"
 fi
 
-# ---- 3. without COMMAND, a file not loaded here: still unknown ----
+# ---- 3. without COMMAND: OBJECT-FILEs asked of a process loading them ----
+export LIST_CTOR_FILE="$tmp/ctor-ran" LIST_MAIN_FILE="$tmp/main-ran"
 "$pk" list "$(dirname "$lc")/liblistctor.so" >"$tmp/rep" 2>"$tmp/err"
-check "list OBJECT-FILE alone: 'unknown: not loaded here' (no COMMAND to ask)" \
-	'grep -Eq "^liblistctor.so +lc_add .* unknown: not loaded here" "$tmp/rep"'
+check "list liblistctor.so (a library alone): lc_add's kind known, its constructor not run" \
+	'grep -Eq "^liblistctor.so +lc_add .* (jump|int3:.*)$" "$tmp/rep" && ! grep -q unknown "$tmp/rep" && [ ! -e "$tmp/ctor-ran" ] && [ ! -s "$tmp/err" ]'
+"$pk" list "$lc" >"$tmp/rep" 2>"$tmp/err"
+check "list list_ctor (a program alone): main's kind known, neither it nor a constructor run" \
+	'grep -Eq "^list_ctor +main .* (jump|int3:.*)$" "$tmp/rep" && ! grep -q unknown "$tmp/rep" && [ ! -e "$tmp/ctor-ran" ] && [ ! -e "$tmp/main-ran" ]'
+unset LIST_CTOR_FILE LIST_MAIN_FILE
 
 [ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
 echo "all checks passed"
