@@ -160,12 +160,21 @@ PKA_AUDIT_EXPORT void la_activity(uintptr_t *cookie, unsigned int flag)
 #ifdef PKA_AUDIT_LIST
 	static int listed;
 
-	/* The first: the program's start-up. It does not return. */
-	if (flag == LA_ACT_CONSISTENT && *cookie && list_agent && !listed++) {
-		uintptr_t fn = dynsym_find(list_agent, "pka_list_early");
+	/*
+	 * The first: the program's start-up. pka_list_early() does not
+	 * return; if it does, or the agent is not there (not preloaded, too
+	 * old), the process ends here all the same (status 4): nothing of
+	 * COMMAND may run.
+	 */
+	if (flag == LA_ACT_CONSISTENT && *cookie && !listed++) {
+		uintptr_t fn = list_agent ? dynsym_find(list_agent, "pka_list_early") : 0;
+		long ret;
 
 		if (fn)
 			((void (*)(void))fn)();
+		__asm__ volatile("syscall" : "=a"(ret) : "0"(231L /* exit_group */),
+				 "D"(4L) : "rcx", "r11", "memory");
+		(void)ret;
 	}
 #endif
 	if (hook && flag == LA_ACT_CONSISTENT && *cookie)

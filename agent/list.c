@@ -168,7 +168,7 @@ __attribute__((visibility("default"))) void pka_list_early(void)
 		else if (!strncmp(env + i, LIST_OUT, sizeof(LIST_OUT) - 1))
 			outp = env + i + sizeof(LIST_OUT) - 1;
 	}
-	/* Not a list run (the module in another's LD_AUDIT): carry on. */
+	/* Not a list run: the module ends the process (audit.c). */
 	if (!req || !outp) {
 		free(env);
 		return;
