@@ -73,5 +73,14 @@ check "list list_ctor (a program alone): main's kind known, neither it nor a con
 	'grep -Eq "^list_ctor +main .* (jump|int3:.*)$" "$tmp/rep" && ! grep -q unknown "$tmp/rep" && [ ! -e "$tmp/ctor-ran" ] && [ ! -e "$tmp/main-ran" ]'
 unset LIST_CTOR_FILE LIST_MAIN_FILE
 
+# ---- 4. the audit module alone (no agent to answer): the process still ends ----
+la="$(dirname "$pk")/libprobekit-listaudit.so"
+if [ -r "$la" ]; then
+	LIST_MAIN_FILE="$tmp/main-ran" LD_AUDIT="$la" "$lc" >"$tmp/out" 2>&1
+	rc=$?
+	check "libprobekit-listaudit.so without the agent: exit 4 before main() (rc $rc)" \
+		'[ $rc -eq 4 ] && [ ! -e "$tmp/main-ran" ] && [ ! -s "$tmp/out" ]'
+fi
+
 [ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
 echo "all checks passed"
