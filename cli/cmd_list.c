@@ -555,26 +555,33 @@ done:
 	return r < 0 ? r : -ENOENT;
 }
 
+/*
+ * A file's MiniDebugInfo refused: said whatever the spec finds (its other
+ * sources are listed), once a file, in whichever pass reads the file (the
+ * symbol layer keeps what it read).
+ */
+static void file_line(enum pk_log_level level, const char *msg)
+{
+	static char said[4][512];	/* the last files' lines */
+	static unsigned int nsaid;
+
+	if (level > PK_LOG_ERROR || !strstr(msg, ".gnu_debugdata"))
+		return;
+	for (unsigned int i = 0; i < 4; i++)
+		if (!strncmp(said[i], msg, sizeof(said[i]) - 1))
+			return;
+	snprintf(said[nsaid++ % 4], sizeof(said[0]), "%s", msg);
+	pkc_err("list: %s\n", msg);
+}
+
 static void spec_log(enum pk_log_level level, const char *msg, void *ctx)
 {
-	static char said[4][512];	/* the last files' lines, said once */
-	static unsigned int nsaid;
 	char *err = ctx;
 
 	if (level > PK_LOG_ERROR)
 		return;
 	snprintf(err, 512, "%s", msg);
-	/*
-	 * A file's MiniDebugInfo refused: said whatever the spec finds (its
-	 * other sources are listed), once a file.
-	 */
-	if (strstr(msg, ".gnu_debugdata")) {
-		for (unsigned int i = 0; i < 4; i++)
-			if (!strncmp(said[i], msg, sizeof(said[i]) - 1))
-				return;
-		snprintf(said[nsaid++ % 4], sizeof(said[0]), "%s", msg);
-		pkc_err("list: %s\n", msg);
-	}
+	file_line(level, msg);
 }
 
 /*
@@ -766,9 +773,10 @@ static void ask_files(struct out *o)
 	}
 }
 
-static void no_log(enum pk_log_level level, const char *msg, void *ctx)
+static void collect_log(enum pk_log_level level, const char *msg, void *ctx)
 {
-	(void)level, (void)msg, (void)ctx;
+	(void)ctx;
+	file_line(level, msg);
 }
 
 static int list_body(int argc, char **argv, struct objs *os, struct out *o,
@@ -845,8 +853,8 @@ static int list_body(int argc, char **argv, struct objs *os, struct out *o,
 	 * process, or without COMMAND in one loading each OBJECT-FILE.
 	 */
 	{
-		/* Silent: the real pass says what is to be said. */
-		lib.set_log(no_log, NULL);
+		/* The real pass says the rest. */
+		lib.set_log(collect_log, NULL);
 		o->collect = 1;
 		for (int i = 0; i < nspecs; i++) {
 			char err[512] = "";
