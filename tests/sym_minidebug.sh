@@ -48,6 +48,11 @@ grep -qx md_static_fn md.keep || { echo "FAIL: md_static_fn not kept in the Mini
 listing() { # file: probekit list FILE into $tmp/rep, stderr $tmp/err
 	"$pk" list "./$1" >"$tmp/rep" 2>"$tmp/err"
 	rc=$?
+	# A sanitizer build's agent cannot answer for kinds (man: LIST).
+	if [ "$sanitized" = 1 ]; then
+		grep -v " did not answer " "$tmp/err" >"$tmp/err2"
+		mv "$tmp/err2" "$tmp/err"
+	fi
 }
 count_of() { # function name -> its count in $tmp/rep
 	awk -v f="$1" '$2 == f { print $1; exit }' "$tmp/rep"
