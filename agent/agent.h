@@ -204,6 +204,9 @@ void pka_xcache_spec_put(const char *spec, void *addr);
 enum pka_audit_event {
 	PKA_AUDIT_LOADED = 1,	/* la_activity(LA_ACT_CONSISTENT) */
 	PKA_AUDIT_CLOSING = 2,	/* la_objclose(): base and name */
+	PKA_AUDIT_OTHER_NS = 3,	/* la_objopen() in another namespace than
+				 * the program's: its Lmid_t (as base) and
+				 * name */
 };
 
 /*

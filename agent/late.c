@@ -3,6 +3,8 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fnmatch.h>
+#include <limits.h>
 #include <stdio.h>
 #include <link.h>
 #include <pthread.h>
@@ -10,6 +12,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "sym/spec.h"
 
 /*
  * The run's specs that pka_arm() could not arm in this process (not found
@@ -45,10 +48,33 @@
  * (the most left out at one load: every load expands the glob again
  * over every object loaded, so those are counted at each).
  *
- * Not covered: libraries loaded into another namespace (dlmopen()), which
- * the symbol layer does not see; specs that were armed at start-up are
- * never armed again in a library loaded later (one function per spec, or
- * for a glob, the functions it matched at start-up).
+ * One probe a function, as at start-up (arm.c, pka_plan()): at a load,
+ * the specs are expanded in command-line order and a function goes to the
+ * first that matches it; a later spec that matches it too does not count
+ * it (late_dup). A spec all of whose functions are so taken reports the
+ * owner's probes when they are consecutive ones (a spec given twice, a
+ * name a glob before it matched: its first and nprobe point at them, its
+ * own slots kept in late_first/late_np), else says which spec counts
+ * them; one left with functions of its own just does not list those. A
+ * function probed already, by a probe of an object loaded before, stays
+ * with that probe's spec. A library closed and opened again is decided
+ * again the same way, into the same slots.
+ *
+ * Libraries loaded into another namespace (dlmopen()) are not armed: the
+ * symbol layer sees the program's namespace only (dl_iterate_phdr()), and
+ * the probe layer places probes by it. The audit module tells us of each
+ * object opened there (PKA_AUDIT_OTHER_NS, from la_objopen(): mapped, not
+ * run); every spec not armed in this process that would match a function
+ * of that file (read as a file: pk_sym_each() on PATH:NAME) says so, in
+ * its line: "... loaded in link-map namespace N (dlmopen()): not probed".
+ *
+ * Not covered: a spec armed in the program's namespace that matches a
+ * copy in another namespace too counts the program's copy only, said
+ * nowhere (its line reports an armed spec); specs that were armed at
+ * start-up are never armed again in a library loaded later (one function
+ * per spec, or for a glob, the functions it matched at start-up); a
+ * function a later spec took at an earlier load (its earlier spec matching
+ * nothing then) stays that spec's, as probes are never moved.
  */
 struct late {
 	struct late *next;
@@ -76,21 +102,37 @@ static char **slot_name;	/* per probe slot: its function, or NULL */
 static char **slot_obj;		/* per probe slot: its object's basename */
 /* Per probe slot: taken by a function (from glob_slot() to late_close()). */
 static unsigned char *slot_live;
+/* Per spec: its own slots (the record's first/nprobe may alias another's). */
+static uint32_t *late_first, *late_np;
+/* Per spec: a function of its own was armed once (it is never an alias). */
+static unsigned char *late_own;
+
+/* Per spec, during one load: the functions an earlier spec takes. */
+struct late_dup {
+	uint32_t n, lo, hi;	/* how many; the owners' probes' range */
+	uint32_t owner;		/* the owner of the lowest-addressed one */
+	uintptr_t addr;		/* that one (start-up names it) */
+	int own;		/* functions of its own at this load */
+	char *name;		/* its name, or NULL */
+};
+static struct late_dup *late_dup;
 
 /* What one load arms, as one batch. */
 struct batch {
 	void **p;
 	uint32_t *spec, *probe;
+	uintptr_t *addr;
 	size_t n, cap;
 };
 
 static int batch_add(struct batch *b, void *p, uint32_t spec,
-		     uint32_t probe)
+		     uint32_t probe, uintptr_t addr)
 {
 	if (b->n == b->cap) {
 		size_t cap = b->cap ? 2 * b->cap : 64;
 		void **np = realloc(b->p, cap * sizeof(*np));
 		uint32_t *ns, *npr;
+		uintptr_t *na;
 
 		if (!np)
 			return -ENOMEM;
@@ -103,12 +145,61 @@ static int batch_add(struct batch *b, void *p, uint32_t spec,
 		if (!npr)
 			return -ENOMEM;
 		b->probe = npr;
+		na = realloc(b->addr, cap * sizeof(*na));
+		if (!na)
+			return -ENOMEM;
+		b->addr = na;
 		b->cap = cap;
 	}
 	b->p[b->n] = p;
 	b->spec[b->n] = spec;
+	b->addr[b->n] = addr;
 	b->probe[b->n++] = probe;
 	return 0;
+}
+
+/*
+ * Whether function @addr has a probe of another spec than @spec already:
+ * one of this load's batch, or one armed at an earlier load. Return: its
+ * probe slot (and its spec into *@owner), -1, or -2 if @spec itself has
+ * one in this batch (two names of one function: one probe, as start-up).
+ */
+static int64_t late_taken(const struct batch *b, uintptr_t addr,
+			  uint32_t spec, uint32_t *owner)
+{
+	for (size_t j = 0; j < b->n; j++)
+		if (b->addr[j] == addr) {
+			if (b->spec[j] == spec)
+				return -2;
+			*owner = b->spec[j];
+			return b->probe[j];
+		}
+	for (struct late *l = late_list; l; l = l->next)
+		if (l->addr == addr && l->spec != spec) {
+			*owner = l->spec;
+			return l->probe;
+		}
+	return -1;
+}
+
+/* Spec @i matched function @addr, which probe @k of spec @owner has. */
+static void dup_add(uint32_t i, uint32_t owner, uint32_t k, uintptr_t addr,
+		    const char *name)
+{
+	struct late_dup *d = &late_dup[i];
+
+	if (!d->n || addr < d->addr) {
+		free(d->name);
+		d->name = name ? strdup(name) : NULL;
+		d->owner = owner;
+		d->addr = addr;
+	}
+	if (!d->n++) {
+		d->lo = d->hi = k;
+		return;
+	}
+	d->lo = k < d->lo ? k : d->lo;
+	d->hi = k > d->hi ? k : d->hi;
 }
 
 static int get_adds(struct dl_phdr_info *info, size_t size, void *arg)
@@ -182,11 +273,10 @@ static int slot_is(uint32_t k, const char *obj, const char *name)
 static void glob_collide(uint32_t i, uint32_t k, const char *obj,
 			 const char *name)
 {
-	const struct pka_spec *sp = pka_record_spec(late_h, i);
 	char *q;
 	int other = 0;
 
-	for (uint32_t j = sp->first; j < sp->first + late_used[i]; j++) {
+	for (uint32_t j = late_first[i]; j < late_first[i] + late_used[i]; j++) {
 		if (j == k || !slot_name[j] || strcmp(slot_name[j], name) ||
 		    !strcmp(slot_obj[j], obj))
 			continue;
@@ -209,23 +299,22 @@ static void glob_collide(uint32_t i, uint32_t k, const char *obj,
 static int glob_slot(uint32_t i, uint32_t rank, const char *obj,
 		     const char *name)
 {
-	struct pka_spec *sp = pka_record_spec(late_h, i);
-	uint32_t k;
+	uint32_t first = late_first[i], k;
 
-	if (rank < late_used[i] && !slot_live[sp->first + rank] &&
-	    slot_is(sp->first + rank, obj, name))
-		k = sp->first + rank;
+	if (rank < late_used[i] && !slot_live[first + rank] &&
+	    slot_is(first + rank, obj, name))
+		k = first + rank;
 	else
-		for (k = sp->first; k < sp->first + late_used[i]; k++)
+		for (k = first; k < first + late_used[i]; k++)
 			if (!slot_live[k] && slot_is(k, obj, name))
 				break;
-	if (k < sp->first + late_used[i]) {
+	if (k < first + late_used[i]) {
 		slot_live[k] = 1;
 		return (int)k;
 	}
-	if (late_used[i] >= sp->nprobe)
+	if (late_used[i] >= late_np[i])
 		return -1;
-	k = sp->first + late_used[i]++;
+	k = first + late_used[i]++;
 	slot_name[k] = strdup(name);
 	slot_obj[k] = strdup(obj);
 	if (!slot_name[k] || !slot_obj[k]) {
@@ -247,25 +336,40 @@ static int glob_sym(const struct pk_sym *s, void *arg)
 	/* Whole: name, @version, " -> ", impl (as arm.c's plan_sym()). */
 	char name[sizeof(s->name) + sizeof(s->version) + sizeof(s->impl) + 8];
 	const char *obj;
+	uint32_t owner;
+	int64_t taken;
 	void *p;
 	int k;
 
 	if (s->flags & (PK_SYM_F_FILE | PK_SYM_F_UNRESOLVED) ||
 	    s->base == (uintptr_t)&__ehdr_start)
 		return 0;
-	/* Armed already (in an object loaded before this one). */
-	for (struct late *l = late_list; l; l = l->next)
-		if (l->spec == g->spec && l->addr == s->addr)
-			return 0;
 	/* It matches here: start-up's line ("not loaded") explains nothing. */
-	if (!g->rank && pka_record_spec(late_h, g->spec)->status)
+	if (!g->rank && !late_dup[g->spec].n && !late_dup[g->spec].own &&
+	    pka_record_spec(late_h, g->spec)->status &&
+	    pka_record_spec(late_h, g->spec)->status != -EEXIST)
 		__atomic_store_n(&pka_record_spec(late_h, g->spec)->why, 0,
 				 __ATOMIC_RELEASE);
+	/* Armed already (in an object loaded before this one). */
+	for (struct late *l = late_list; l; l = l->next)
+		if (l->spec == g->spec && l->addr == s->addr) {
+			late_dup[g->spec].own = 1;
+			return 0;
+		}
 	snprintf(name, sizeof(name), "%s%s%s%s%s", s->name,
 		 (s->flags & PK_SYM_F_COMPAT) && s->version[0] ? "@" : "",
 		 (s->flags & PK_SYM_F_COMPAT) ? s->version : "",
 		 (s->flags & PK_SYM_F_IFUNC) && s->impl[0] ? " -> " : "",
 		 (s->flags & PK_SYM_F_IFUNC) ? s->impl : "");
+	/* An earlier spec's (or an earlier load's): one probe a function. */
+	taken = late_taken(g->b, s->addr, g->spec, &owner);
+	if (taken == -2)
+		return 0;
+	if (taken >= 0) {
+		dup_add(g->spec, owner, (uint32_t)taken, s->addr, name);
+		return 0;
+	}
+	late_dup[g->spec].own = 1;
 	obj = strrchr(s->object, '/');
 	obj = obj ? obj + 1 : s->object;
 	k = glob_slot(g->spec, g->rank++, obj, name);
@@ -284,7 +388,7 @@ static int glob_sym(const struct pk_sym *s, void *arg)
 		slot_live[k] = 0;
 		return 0;
 	}
-	if (batch_add(g->b, p, g->spec, (uint32_t)k)) {
+	if (batch_add(g->b, p, g->spec, (uint32_t)k, s->addr)) {
 		pka_hook_destroy(late_m, p);
 		slot_live[k] = 0;
 		return -ENOMEM;
@@ -308,6 +412,60 @@ static int late_new(void)
 	return 1;
 }
 
+/*
+ * After a load's batch: the specs whose every function this load matched
+ * is an earlier spec's report as start-up's do (arm.c, pka_arm()): the
+ * owner's probes if consecutive, else which spec counts them.
+ */
+static void late_dups(void)
+{
+	for (uint32_t i = 0; i < late_n; i++) {
+		const struct late_dup *d = &late_dup[i];
+		struct pka_spec *sp = pka_record_spec(late_h, i);
+		int32_t st = -EEXIST;
+		uint32_t i3 = 0;
+
+		if (!d->n || d->own || late_own[i])
+			continue;
+		if (d->hi - d->lo + 1 != d->n) {
+			char msg[PKA_WHY_LEN];
+
+			/* Said at an earlier load: the pool is not refilled. */
+			if (sp->status == -EEXIST)
+				continue;
+
+			snprintf(msg, sizeof(msg), "%.200s%scounted under the "
+				 "earlier spec \"%.200s\" (one probe a function)",
+				 d->name ? d->name : "", d->name ? " is " : "",
+				 late_spec[d->owner]);
+			__atomic_store_n(&sp->why, 0, __ATOMIC_RELAXED);
+			pka_record_why(late_h, i, msg);
+			pka_record_probe(late_h, late_first[i])->status = -EEXIST;
+			__atomic_store_n(&sp->status, -EEXIST, __ATOMIC_RELEASE);
+			continue;
+		}
+		/* Its own slot stays unused: it reports the owner's. */
+		pka_record_probe(late_h, late_first[i])->status = -EEXIST;
+		for (uint32_t k = d->lo; k <= d->hi; k++) {
+			const struct pka_probe *pp = pka_record_probe(late_h, k);
+
+			if (!pp->status)
+				st = 0;
+			i3 |= pp->int3;
+		}
+		if (!st)
+			__atomic_store_n(&sp->why, 0, __ATOMIC_RELAXED);
+		sp->first = d->lo;
+		sp->nprobe = d->n;
+		sp->int3 = i3;
+		__atomic_store_n(&sp->status, st, __ATOMIC_RELEASE);
+	}
+	for (uint32_t i = 0; i < late_n; i++) {
+		free(late_dup[i].name);
+		late_dup[i].name = NULL;
+	}
+}
+
 /* A dlopen()'s objects are mapped: arm what matches in them. */
 static void late_load(void)
 {
@@ -315,7 +473,14 @@ static void late_load(void)
 	int rc;
 
 	for (uint32_t i = 0; i < late_n; i++) {
+		free(late_dup[i].name);
+		memset(&late_dup[i], 0, sizeof(late_dup[i]));
+	}
+	for (uint32_t i = 0; i < late_n; i++) {
 		PK_OPTS(pk_probe_opts, o, .symbol = late_spec[i]);
+		struct pk_probe_info info = { .sz = sizeof(info) };
+		uint32_t owner;
+		int64_t taken = -1;
 		void *p;
 
 		if (late_glob[i]) {
@@ -338,15 +503,26 @@ static void late_load(void)
 		}
 		if (late_armed[i])
 			continue;
-		late_m->probe(late_h, pka_record_spec(late_h, i)->first, &o);
-		if (!pka_hook_create(late_m, &o, &p) &&
-		    batch_add(&b, p, i, pka_record_spec(late_h, i)->first)) {
+		late_m->probe(late_h, late_first[i], &o);
+		if (pka_hook_create(late_m, &o, &p))
+			continue;
+		/* Its function is an earlier spec's: its probe reports it. */
+		if (pka_hook_info(late_m, p, &info) ||
+		    (taken = late_taken(&b, info.func, i, &owner)) >= 0) {
+			pka_hook_destroy(late_m, p);
+			if (taken >= 0)
+				dup_add(i, owner, (uint32_t)taken, info.func,
+					NULL);
+			continue;
+		}
+		late_dup[i].own = 1;
+		if (batch_add(&b, p, i, late_first[i], info.func)) {
 			pka_hook_destroy(late_m, p);
 			goto drop;
 		}
 	}
 	if (!b.n)
-		goto out;
+		goto dups;
 	rc = pka_hook_register(late_m, b.p, b.n);
 	for (size_t j = 0; j < b.n; j++) {
 		struct pk_probe_info info = { .sz = sizeof(info) };
@@ -373,8 +549,11 @@ static void late_load(void)
 		late_list = l;
 		slot_live[l->probe] = 1;
 		late_armed[l->spec] = 1;
+		late_own[l->spec] = 1;
 		late_probe_armed(l->spec, l->probe, info.kind == PK_PROBE_INT3);
 	}
+dups:
+	late_dups();
 	goto out;
 drop:
 	/* No memory: nothing of this load armed, its slots free again. */
@@ -386,6 +565,7 @@ out:
 	free(b.p);
 	free(b.spec);
 	free(b.probe);
+	free(b.addr);
 }
 
 /* An object is about to be unmapped: retire the probes in it. */
@@ -403,6 +583,79 @@ static void late_close(uintptr_t bias, const char *name)
 		slot_live[l->probe] = 0;
 		free(l->name);
 		free(l);
+	}
+}
+
+/* Whether @path's file name is @want, whole or up to a dot, or matches it as a glob. */
+static int obj_matches(const char *path, const char *want, size_t len)
+{
+	const char *base = strrchr(path, '/');
+	char b[NAME_MAX + 1], w[PATH_MAX];
+
+	if (len >= sizeof(w))
+		return 0;
+	memcpy(w, want, len);
+	w[len] = 0;
+	if (strchr(w, '/'))
+		return !strcmp(w, path);
+	base = base ? base + 1 : path;
+	if (strlen(base) >= sizeof(b))
+		return 0;
+	strcpy(b, base);
+	for (;;) {
+		char *dot;
+
+		if (!fnmatch(w, b, 0))
+			return 1;
+		dot = strrchr(b, '.');
+		if (!dot || dot == b)
+			return 0;
+		*dot = 0;
+	}
+}
+
+static int ns_count(const struct pk_sym *s, void *arg)
+{
+	(void)s;
+	++*(int *)arg;
+	return 1;	/* one is enough */
+}
+
+/*
+ * Object @path was opened in namespace @lmid, not the program's: each spec
+ * not armed here that matches a function of it says why it is not probed.
+ */
+static void late_other_ns(uintptr_t lmid, const char *path)
+{
+	static unsigned char *said;	/* per spec: its line says it already */
+	char full[PATH_MAX + 1024], msg[PKA_WHY_LEN];
+
+	if (!said && !(said = calloc(late_n ? late_n : 1, 1)))
+		return;
+	for (uint32_t i = 0; i < late_n; i++) {
+		struct pka_spec *sp = pka_record_spec(late_h, i);
+		const char *spec = late_spec[i], *colon = pk_spec_obj_colon(spec);
+		const char *name = colon ? colon + 1 : spec;
+		int n = 0;
+
+		if (said[i] || !sp->status || sp->status == PKA_PENDING ||
+		    (colon && !obj_matches(path, spec, (size_t)(colon - spec))))
+			continue;
+		if (snprintf(full, sizeof(full), "%s:%s", path, name) >=
+		    (int)sizeof(full))
+			continue;
+		pka_log_spec(-1);	/* the file's own lines explain nothing */
+		pk_sym_each(full, ns_count, &n);
+		if (!n)
+			continue;
+		said[i] = 1;
+		snprintf(msg, sizeof(msg), "%.200s (matching \"%.150s\") is loaded "
+			 "in link-map namespace %lu (dlmopen()): not probed, the "
+			 "agent arms the program's namespace only", path, spec,
+			 (unsigned long)lmid);
+		__atomic_store_n(&sp->why, 0, __ATOMIC_RELAXED);
+		pka_record_why(late_h, i, msg);
+		__atomic_store_n(&sp->status, -ENOTSUP, __ATOMIC_RELEASE);
 	}
 }
 
@@ -424,6 +677,8 @@ static void late_hook(int event, uintptr_t base, const char *name)
 	}
 	else if (event == PKA_AUDIT_CLOSING)
 		late_close(base, name);
+	else if (event == PKA_AUDIT_OTHER_NS)
+		late_other_ns(base, name);
 	pthread_mutex_unlock(&late_lock);
 	pka_busy--;
 	in_hook = 0;
@@ -472,8 +727,13 @@ void pka_late_init(struct pka_header *h, const char *dir, const char *specs,
 	slot_name = calloc(h->nprobe ? h->nprobe : 1, sizeof(*slot_name));
 	slot_obj = calloc(h->nprobe ? h->nprobe : 1, sizeof(*slot_obj));
 	slot_live = calloc(h->nprobe ? h->nprobe : 1, 1);
+	late_first = calloc(h->n ? h->n : 1, sizeof(*late_first));
+	late_np = calloc(h->n ? h->n : 1, sizeof(*late_np));
+	late_own = calloc(h->n ? h->n : 1, 1);
+	late_dup = calloc(h->n ? h->n : 1, sizeof(*late_dup));
 	if (!late_spec || !late_armed || !late_glob || !late_used ||
-	    !late_over || !slot_name || !slot_obj || !slot_live)
+	    !late_over || !slot_name || !slot_obj || !slot_live ||
+	    !late_first || !late_np || !late_own || !late_dup)
 		return;
 	for (s = strtok_r(list, sep, &save); s && n < h->n;
 	     s = strtok_r(NULL, sep, &save), n++) {
@@ -481,6 +741,9 @@ void pka_late_init(struct pka_header *h, const char *dir, const char *specs,
 
 		late_spec[n] = s;
 		late_armed[n] = sp->status == 0;
+		late_own[n] = sp->status == 0;
+		late_first[n] = sp->first;
+		late_np[n] = sp->nprobe;
 		/*
 		 * Its reserved slots (pka_plan()): a glob that matched
 		 * nothing, all but its first slot untouched (a glob whose

@@ -15,12 +15,22 @@
  * that defines it, as the dynamic linker binds it.
  *
  * The kind (jump or int3, and why int3) is what pk_probe_create() decides,
- * without registering anything; it can only be asked of code this process
- * has mapped, so it is given for the objects probekit has loaded itself
- * (libc, the loader: the same files COMMAND gets) and "unknown" for the
- * others (decided when a probe is armed). IFUNCs of those objects are
- * resolved here as this CPU resolves them (the program's choice, on the
- * same machine); elsewhere they are shown unresolved.
+ * without registering anything; it can only be asked of code mapped by a
+ * dynamic linker (the probe layer finds objects by dl_iterate_phdr()).
+ * For the objects probekit has loaded itself (libc, the loader: the same
+ * files COMMAND gets) it is asked here. For the others, with COMMAND,
+ * the specs are resolved twice: first to collect those functions (object
+ * path, offset), which are asked inside COMMAND's own process, started
+ * with the agent preloaded and libprobekit-listaudit.so in LD_AUDIT: at
+ * the start-up LA_ACT_CONSISTENT (every object mapped and relocated, no
+ * constructor run) the agent answers each (agent/list.c) and the process
+ * _exit()s before running anything of COMMAND's; then printed with those
+ * answers. Without COMMAND, an OBJECT-FILE's are asked the same way of the
+ * program itself (exec()ed without arguments) or, for a library, of a copy
+ * of this command with it preloaded (ask_files()). Where that run fails
+ * or is not made (said on stderr) they stay "unknown" (decided when a
+ * probe is armed). IFUNCs of objects not loaded here are shown
+ * unresolved.
  *
  * libprobekit is loaded at run time (dlopen, RTLD_LOCAL), not linked: it
  * interposes sigaction(), signal() and the signal mask calls, which would
@@ -44,6 +54,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -114,6 +125,7 @@ struct objs {
 	char **path;
 	int n;
 	int is_static;
+	char interp[PATH_MAX];	/* the program's dynamic linker, or "" */
 };
 
 static int objs_add(struct objs *o, const char *path)
@@ -210,6 +222,8 @@ static int command_objects(const char *cmd, struct objs *o)
 		return PKC_EXIT_OWN;
 	}
 	r = elf_interp(prog, interp, sizeof(interp));
+	if (!r)
+		snprintf(o->interp, sizeof(o->interp), "%s", interp);
 	if (r < 0) {
 		pkc_err("list: %s is not a 64-bit ELF program\n",
 			prog);
@@ -312,6 +326,14 @@ struct out {
 	size_t nseen, cap;
 	int unnamed;		/* now: only what is not in seen */
 	char *spec_err;		/* the spec's log line (spec_log()'s ctx) */
+	int collect;		/* first pass: only note what to ask COMMAND */
+	struct ask {		/* functions of objects not loaded here */
+		char *obj;
+		uintptr_t off;
+		char kind[16];	/* the answer ("" before it) */
+		char why[512];
+	} *ask;
+	size_t nask, askcap;
 };
 
 static void spec_log(enum pk_log_level level, const char *msg, void *ctx);
@@ -356,6 +378,7 @@ static const char *table_name(int t)
 	case PK_SYM_SYMTAB: return ".symtab";
 	case PK_SYM_DEBUG: return "debug";
 	case PK_SYM_EH_FRAME: return ".eh_frame";
+	case PK_SYM_MINIDEBUG: return "minidebug";
 	}
 	return "?";
 }
@@ -370,6 +393,15 @@ static const char *kind_of(const struct pk_sym *s, struct out *o, char *why,
 	int err;
 
 	why[0] = 0;
+	if ((s->flags & PK_SYM_F_FILE) && !(s->flags & PK_SYM_F_UNRESOLVED)) {
+		/* Asked in COMMAND's process (ask_command()), or to be. */
+		for (size_t i = 0; i < o->nask; i++)
+			if (o->ask[i].off == s->addr - s->base &&
+			    !strcmp(o->ask[i].obj, s->object) && o->ask[i].kind[0]) {
+				snprintf(why, len, "%s", o->ask[i].why);
+				return o->ask[i].kind;
+			}
+	}
 	if (s->flags & (PK_SYM_F_FILE | PK_SYM_F_UNRESOLVED)) {
 		snprintf(why, len, "not loaded here: decided when armed");
 		return "unknown";
@@ -403,6 +435,29 @@ static int print_sym(const struct pk_sym *s, void *ctx)
 
 	if (seen_before(o, off) && o->unnamed)
 		return 0;
+	if (o->collect) {
+		/* Only the functions of objects not loaded here, once each. */
+		if (!(s->flags & PK_SYM_F_FILE) || (s->flags & PK_SYM_F_UNRESOLVED))
+			return 0;
+		o->found++;
+		for (size_t i = 0; i < o->nask; i++)
+			if (o->ask[i].off == off && !strcmp(o->ask[i].obj, s->object))
+				return 0;
+		if (o->nask == o->askcap) {
+			size_t cap = o->askcap ? 2 * o->askcap : 64;
+			struct ask *a = realloc(o->ask, cap * sizeof(*a));
+
+			if (!a)
+				return -ENOMEM;
+			o->ask = a;
+			o->askcap = cap;
+		}
+		memset(&o->ask[o->nask], 0, sizeof(o->ask[0]));
+		if (!(o->ask[o->nask].obj = strdup(s->object)))
+			return -ENOMEM;
+		o->ask[o->nask++].off = off;
+		return 0;
+	}
 	kind = kind_of(s, o, why, sizeof(why));
 	o->found++;
 	snprintf(name, sizeof(name), "%s%s%s%s%s", s->file, s->file[0] ? "#" : "",
@@ -500,12 +555,228 @@ done:
 	return r < 0 ? r : -ENOENT;
 }
 
+/*
+ * A file's MiniDebugInfo refused: said whatever the spec finds (its other
+ * sources are listed), once a file, in whichever pass reads the file (the
+ * symbol layer keeps what it read).
+ */
+static void file_line(enum pk_log_level level, const char *msg)
+{
+	static char said[4][512];	/* the last files' lines */
+	static unsigned int nsaid;
+
+	if (level > PK_LOG_ERROR || !strstr(msg, ".gnu_debugdata"))
+		return;
+	for (unsigned int i = 0; i < 4; i++)
+		if (!strncmp(said[i], msg, sizeof(said[i]) - 1))
+			return;
+	snprintf(said[nsaid++ % 4], sizeof(said[0]), "%s", msg);
+	pkc_err("list: %s\n", msg);
+}
+
 static void spec_log(enum pk_log_level level, const char *msg, void *ctx)
 {
 	char *err = ctx;
 
-	if (level <= PK_LOG_ERROR)
-		snprintf(err, 512, "%s", msg);
+	if (level > PK_LOG_ERROR)
+		return;
+	snprintf(err, 512, "%s", msg);
+	file_line(level, msg);
+}
+
+/*
+ * Ask COMMAND's own process the kind of each function in o->ask (see the
+ * top of this file): COMMAND @argv started with the agent preloaded (and
+ * @extra after it, or NULL) and libprobekit-listaudit.so in LD_AUDIT; it
+ * ends at its start-up, before any constructor. Only the functions of
+ * object @only if not NULL. 0, or -errno after saying why (the kinds
+ * stay unknown).
+ */
+static int ask_command(char **argv, const struct objs *os, const char *extra,
+		       const char *only, struct out *o)
+{
+	struct pkc_run *r = calloc(1, sizeof(*r));
+	char dir[] = "/tmp/probekit-list.XXXXXX", req[64], ans[64], *slash;
+	char audit[4096 + 64], line[1200], *pre = NULL, *aud = NULL;
+	const char *old;
+	FILE *f = NULL;
+	size_t k = 0, nq = 0, *q = calloc(o->nask ? o->nask : 1, sizeof(*q));
+	int st, err = -ENOMEM;
+	pid_t pid;
+
+	if (!r || !q) {
+		free(r);
+		free(q);
+		return -ENOMEM;
+	}
+	/*
+	 * Only where the dynamic linker is glibc's and honours LD_AUDIT and
+	 * LD_PRELOAD: a static, setuid or setgid program, or one with file
+	 * capabilities (secure mode), would run whole.
+	 */
+	{
+		const char *b = strrchr(os->interp, '/');
+		struct stat st;
+
+		if (os->is_static || !b || strncmp(b + 1, "ld-linux", 8) ||
+		    stat(os->path[0], &st) || (st.st_mode & (S_ISUID | S_ISGID)) ||
+		    getxattr(os->path[0], "security.capability", NULL, 0) >= 0) {
+			pkc_err("list: %s is not run (static, set-user-ID or "
+				"-group, capabilities, or not glibc's loader): kinds "
+				"of its objects unknown\n", os->path[0]);
+			free(r);
+			free(q);
+			return -EPERM;
+		}
+	}
+	if (pkc_run_find_agent(r) || !(slash = strrchr(r->agent, '/')) ||
+	    (size_t)snprintf(audit, sizeof(audit), "%.*s/libprobekit-listaudit.so",
+			     (int)(slash - r->agent), r->agent) >= sizeof(audit) ||
+	    access(audit, R_OK)) {
+		pkc_err("list: no libprobekit-listaudit.so beside the agent: "
+			"kinds of the command's objects unknown\n");
+		free(r);
+		free(q);
+		return -ENOENT;
+	}
+	if (!mkdtemp(dir)) {
+		err = -errno;
+		goto out;
+	}
+	snprintf(req, sizeof(req), "%s/req", dir);
+	snprintf(ans, sizeof(ans), "%s/ans", dir);
+	f = fopen(req, "w");
+	if (!f)
+		goto out;
+	for (size_t i = 0; i < o->nask; i++) {
+		if (only && strcmp(only, o->ask[i].obj))
+			continue;
+		q[nq++] = i;
+		fprintf(f, "%s\t%" PRIxPTR "\n", o->ask[i].obj, o->ask[i].off);
+	}
+	if (fclose(f)) {
+		f = NULL;
+		goto out;
+	}
+	f = NULL;
+	old = getenv("LD_PRELOAD");
+	if (asprintf(&pre, "%s%s%s%s%s", r->agent, extra ? ":" : "",
+		     extra ? extra : "", old && *old ? ":" : "",
+		     old ? old : "") < 0) {
+		pre = NULL;
+		goto out;
+	}
+	old = getenv("LD_AUDIT");
+	if (asprintf(&aud, "%s%s%s", audit, old && *old ? ":" : "",
+		     old ? old : "") < 0) {
+		aud = NULL;
+		goto out;
+	}
+	pid = fork();
+	if (pid < 0) {
+		err = -errno;
+		goto out;
+	}
+	if (!pid) {
+		int null = open("/dev/null", O_RDWR);
+
+		/* Its output is not list's: nothing of it should come, anyway. */
+		if (null >= 0) {
+			dup2(null, 0);
+			dup2(null, 1);
+		}
+		setenv("LD_PRELOAD", pre, 1);
+		setenv("LD_AUDIT", aud, 1);
+		setenv("PROBEKIT_LIST_REQ", req, 1);
+		setenv("PROBEKIT_LIST_OUT", ans, 1);
+		/* What pka_init() would arm on: nothing. */
+		unsetenv(PKA_ENV_DIR);
+		execv(os->path[0], argv);
+		_exit(127);
+	}
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	f = fopen(ans, "r");
+	if (!WIFEXITED(st) || WEXITSTATUS(st) || !f) {
+		pkc_err("list: %s did not answer (%s %d): kinds of its objects "
+			"unknown\n", os->path[0], WIFEXITED(st) ? "exit status" :
+			"signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+		err = -EIO;
+		goto out;
+	}
+	while (k < nq && fgets(line, sizeof(line), f)) {
+		char *tab = strchr(line, '\t'), *nl = strchr(line, '\n');
+
+		if (nl)
+			*nl = 0;
+		if (!tab)
+			break;
+		*tab = 0;
+		snprintf(o->ask[q[k]].kind, sizeof(o->ask[0].kind), "%.15s", line);
+		snprintf(o->ask[q[k]].why, sizeof(o->ask[0].why), "%s", tab + 1);
+		k++;
+	}
+	err = k == nq ? 0 : -EIO;
+	if (err)
+		pkc_err("list: %s answered %zu of %zu questions\n", os->path[0],
+			k, nq);
+out:
+	if (f)
+		fclose(f);
+	unlink(req);
+	unlink(ans);
+	rmdir(dir);
+	free(pre);
+	free(aud);
+	free(r);
+	free(q);
+	return err;
+}
+
+/*
+ * Without COMMAND: the functions of each OBJECT-FILE not loaded here are
+ * asked of a process that loads it and runs nothing of it: a program
+ * itself, exec()ed without arguments; a library, preloaded into a copy of
+ * this command (its own code does not run either).
+ */
+static void ask_files(struct out *o)
+{
+	for (size_t i = 0; i < o->nask; i++) {
+		struct objs one = { 0 };
+		char self[PATH_MAX], *argv[2];
+		const char *extra = NULL;
+		ssize_t n;
+		int r;
+
+		if (o->ask[i].kind[0] || (i && !strcmp(o->ask[i].obj, o->ask[i - 1].obj)))
+			continue;
+		r = elf_interp(o->ask[i].obj, one.interp, sizeof(one.interp));
+		if (r < 0)
+			continue;
+		if (r == 0) {
+			argv[0] = o->ask[i].obj;
+		} else {
+			/* A library (no PT_INTERP): into this command. */
+			n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+			if (n <= 0 || elf_interp((self[n] = 0, self), one.interp,
+						 sizeof(one.interp)))
+				continue;
+			argv[0] = self;
+			extra = o->ask[i].obj;
+		}
+		argv[1] = NULL;
+		if (objs_add(&one, argv[0]) == 0)
+			ask_command(argv, &one, extra, o->ask[i].obj, o);
+		for (int k = 0; k < one.n; k++)
+			free(one.path[k]);
+		free(one.path);
+	}
+}
+
+static void collect_log(enum pk_log_level level, const char *msg, void *ctx)
+{
+	(void)ctx;
+	file_line(level, msg);
 }
 
 static int list_body(int argc, char **argv, struct objs *os, struct out *o,
@@ -576,6 +847,28 @@ static int list_body(int argc, char **argv, struct objs *os, struct out *o,
 			nspecs = 1;
 		}
 	}
+	/*
+	 * The kinds of the functions of objects not loaded here asked first
+	 * (a pass that prints nothing, then the real one): in COMMAND's own
+	 * process, or without COMMAND in one loading each OBJECT-FILE.
+	 */
+	{
+		/* The real pass says the rest. */
+		lib.set_log(collect_log, NULL);
+		o->collect = 1;
+		for (int i = 0; i < nspecs; i++) {
+			char err[512] = "";
+
+			o->spec_err = err;
+			list_spec(specs[i], os, o, err, sizeof(err));
+		}
+		o->collect = 0;
+		o->nseen = 0;
+		if (o->nask && optind + nspecs < argc)
+			ask_command(argv + optind + nspecs + 1, os, NULL, NULL, o);
+		else if (o->nask)
+			ask_files(o);
+	}
 	o->col = pkc_color_for(o->f, o->json);
 	if (!o->json)
 		fprintf(o->f, "%s%-28s %-40s %10s %7s %-9s %s%s\n",
@@ -633,6 +926,9 @@ static int list_main(int argc, char **argv)
 		free(os.path[i]);
 	free(os.path);
 	free(o.seen);
+	for (size_t i = 0; i < o.nask; i++)
+		free(o.ask[i].obj);
+	free(o.ask);
 	free(why);
 	return code;
 }

@@ -820,3 +820,57 @@ add_test(NAME cli_time_fix
 set_tests_properties(cli_time_fix PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end timefix ----
+# ---- names10b: late duplicates, MiniDebugInfo, dlmopen namespaces, list's kinds (issue 10) ----
+# agent_late_dupz.sh: two specs matching one function of a library loaded
+# later count it once, under the first (start-up's rule): the report over
+# a dlopen()ed libz equals the one over a linked libz (agent_late_zl).
+add_executable(agent_late_zl agent_late_z.c)
+target_compile_definitions(agent_late_zl PRIVATE LATE_LINKED)
+target_link_libraries(agent_late_zl PRIVATE z)
+target_compile_options(agent_late_zl PRIVATE -O2 -fno-sanitize=all)
+target_link_options(agent_late_zl PRIVATE -fno-sanitize=all)
+add_test(NAME agent_late_dupz
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/agent_late_dupz.sh $<TARGET_FILE:probekit_cli>
+          $<TARGET_FILE:agent_late_z> $<TARGET_FILE:agent_late_zl> ${PK_CLI_SANITIZED})
+set_tests_properties(agent_late_dupz PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+# sym_minidebug.sh: a stripped program with MiniDebugInfo (.gnu_debugdata,
+# gdb's recipe, built by the script with the compiler): its static
+# function listed and counted by name; truncated, corrupt, not-xz and
+# another build's sections refused with a line saying why, the other
+# sources still read.
+add_test(NAME sym_minidebug
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/sym_minidebug.sh $<TARGET_FILE:probekit_cli>
+          ${CMAKE_C_COMPILER} ${CMAKE_CURRENT_SOURCE_DIR}/targets/minidebug_target.c
+          ${PK_CLI_SANITIZED})
+set_tests_properties(sym_minidebug PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+# agent_late_ns.sh: libz loaded by dlmopen(LM_ID_NEWLM): every spec that
+# would match it says it is in namespace 1 and not probed.
+add_executable(agent_late_ns agent_late_ns.c)
+target_link_libraries(agent_late_ns PRIVATE ${CMAKE_DL_LIBS})
+target_compile_options(agent_late_ns PRIVATE -O2 -fno-sanitize=all)
+target_link_options(agent_late_ns PRIVATE -fno-sanitize=all)
+add_test(NAME agent_late_ns
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/agent_late_ns.sh $<TARGET_FILE:probekit_cli>
+          $<TARGET_FILE:agent_late_ns> ${PK_CLI_SANITIZED})
+set_tests_properties(agent_late_ns PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")
+# cli_list_kinds.sh: list's kinds for COMMAND's libraries asked in its own
+# process before any constructor (agent/list.c, libprobekit-listaudit.so):
+# list_ctor (liblistctor.so's constructor leaves a file) and xmllint's
+# libxml2, compared with what count arms.
+add_library(listctor SHARED list_ctor_lib.c)
+set_target_properties(listctor PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+add_executable(list_ctor list_ctor.c)
+target_link_libraries(list_ctor PRIVATE listctor)
+foreach(t listctor list_ctor)
+  target_compile_options(${t} PRIVATE -O2 -fno-sanitize=all)
+  target_link_options(${t} PRIVATE -fno-sanitize=all)
+endforeach()
+add_test(NAME cli_list_kinds
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_list_kinds.sh $<TARGET_FILE:probekit_cli>
+          $<TARGET_FILE:list_ctor> ${PK_CLI_SANITIZED})
+set_tests_properties(cli_list_kinds PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
+# ---- end names10b ----

@@ -52,6 +52,7 @@ enum pk_sym_table {
 	PK_SYM_SYMTAB = 2,	/* the full table (static functions); absent when stripped */
 	PK_SYM_DEBUG = 3,	/* the .symtab of a separate debug file */
 	PK_SYM_EH_FRAME = 4,	/* no symbol sizes it: the FDE covering it */
+	PK_SYM_MINIDEBUG = 5,	/* the .symtab in its .gnu_debugdata (MiniDebugInfo) */
 };
 
 enum pk_sym_flags {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* elf.c - one ELF file's functions: .dynsym with symbol versions, .symtab with source files, the debug file's .symtab, .eh_frame FDEs. */
+/* elf.c - one ELF file's functions: .dynsym with symbol versions, .symtab with source files, MiniDebugInfo's .symtab, the debug file's .symtab, .eh_frame FDEs. */
 
 /*
  * Versions (.gnu.version, .gnu.version_d): a .dynsym entry's version index
@@ -18,6 +18,14 @@
  * and in its .debug/ directory. Its .symtab is read only when the object
  * has none (what the stripped object lacks), and only if its build-id
  * matches where both have one.
+ *
+ * MiniDebugInfo (minidebug.c): a stripped file's .gnu_debugdata section,
+ * an xz-compressed ELF file with a .symtab of the functions .dynsym lacks.
+ * Where the file has no .symtab it is read (table PK_SYM_MINIDEBUG)
+ * instead of looking for a debug file: a section that cannot be unpacked
+ * or parsed, or whose build-id is not the file's, is refused with an
+ * error line naming the file and why, and the debug file is looked for as
+ * if there were none.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -169,6 +177,55 @@ static int debug_open(struct file *f, const char *path, struct file *dbg,
 	return -ENOENT;
 }
 
+/*
+ * The ELF file in @f's .gnu_debugdata (section @scn), unpacked into @md
+ * (md->fd is -1; *@buf holds its bytes, freed by the caller after
+ * elf_end()). Return: 0, or -ENOENT with an error line (refused).
+ */
+static int minidebug_open(struct file *f, Elf_Scn *scn, const char *path,
+			  struct file *md, void **buf)
+{
+	Elf_Data *d = elf_rawdata(scn, NULL);
+	uint8_t id[64], id2[64];
+	size_t len, idl, idl2;
+	const char *why = NULL;
+	int err;
+
+	*buf = NULL;
+	md->fd = -1;
+	md->e = NULL;
+	if (!d || !d->d_buf || !d->d_size) {
+		why = "empty section";
+		goto refuse;
+	}
+	err = pk_minidebug_unpack(d->d_buf, d->d_size, buf, &len, &why);
+	if (err)
+		goto refuse;
+	md->e = elf_memory(*buf, len);
+	if (!md->e || elf_kind(md->e) != ELF_K_ELF ||
+	    elf_getshdrstrndx(md->e, &md->shstrndx)) {
+		why = "not an ELF file once unpacked";
+		goto refuse;
+	}
+	/* As for a debug file: another build's symbols would be wrong ones. */
+	idl = build_id(f, id, sizeof(id));
+	idl2 = build_id(md, id2, sizeof(id2));
+	if (idl && idl2 && (idl != idl2 || memcmp(id, id2, idl))) {
+		why = "its build id is not the file's (another build's symbols)";
+		goto refuse;
+	}
+	return 0;
+refuse:
+	pk_err("sym: %s: .gnu_debugdata (MiniDebugInfo) not read: %s", path,
+	       why ? why : "cannot be unpacked");
+	if (md->e)
+		elf_end(md->e);
+	md->e = NULL;
+	free(*buf);
+	*buf = NULL;
+	return -ENOENT;
+}
+
 struct verdefs {
 	const char **name;	/* by version index */
 	size_t n;
@@ -316,7 +373,7 @@ int pk_elf_scan(const char *path, unsigned int flags, const char *prefix,
 			      !!(flags & PK_ELF_MANGLED) };
 	struct file f, dbg = { .fd = -1 };
 	struct fde_ctx fc = { fn, ctx, { { 0 } }, 0 };
-	Elf_Scn *scn = NULL, *eh_frame = NULL;
+	Elf_Scn *scn = NULL, *eh_frame = NULL, *debugdata = NULL;
 	GElf_Shdr eh_sh = { 0 };
 	GElf_Ehdr eh;
 	int ret = 0;
@@ -353,6 +410,9 @@ int pk_elf_scan(const char *path, unsigned int flags, const char *prefix,
 			eh_frame = scn;
 			eh_sh = sh;
 		}
+		if (nm && !strcmp(nm, ".gnu_debugdata") &&
+		    sh.sh_type == SHT_PROGBITS)
+			debugdata = scn;
 	}
 	if (!ret && (flags & PK_ELF_FDES) && eh_frame) {
 		Elf_Data *d = elf_getdata(eh_frame, NULL);
@@ -363,6 +423,29 @@ int pk_elf_scan(const char *path, unsigned int flags, const char *prefix,
 
 			if (r < 0)
 				ret = r;
+		}
+	}
+	if (!ret && (flags & PK_ELF_DEBUG) && !info->has_symtab && debugdata) {
+		struct file md;
+		void *buf;
+
+		if (!minidebug_open(&f, debugdata, path, &md, &buf)) {
+			GElf_Shdr sh;
+
+			scn = find_scn(&md, NULL, SHT_SYMTAB, &sh);
+			if (scn) {
+				ret = scan_table(&md, scn, &sh, PK_SYM_MINIDEBUG,
+						 &flt, fn, ctx);
+				/* Its identity is the file's (sym.c's cache). */
+				snprintf(info->debug, sizeof(info->debug), "%s",
+					 path);
+			}
+			elf_end(md.e);
+			free(buf);
+			if (scn) {
+				file_close(&f);
+				return ret;
+			}
 		}
 	}
 	if (!ret && (flags & PK_ELF_DEBUG) && !info->has_symtab &&

@@ -7,8 +7,10 @@
  * The symbol layer's files, each using only those before it:
  *
  *   eh.c     .eh_frame reader: every FDE's [start, start + range)
+ *   minidebug.c  .gnu_debugdata's xz stream unpacked (liblzma)
  *   elf.c    one file's functions: .dynsym with versions, .symtab with
- *            STT_FILE, the debug file's .symtab, FDEs (pk_elf_scan)
+ *            STT_FILE, .gnu_debugdata's .symtab (MiniDebugInfo), the
+ *            debug file's .symtab, FDEs (pk_elf_scan)
  *   sym.c    specs, matching, versions and IFUNCs of the loaded objects:
  *            pk_sym_lookup(), pk_sym_each(), pk_sym_func_at()
  */
@@ -71,7 +73,8 @@ struct pk_elf_sym {
 
 enum {
 	PK_ELF_SYMS = 1,	/* .dynsym and .symtab */
-	PK_ELF_DEBUG = 2,	/* the debug file's .symtab if no .symtab */
+	PK_ELF_DEBUG = 2,	/* if no .symtab: .gnu_debugdata's .symtab, else
+				 * the debug file's */
 	PK_ELF_FDES = 4,	/* .eh_frame FDEs (name NULL) */
 	PK_ELF_MANGLED = 8,	/* with a prefix: C++ names (_Z...) pass too */
 };
@@ -82,14 +85,28 @@ struct pk_elf_info {
 	int e_type;			/* ET_EXEC, ET_DYN */
 	uint64_t jump_table;		/* __pk_jump_table's file address */
 	uint64_t jump_table_size;
-	char debug[4096];		/* the debug file read, or "" */
+	char debug[4096];		/* the debug file read (the file itself
+					 * for its .gnu_debugdata), or "" */
 };
+
+/*
+ * pk_minidebug_unpack() - unpack the xz stream @xz (@len bytes, a
+ * .gnu_debugdata section) into a malloc()ed buffer *@out of *@outlen
+ * bytes (caller frees). On failure *@why says why in a few words.
+ * Return: 0, or -EINVAL (not xz, corrupt, truncated), -E2BIG (over
+ * 256 MiB unpacked), -ENOMEM.
+ */
+PK_HIDDEN int pk_minidebug_unpack(const void *xz, size_t len, void **out,
+				  size_t *outlen, const char **why);
 
 /*
  * pk_elf_scan() - call @fn for every defined function of the ELF file at
  * @path (what @flags asks for). The debug file is looked for under
  * PROBEKIT_DEBUG_DIR (default /usr/lib/debug; empty: none) by build-id,
- * then by .gnu_debuglink. @prefix: only symbols whose name starts with it
+ * then by .gnu_debuglink, unless the file's .gnu_debugdata (MiniDebugInfo)
+ * gave a .symtab; one whose build id is not the file's is refused (an
+ * error line says so, as for one that cannot be unpacked, and the other
+ * sources are read as if it were absent). @prefix: only symbols whose name starts with it
  * (and C++ ones with PK_ELF_MANGLED) are handed out; NULL: all.
  * @fn returns 0 to go on, a -errno to stop.
  * Return: 0, or -ENOENT (no such file, not ELF), -ENOMEM, or @fn's
