@@ -1210,6 +1210,20 @@ static const char *why_exec(const char *exe)
  * record of that image counts it (mark_counted()), not its pid's earlier
  * image's.
  */
+/*
+ * Whether the program at @exe is named @comm (an exec()'s name: the file's
+ * base name, cut to 15 bytes). An exec() whose file record was lost is an
+ * image the scans saw when that pid ran a program of its name.
+ */
+static int same_name(const char *exe, const char *comm)
+{
+	const char *b = exe ? strrchr(exe, '/') : NULL;
+
+	b = b ? b + 1 : exe;
+	return b && *comm && !strncmp(b, comm, 15) &&
+	       (strlen(comm) >= 15 || !b[strlen(comm)]);
+}
+
 static int by_pid(const void *a, const void *b, void *arg)
 {
 	const struct pkc_proc *v = arg;
@@ -1255,7 +1269,8 @@ static void add_execs(struct pkc_run *r)
 			else if (!e->exe)
 				seen = !q->dev || (q->why &&
 				       (!strcmp(q->why, "setuid") ||
-					!strcmp(q->why, "setgid")));
+					!strcmp(q->why, "setgid"))) ||
+				       same_name(q->exe, e->comm);
 			else
 				seen = (q->exe && !strcmp(q->exe, e->exe)) ||
 				       (q->ino && q->ino == e->ino);
