@@ -808,6 +808,16 @@ static struct {			/* guarded by cache_lock */
 	size_t names_len, names_cap;
 	uintptr_t jump_table;
 	size_t jump_table_size;
+	/*
+	 * The loaded object this index was last verified to be of (its path
+	 * and load bias while dlpi_adds was seen_adds - 1): until another
+	 * object is loaded, the object at that bias is that one, so
+	 * pk_sym_func_at() answers from the index without stat(2)ing the
+	 * file again (two per call, the most a call cost). 0: none.
+	 */
+	unsigned long long seen_adds;
+	uintptr_t seen_bias;
+	char seen_path[PATH_MAX];
 } cache;
 
 static int ent_cmp(const void *a, const void *b)
@@ -951,6 +961,7 @@ static int index_find(uintptr_t addr, struct pk_func *out)
 struct addr_lookup {
 	uintptr_t addr;
 	int found_obj;
+	unsigned long long adds;	/* dlpi_adds then */
 	struct object o;
 };
 
@@ -967,6 +978,7 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *arg)
 		    al->addr >= s + ph->p_memsz)
 			continue;
 		al->found_obj = 1;
+		al->adds = info->dlpi_adds;
 		al->o.bias = info->dlpi_addr;
 		object_phdrs(&al->o, info);
 		if (info->dlpi_name && *info->dlpi_name)
@@ -990,14 +1002,36 @@ static int read_path(const struct object *o, int on_disk, char *out,
 	return object_file(o, out, cap);
 }
 
-/* pk_func_at() on object @o (@on_disk: as its file lies), known already. */
-static int func_in(const struct object *o, int on_disk, uintptr_t addr,
-		   struct pk_func *out)
+/*
+ * pk_func_at() on object @o (@on_disk: as its file lies), known already.
+ * @adds: dlpi_adds when @o was found loaded (0: not known), for the index
+ * verified since no object was loaded (cache.seen_adds).
+ */
+static int func_in_gen(const struct object *o, int on_disk,
+		       unsigned long long adds, uintptr_t addr,
+		       struct pk_func *out)
 {
 	uintptr_t bias = on_disk ? 0 : o->bias;
-	char *path = malloc(PATH_MAX);
-	int err = path ? read_path(o, on_disk, path, PATH_MAX) : -ENOMEM;
+	char *path;
+	int err;
 
+	if (!on_disk && adds) {
+		pthread_mutex_lock(&cache_lock);
+		if (cache.f && cache.seen_adds == adds + 1 &&
+		    cache.seen_bias == o->bias &&
+		    !strcmp(cache.seen_path, o->path) &&
+		    !strcmp(cache.debug_dir, pk_elf_debug_dir())) {
+			err = index_find(addr, out);
+			out->jump_table = cache.jump_table;
+			out->jump_table_size = cache.jump_table_size;
+			pthread_mutex_unlock(&cache_lock);
+			snprintf(out->object, sizeof(out->object), "%s", o->path);
+			return err;
+		}
+		pthread_mutex_unlock(&cache_lock);
+	}
+	path = malloc(PATH_MAX);
+	err = path ? read_path(o, on_disk, path, PATH_MAX) : -ENOMEM;
 	if (!err) {
 		pthread_mutex_lock(&cache_lock);
 		err = index_fill(path, bias);
@@ -1005,12 +1039,24 @@ static int func_in(const struct object *o, int on_disk, uintptr_t addr,
 			err = index_find(addr, out);
 			out->jump_table = cache.jump_table;
 			out->jump_table_size = cache.jump_table_size;
+			if (!on_disk && adds) {
+				cache.seen_adds = adds + 1;
+				cache.seen_bias = o->bias;
+				snprintf(cache.seen_path, sizeof(cache.seen_path),
+					 "%s", o->path);
+			}
 		}
 		pthread_mutex_unlock(&cache_lock);
 	}
 	free(path);
 	snprintf(out->object, sizeof(out->object), "%s", o->path);
 	return err;
+}
+
+static int func_in(const struct object *o, int on_disk, uintptr_t addr,
+		   struct pk_func *out)
+{
+	return func_in_gen(o, on_disk, 0, addr, out);
 }
 
 int pk_sym_func_at(uintptr_t addr, struct pk_func *out)
@@ -1024,7 +1070,7 @@ int pk_sym_func_at(uintptr_t addr, struct pk_func *out)
 	al->addr = addr;
 	dl_iterate_phdr(find_object, al);
 	if (al->found_obj && al->o.path[0])
-		err = func_in(&al->o, 0, addr, out);
+		err = func_in_gen(&al->o, 0, al->adds, addr, out);
 	free(al);
 	return err;
 }
