@@ -820,3 +820,12 @@ add_test(NAME cli_time_fix
 set_tests_properties(cli_time_fix PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end timefix ----
+
+# ---- arm12: arming cost (issue 12) ----
+# test_arch_decode_fast compares decode.c's fast path with its Zydis path
+# (both hidden: decode.c compiled in).
+if(TARGET test_arch_decode_fast)
+  target_sources(test_arch_decode_fast PRIVATE ${PROJECT_SOURCE_DIR}/src/arch/x86_64/decode.c)
+  target_link_libraries(test_arch_decode_fast PRIVATE Zydis::Zydis)
+endif()
+# ---- end arm12 ----
