@@ -799,7 +799,9 @@ PK_ATFORK(sym, PK_RANK_SYM, sym_fork_prepare, sym_fork_release,
 static struct {			/* guarded by cache_lock */
 	char path[PATH_MAX];
 	uintptr_t bias;
-	off_t file_size;
+	dev_t dev;			/* the file's identity: a file replaced */
+	ino_t ino;			/* by one of its size within the clock's */
+	off_t file_size;		/* tick has its mtime too */
 	struct timespec mtime;
 	char debug_dir[PATH_MAX];	/* pk_elf_debug_dir() then */
 	struct func_ent *f;
@@ -870,6 +872,7 @@ static int index_fill(const char *path, uintptr_t bias)
 	if (stat(path, &st))
 		return -ENOENT;
 	if (cache.f && !strcmp(cache.path, path) && cache.bias == bias &&
+	    cache.dev == st.st_dev && cache.ino == st.st_ino &&
 	    cache.file_size == st.st_size &&
 	    cache.mtime.tv_sec == st.st_mtim.tv_sec &&
 	    cache.mtime.tv_nsec == st.st_mtim.tv_nsec &&
@@ -899,6 +902,8 @@ static int index_fill(const char *path, uintptr_t bias)
 	}
 	snprintf(cache.path, sizeof(cache.path), "%s", path);
 	cache.bias = bias;
+	cache.dev = st.st_dev;
+	cache.ino = st.st_ino;
 	cache.file_size = st.st_size;
 	cache.mtime = st.st_mtim;
 	snprintf(cache.debug_dir, sizeof(cache.debug_dir), "%s",
