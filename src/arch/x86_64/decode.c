@@ -129,9 +129,13 @@ static int32_t rd32(const uint8_t *p)
 	return v;
 }
 
-/* 1 with *@out as pk_arch_decode()'s Zydis path would fill it, or 0. */
+/*
+ * 1 with *@out as pk_arch_decode()'s Zydis path would fill it, or 0.
+ * *@rel: 1 where the instruction has a relative immediate (a direct
+ * branch: out->target is its destination), else 0.
+ */
 static int fast_decode(const uint8_t *b, size_t avail, uint64_t runtime,
-		       struct pk_insn *out)
+		       struct pk_insn *out, int *rel)
 {
 	size_t i = 0, n, mlen = 0, imm = 0;
 	int o16 = 0, rep = 0, rex = 0, rip = 0, cls, reg = -1, map2 = 0;
@@ -174,6 +178,7 @@ static int fast_decode(const uint8_t *b, size_t avail, uint64_t runtime,
 		return 0;
 	memset(out, 0, sizeof(*out));
 	out->kind = PK_INSN_PLAIN;
+	*rel = 0;
 	/* What has a ModRM: the classes, and the specials that take one. */
 	if (cls == F_M || cls == F_MI8 || cls == F_MIZ ||
 	    (cls == F_S && (map2 ? op == 0x1f :
@@ -221,6 +226,7 @@ static int fast_decode(const uint8_t *b, size_t avail, uint64_t runtime,
 				out->flags = PK_INSN_F_BRANCH;
 				out->target = runtime + out->len +
 					      (uint64_t)(int64_t)rd32(b + i);
+				*rel = 1;
 				return 1;
 			}
 			break;
@@ -243,6 +249,7 @@ static int fast_decode(const uint8_t *b, size_t avail, uint64_t runtime,
 				out->kind = PK_INSN_RELATIVE;
 				out->flags = PK_INSN_F_BRANCH;
 			}
+			*rel = 1;
 			return 1;
 		case 0xe8:
 		case 0xe9:
@@ -258,6 +265,7 @@ static int fast_decode(const uint8_t *b, size_t avail, uint64_t runtime,
 				out->kind = PK_INSN_CALL;
 				out->flags = PK_INSN_F_BRANCH | PK_INSN_F_CALL;
 			}
+			*rel = 1;
 			return 1;
 		case 0x8d:			/* lea: memory only */
 			if (mlen && (b[i] >> 6) == 3)
@@ -418,7 +426,9 @@ int pk_arch_decode_zydis(const void *code, size_t avail, uint64_t runtime,
 int pk_arch_decode(const void *code, size_t avail, uint64_t runtime,
 		   struct pk_insn *out)
 {
-	if (fast_decode(code, avail, runtime, out))
+	int rel;
+
+	if (fast_decode(code, avail, runtime, out, &rel))
 		return 0;
 	return pk_arch_decode_zydis(code, avail, runtime, out);
 }
@@ -440,6 +450,16 @@ size_t pk_arch_branch_targets(const void *code, size_t len, uint64_t runtime,
 					       ZYAN_TRUE)))
 		return 0;
 	while (at < len) {
+		struct pk_insn fi;
+		int rel;
+
+		if (fast_decode(b + at, len - at, runtime + at, &fi, &rel)) {
+			n++;
+			if (rel)
+				emit(fi.target, ctx);
+			at += fi.len;
+			continue;
+		}
 		if (ZYAN_FAILED(ZydisDecoderDecodeInstruction(&dec, &zctx, b + at,
 							      len - at, &insn))) {
 			at++;	/* data among the code: step over a byte */
