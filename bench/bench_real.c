@@ -971,6 +971,20 @@ static int bench_lib(struct lib *l)
 	for (size_t i = 0; i < l->nfn; i++)
 		order[i] = i;
 	qsort(order, l->nfn, sizeof(*order), cmp_hits);
+	/* What the probed run's added time after arming is made of. */
+	printf("  probes taking the most calls (any kind):\n");
+	for (size_t i = 0, shown = 0; i < l->nfn && shown < 8; i++) {
+		size_t f = order[i];
+
+		if (!jr[f].kind || !jr[f].hits)
+			continue;
+		printf("    %-40s %12llu calls (%.1f %%), %s, %llu bytes\n",
+		       l->fn[f].name, (unsigned long long)jr[f].hits,
+		       calls ? 100.0 * (double)jr[f].hits / (double)calls : 0,
+		       jr[f].kind == 2 ? "int3" : "jump",
+		       (unsigned long long)l->fn[f].size);
+		shown++;
+	}
 	printf("  int3 probes taking the most calls:\n");
 	for (size_t i = 0, shown = 0; i < l->nfn && shown < 8; i++) {
 		size_t f = order[i];
