@@ -30,9 +30,11 @@
  * The index (pk_sym_func_at(), offsets, IFUNC targets): one object's
  * functions sorted by address, from every table and every FDE, cached for
  * the object last asked about, so that arming thousands of probes in one
- * library reads its file once. A symbol covering an address wins over an
- * FDE; an FDE sizes what no symbol does (stripped executables, a stripped
- * libc's IFUNC implementations with no debug file installed).
+ * library reads its file once (and, once verified, stat(2)s it no more
+ * until another object is loaded: cache.seen_adds). A symbol covering an
+ * address wins over an FDE; an FDE sizes what no symbol does (stripped
+ * executables, a stripped libc's IFUNC implementations with no debug file
+ * installed).
  */
 #include <dlfcn.h>
 #include <errno.h>
