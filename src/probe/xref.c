@@ -1218,7 +1218,7 @@ static int xref_query(uintptr_t lo, size_t len, uintptr_t *at, int far,
 }
 
 #define RC_AFTER 32		/* file-read rel8 checks before the bitmap */
-#define RC_SPAN_MAX (1ull << 32)	/* code spans indexed at most (512 MiB kept) */
+#define RC_SPAN_MAX (1ull << 28)	/* code spans given one, at most (32 MiB kept) */
 
 static int is_rel8_op(uint8_t op)
 {
