@@ -1267,8 +1267,18 @@ static void rc_build(struct pk_xref *x, int fd)
 			if (pread(fd, buf, len, (off_t)(sc->offset + a)) != (ssize_t)len)
 				goto fail;
 			for (size_t k = 0; k + 1 < len; k++) {
-				uint64_t t;
+				uint64_t t, w;
 
+				/* Eight bytes at a time while none is an opcode. */
+				if (!(k & 7) && k + 8 <= len) {
+					memcpy(&w, buf + k, 8);
+					if (!zero_byte((w & (ONES * 0xf0)) ^ (ONES * 0x70)) &&
+					    !zero_byte(w ^ (ONES * 0xeb)) &&
+					    !zero_byte((w & (ONES * 0xfc)) ^ (ONES * 0xe0))) {
+						k += 7;
+						continue;
+					}
+				}
 				if (!is_rel8_op(buf[k]))
 					continue;
 				t = sc->addr + a + k + 2 +
