@@ -423,6 +423,14 @@ int pk_arch_decode_zydis(const void *code, size_t avail, uint64_t runtime,
 	return 0;
 }
 
+int pk_arch_decode_fast(const void *code, size_t avail, uint64_t runtime,
+			struct pk_insn *out)
+{
+	int rel;
+
+	return fast_decode(code, avail, runtime, out, &rel);
+}
+
 int pk_arch_decode(const void *code, size_t avail, uint64_t runtime,
 		   struct pk_insn *out)
 {
