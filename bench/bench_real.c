@@ -14,7 +14,7 @@
  *   once through kernel uprobes on the same functions (the ones probekit
  *   armed and saw called; PKR_UPROBES=all: every one it armed), counted
  *   per process with `perf stat -e GROUP:*` (tracefs uprobe_events; not
- *   with --quick, not without root or perf). perf opens and closes one
+ *   with --quick or PKR_UPROBES=none, not without root or perf). perf opens and closes one
  *   event per function, and each close waits for an RCU tasks-trace grace
  *   period (~110 ms here): all 3 839 of libstdc++ add 7 minutes, so by
  *   default a function never called in the probed run gets no uprobe (it
@@ -53,6 +53,10 @@
  *                                           first and last probed runs
  *                                           (the workload's own variation)
  *   real / LIB / arm_ms                     create + register in the shim
+ *                                           (summed over a job's commands),
+ *                                           per probed run, median
+ *   real / LIB / arm_us_per_function        arm_ms per probe created, per
+ *                                           command (each arms them all)
  *   real / LIB / wall_uprobe_ms, wall_uprobe_perf_ms
  *                                           the uprobe run: the workload
  *                                           alone (timed by this program
@@ -332,6 +336,7 @@ static char upgrp[32];
 static struct lib *uplib;
 static size_t upadded, up_n;
 static int up_all;	/* PKR_UPROBES=all: unhit functions too */
+static int up_none;	/* PKR_UPROBES=none: no uprobe run (arming figures alone) */
 
 static int tf_write(const char *name, const char *text)
 {
@@ -752,6 +757,7 @@ static int bench_lib(struct lib *l)
 	char shm[128], logp[160];
 	uint64_t base = 0;
 	struct bench_series plain = { 0 }, probed = { 0 }, ratio = { 0 }, ratio_run = { 0 };
+	struct bench_series arm = { 0 }, arm_fn = { 0 };
 	struct pkr_hdr h;
 	struct pkr_fn *jr, *ir;
 	struct result r;
@@ -819,9 +825,13 @@ static int bench_lib(struct lib *l)
 		}
 		if (i == 0 && h.batch_err)
 			printf("  one batch refused (%d): armed one by one\n", h.batch_err);
-		if (i == 0)
-			one(l->name, "arm_ms", "ms", h.arm_ns / 1e6);
+		bench_add(&arm, h.arm_ns / 1e6);
+		if (h.created)
+			bench_add(&arm_fn, h.arm_ns / 1e3 / (double)h.created /
+					   (double)l->ncmd);
 	}
+	bench_report("real", l->name, "arm_ms", "ms", &arm);
+	bench_report("real", l->name, "arm_us_per_function", "us", &arm_fn);
 	if (runs > 1) {
 		size_t var = 0;
 
@@ -895,7 +905,8 @@ static int bench_lib(struct lib *l)
 
 	/* The same functions through kernel uprobes. */
 	why = quick ? "not run with --quick (kernel uprobe events hung when two "
-		      "processes used them at once)" : tracefs_uprobes_unusable();
+		      "processes used them at once)" :
+	      up_none ? "not run with PKR_UPROBES=none" : tracefs_uprobes_unusable();
 	if (!why && access("/usr/bin/perf", X_OK))
 		why = "perf is not installed (perf stat counts the uprobes per process)";
 	why = why ? why : uprobes_add(l, jr);
@@ -960,6 +971,20 @@ static int bench_lib(struct lib *l)
 	for (size_t i = 0; i < l->nfn; i++)
 		order[i] = i;
 	qsort(order, l->nfn, sizeof(*order), cmp_hits);
+	/* What the probed run's added time after arming is made of. */
+	printf("  probes taking the most calls (any kind):\n");
+	for (size_t i = 0, shown = 0; i < l->nfn && shown < 8; i++) {
+		size_t f = order[i];
+
+		if (!jr[f].kind || !jr[f].hits)
+			continue;
+		printf("    %-40s %12llu calls (%.1f %%), %s, %llu bytes\n",
+		       l->fn[f].name, (unsigned long long)jr[f].hits,
+		       calls ? 100.0 * (double)jr[f].hits / (double)calls : 0,
+		       jr[f].kind == 2 ? "int3" : "jump",
+		       (unsigned long long)l->fn[f].size);
+		shown++;
+	}
 	printf("  int3 probes taking the most calls:\n");
 	for (size_t i = 0, shown = 0; i < l->nfn && shown < 8; i++) {
 		size_t f = order[i];
@@ -1035,6 +1060,7 @@ int main(int argc, char **argv)
 	bench_init(argc, argv);
 	quick = bench_opts.quick;
 	up_all = ua && !strcmp(ua, "all");
+	up_none = ua && !strcmp(ua, "none");
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/pkreal.XXXXXX");
 	if (!mkdtemp(tmpdir)) {
 		perror("mkdtemp");

@@ -874,3 +874,20 @@ add_test(NAME cli_list_kinds
 set_tests_properties(cli_list_kinds PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end names10b ----
+
+# ---- arm12: arming cost (issue 12) ----
+# test_arch_decode_fast compares decode.c's fast path with its Zydis path
+# (both hidden: decode.c compiled in).
+if(TARGET test_arch_decode_fast)
+  target_sources(test_arch_decode_fast PRIVATE ${PROJECT_SOURCE_DIR}/src/arch/x86_64/decode.c)
+  target_link_libraries(test_arch_decode_fast PRIVATE Zydis::Zydis)
+endif()
+# test_place_batch loads libarmcachea.so, probes it, unloads it and loads
+# libarmcacheb.so where it was (their layouts are assembly: the same at
+# every optimisation level and under sanitizers).
+if(TARGET test_place_batch AND TARGET armcachea AND TARGET armcacheb)
+  add_dependencies(test_place_batch armcachea armcacheb)
+  target_compile_options(armcachea PRIVATE -fno-sanitize=all)
+  target_compile_options(armcacheb PRIVATE -fno-sanitize=all)
+endif()
+# ---- end arm12 ----

@@ -46,6 +46,21 @@ PK_HIDDEN int pk_arch_decode(const void *code, size_t avail, uint64_t runtime,
 			     struct pk_insn *out);
 
 /*
+ * pk_arch_decode_zydis() - pk_arch_decode() without its table-driven fast
+ * path for the common instructions: the reference the fast path must
+ * equal (tests/test_arch_decode_fast.c).
+ */
+PK_HIDDEN int pk_arch_decode_zydis(const void *code, size_t avail,
+				   uint64_t runtime, struct pk_insn *out);
+
+/*
+ * pk_arch_decode_fast() - the fast path alone: 1 with *@out as
+ * pk_arch_decode_zydis() fills it, or 0 (not an instruction it knows).
+ */
+PK_HIDDEN int pk_arch_decode_fast(const void *code, size_t avail,
+				  uint64_t runtime, struct pk_insn *out);
+
+/*
  * pk_arch_branch_targets() - decode the @len bytes at @code, which run at
  * @runtime, one instruction after another from the first byte, and pass
  * the destination of every PC-relative branch among them (jmp, jcc, call,

@@ -45,6 +45,23 @@ struct pk_xref {
 	struct xsec *sec;	/* sorted by address */
 	size_t nsec;
 	struct pk_xref_stats st;
+	/*
+	 * The loaded object this index was last verified to be of (its file's
+	 * identity stat(2)ed against the index's) while dlpi_adds was
+	 * seen_adds - 1: until another object is loaded, the object at bias
+	 * stays that one, and queries skip the stat. 0: not since. Under
+	 * xref_lock.
+	 */
+	unsigned long long seen_adds;
+	/*
+	 * The rel8 candidates (rel8_candidate()) of the whole object, built
+	 * once RC_AFTER checks have asked for them (arming a batch): bit
+	 * t - lo set where a byte of the code would be the opcode of a rel8
+	 * branch landing on t. NULL: not built (the file is read instead).
+	 */
+	uint8_t *rc;
+	uint64_t rc_lo, rc_hi;
+	unsigned int rc_asks;
 };
 
 /* ------------------------------------------------------------ sorting */
@@ -807,6 +824,7 @@ void pk_xref_free(struct pk_xref *x)
 	free(x->s);
 	free(x->d);
 	free(x->sec);
+	free(x->rc);
 	free(x);
 }
 
@@ -959,6 +977,14 @@ static struct pk_xref *get_index(const struct obj *o)
 	int fd = -1;
 
 	pk_assert_held(&xref_lock);
+	/* Verified since no object was loaded: the same object. */
+	for (pp = &cache; (x = *pp); pp = &x->next)
+		if (x->bias == o->bias && x->seen_adds == o->adds + 1) {
+			*pp = x->next;
+			x->next = cache;
+			cache = x;
+			return x;
+		}
 	/* A hit costs a stat(2): the file's identity now. */
 	if (!stat(o->path, &st) && is_mapped_file(o, &st)) {
 		for (pp = &cache; (x = *pp); pp = &x->next) {
@@ -968,6 +994,7 @@ static struct pk_xref *get_index(const struct obj *o)
 			*pp = x->next;
 			x->next = cache;
 			cache = x;
+			x->seen_adds = o->adds + 1;
 			return x;
 		}
 		fd = open(o->path, O_RDONLY | O_CLOEXEC);
@@ -997,6 +1024,7 @@ static struct pk_xref *get_index(const struct obj *o)
 	x->mtime = st.st_mtim;
 	x->err = build_fd(fd, o->id, o->id_len, x);
 	close(fd);
+	x->seen_adds = o->adds + 1;
 	if (x->err)
 		pk_dbg("xref: %s: no branch index (%d)", o->path, x->err);
 	else
@@ -1189,6 +1217,99 @@ static int xref_query(uintptr_t lo, size_t len, uintptr_t *at, int far,
 	return ret;
 }
 
+#define RC_AFTER 32		/* file-read rel8 checks before the bitmap */
+#define RC_SPAN_MAX (1ull << 28)	/* code spans given one, at most (32 MiB kept) */
+
+static int is_rel8_op(uint8_t op)
+{
+	return (op & 0xf0) == 0x70 || op == 0xeb || (op >= 0xe0 && op <= 0xe3);
+}
+
+/*
+ * x->rc from the file open at @fd (the bytes the index was made from):
+ * every byte of an executable section that would be a rel8 branch's
+ * opcode (as rel8_candidate() reads them, its displacement byte in the
+ * section too) marks its destination. The span reaches 130 bytes past
+ * the code either way, as far as a candidate's destination can. Nothing
+ * is kept if a read fails or memory is short (the file is read per check
+ * then, as before).
+ */
+static void rc_build(struct pk_xref *x, int fd)
+{
+	uint64_t lo = UINT64_MAX, hi = 0, span;
+	size_t cap = 65536;
+	uint8_t *rc, *buf;
+
+	for (size_t i = 0; i < x->nsec; i++) {
+		if (x->sec[i].addr < lo)
+			lo = x->sec[i].addr;
+		if (x->sec[i].addr + x->sec[i].size > hi)
+			hi = x->sec[i].addr + x->sec[i].size;
+	}
+	if (!x->nsec)
+		return;
+	lo = lo > 130 ? lo - 130 : 0;
+	hi += 130;
+	span = hi - lo;
+	if (span > RC_SPAN_MAX)
+		return;
+	rc = calloc((size_t)(span + 7) / 8, 1);
+	buf = malloc(cap);
+	if (!rc || !buf)
+		goto fail;
+	for (size_t i = 0; i < x->nsec; i++) {
+		const struct xsec *sc = &x->sec[i];
+
+		/* Chunks overlap by a byte: the last opcode's displacement. */
+		for (uint64_t a = 0; a + 1 < sc->size;) {
+			size_t len = sc->size - a > cap ? cap : (size_t)(sc->size - a);
+
+			if (pread(fd, buf, len, (off_t)(sc->offset + a)) != (ssize_t)len)
+				goto fail;
+			for (size_t k = 0; k + 1 < len; k++) {
+				uint64_t t, w;
+
+				/* Eight bytes at a time while none is an opcode. */
+				if (!(k & 7) && k + 8 <= len) {
+					memcpy(&w, buf + k, 8);
+					if (!zero_byte((w & (ONES * 0xf0)) ^ (ONES * 0x70)) &&
+					    !zero_byte(w ^ (ONES * 0xeb)) &&
+					    !zero_byte((w & (ONES * 0xfc)) ^ (ONES * 0xe0))) {
+						k += 7;
+						continue;
+					}
+				}
+				if (!is_rel8_op(buf[k]))
+					continue;
+				t = sc->addr + a + k + 2 +
+				    (uint64_t)(int64_t)(int8_t)buf[k + 1];
+				if (t >= lo && t < hi)
+					rc[(t - lo) / 8] |= (uint8_t)(1u << ((t - lo) % 8));
+			}
+			a += len - 1;
+		}
+	}
+	free(buf);
+	x->rc = rc;
+	x->rc_lo = lo;
+	x->rc_hi = hi;
+	x->st.bytes += (size_t)(span + 7) / 8;
+	return;
+fail:
+	free(buf);
+	free(rc);
+}
+
+/* Whether x->rc has a candidate landing in (@lo, @hi). */
+static int rc_any(const struct pk_xref *x, uint64_t lo, uint64_t hi)
+{
+	for (uint64_t t = lo + 1; t < hi; t++)
+		if (t >= x->rc_lo && t < x->rc_hi &&
+		    (x->rc[(t - x->rc_lo) / 8] >> ((t - x->rc_lo) % 8) & 1))
+			return 1;
+	return 0;
+}
+
 static int lands_q(struct pk_xref *x, const struct obj *o, uint32_t a,
 		   size_t len, uintptr_t *at)
 {
@@ -1201,14 +1322,20 @@ static int lands_q(struct pk_xref *x, const struct obj *o, uint32_t a,
 		*at = o->bias + x->t[i];
 		return 1;
 	}
+	/* No byte that could be a rel8 branch landing there: nothing to read. */
+	if (x->rc && !rc_any(x, a, (uint64_t)a + len))
+		return 0;
 	fd = open(o->path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -ENOEXEC;
 	/* The bytes the index was made from, or none. */
 	if (fstat(fd, &st) || !same_file(x, o->bias, &st))
 		ret = -ENOEXEC;
-	else if ((ret = rel8_candidate(x, fd, a, (uint64_t)a + len)) > 0)
+	else if (x->rc || (ret = rel8_candidate(x, fd, a, (uint64_t)a + len)) > 0)
 		ret = near_branches(x, fd, a, (uint64_t)a + len, &hit);
+	/* Many checks in one object (a batch): its candidates once. */
+	if (ret >= 0 && !x->rc && ++x->rc_asks >= RC_AFTER)
+		rc_build(x, fd);
 	if (ret > 0)
 		*at = o->bias + hit;
 	close(fd);

@@ -10,8 +10,350 @@
 
 #include "arch/arch.h"
 
-int pk_arch_decode(const void *code, size_t avail, uint64_t runtime,
-		   struct pk_insn *out)
+/*
+ * The common instructions decoded without Zydis: a placement decodes
+ * every instruction of the function (place.c), and arming every function
+ * of libstdc++ spent half its time in ZydisDecoderDecodeInstruction()
+ * (about 190 ns an instruction here). fast_decode() knows the lengths and
+ * kinds of the general-purpose integer instructions of the one-byte map
+ * and a few of the 0f map, in the forms compilers emit, and answers
+ * exactly what the Zydis path below does (test_arch_decode_fast compares
+ * the two at every byte offset of real libraries' code); anything else
+ * (VEX, EVEX, SSE, x87, lock, 67, rare or invalid opcodes, a prefix after
+ * REX, 66 on a branch) returns 0 and goes to Zydis.
+ */
+enum {
+	F_X = 0,	/* not here: Zydis */
+	F_1,		/* the opcode alone */
+	F_M,		/* ModRM (+ SIB + disp) */
+	F_MI8,		/* ModRM, imm8 */
+	F_MIZ,		/* ModRM, imm16/32 */
+	F_I8,		/* imm8 */
+	F_IZ,		/* imm16/32 */
+	F_S,		/* special: the switch in fast_decode() */
+};
+
+/* The one-byte map in 64-bit mode, prefixes aside. */
+static const uint8_t op1[256] = {
+	/* ALU r/m,r; r,r/m; al,imm8; eax,imm: 00-05 ... 38-3d */
+	[0x00] = F_M, F_M, F_M, F_M, F_I8, F_IZ,
+	[0x08] = F_M, F_M, F_M, F_M, F_I8, F_IZ,
+	[0x10] = F_M, F_M, F_M, F_M, F_I8, F_IZ,
+	[0x18] = F_M, F_M, F_M, F_M, F_I8, F_IZ,
+	[0x20] = F_M, F_M, F_M, F_M, F_I8, F_IZ,
+	[0x28] = F_M, F_M, F_M, F_M, F_I8, F_IZ,
+	[0x30] = F_M, F_M, F_M, F_M, F_I8, F_IZ,
+	[0x38] = F_M, F_M, F_M, F_M, F_I8, F_IZ,
+	[0x50] = F_1, F_1, F_1, F_1, F_1, F_1, F_1, F_1,	/* push */
+	[0x58] = F_1, F_1, F_1, F_1, F_1, F_1, F_1, F_1,	/* pop */
+	[0x63] = F_M,					/* movsxd */
+	[0x68] = F_IZ, F_MIZ, F_I8, F_MI8,		/* push, imul */
+	[0x70] = F_S, F_S, F_S, F_S, F_S, F_S, F_S, F_S,	/* jcc rel8 */
+	[0x78] = F_S, F_S, F_S, F_S, F_S, F_S, F_S, F_S,
+	[0x80] = F_MI8, F_MIZ, F_X, F_MI8,		/* group 1 */
+	[0x84] = F_M, F_M, F_M, F_M,			/* test, xchg */
+	[0x88] = F_M, F_M, F_M, F_M,			/* mov */
+	[0x8d] = F_S,					/* lea */
+	[0x90] = F_S, F_1, F_1, F_1, F_1, F_1, F_1, F_1,	/* nop, xchg */
+	[0x98] = F_1, F_1,				/* cbw, cwd */
+	[0x9c] = F_1, F_1,				/* pushf, popf */
+	[0xa4] = F_1, F_1, F_1, F_1, F_I8, F_IZ,	/* movs, cmps, test */
+	[0xaa] = F_1, F_1, F_1, F_1, F_1, F_1,		/* stos, lods, scas */
+	[0xb0] = F_I8, F_I8, F_I8, F_I8, F_I8, F_I8, F_I8, F_I8,
+	[0xb8] = F_S, F_S, F_S, F_S, F_S, F_S, F_S, F_S,	/* mov r, imm */
+	[0xc0] = F_S, F_S,				/* shifts, imm8 */
+	[0xc2] = F_S, F_S,				/* ret */
+	[0xc6] = F_S, F_S,				/* mov r/m, imm */
+	[0xc9] = F_1,					/* leave */
+	[0xcc] = F_S,					/* int3 */
+	[0xd0] = F_S, F_S, F_S, F_S,			/* shifts */
+	[0xe8] = F_S, F_S,				/* call, jmp rel32 */
+	[0xeb] = F_S,					/* jmp rel8 */
+	[0xf4] = F_S, F_1,				/* hlt, cmc */
+	[0xf6] = F_S, F_S,				/* group 3 */
+	[0xf8] = F_1, F_1, F_1, F_1, F_1, F_1,		/* clc ... std */
+	[0xfe] = F_S, F_S,				/* groups 4, 5 */
+};
+
+/* The 0f map: only these (no 66, f2, f3 before most of them). */
+static const uint8_t op2[256] = {
+	[0x05] = F_1,					/* syscall */
+	[0x0b] = F_S,					/* ud2 */
+	[0x1f] = F_S,					/* nop r/m */
+	[0x40] = F_M, F_M, F_M, F_M, F_M, F_M, F_M, F_M,	/* cmovcc */
+	[0x48] = F_M, F_M, F_M, F_M, F_M, F_M, F_M, F_M,
+	[0x80] = F_S, F_S, F_S, F_S, F_S, F_S, F_S, F_S,	/* jcc rel32 */
+	[0x88] = F_S, F_S, F_S, F_S, F_S, F_S, F_S, F_S,
+	[0xa3] = F_M, F_MI8, F_M,			/* bt, shld */
+	[0xab] = F_M, F_MI8, F_M,			/* bts, shrd */
+	[0xaf] = F_M,					/* imul */
+	[0xb0] = F_M, F_M,				/* cmpxchg */
+	[0xb3] = F_M,					/* btr */
+	[0xb6] = F_M, F_M,				/* movzx */
+	[0xbb] = F_M, F_M, F_M, F_M, F_M,		/* btc, bsf, bsr, movsx */
+	[0xc0] = F_M, F_M,				/* xadd */
+};
+
+/*
+ * The ModRM at @b (and its SIB and displacement): its length (0: past
+ * @avail), and whether it is RIP-relative.
+ */
+static size_t modrm_len(const uint8_t *b, size_t avail, int *rip)
+{
+	uint8_t m = b[0], mod = m >> 6, rm = m & 7;
+	size_t n = 1;
+
+	*rip = 0;
+	if (mod != 3 && rm == 4) {
+		if (avail < 2)
+			return 0;
+		n = 2;
+		if (mod == 0 && (b[1] & 7) == 5)
+			n += 4;
+	} else if (mod == 0 && rm == 5) {
+		*rip = 1;
+		n += 4;
+	}
+	if (mod == 1)
+		n += 1;
+	else if (mod == 2)
+		n += 4;
+	return n <= avail ? n : 0;
+}
+
+static int32_t rd32(const uint8_t *p)
+{
+	int32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+/*
+ * 1 with *@out as pk_arch_decode()'s Zydis path would fill it, or 0.
+ * *@rel: 1 where the instruction has a relative immediate (a direct
+ * branch: out->target is its destination), else 0.
+ */
+static int fast_decode(const uint8_t *b, size_t avail, uint64_t runtime,
+		       struct pk_insn *out, int *rel)
+{
+	size_t i = 0, n, mlen = 0, imm = 0;
+	int o16 = 0, rep = 0, rex = 0, rip = 0, cls, reg = -1, map2 = 0;
+	uint8_t op;
+
+	for (;; i++) {
+		if (i >= avail || i >= 4)
+			return 0;
+		switch (b[i]) {
+		case 0x66:
+			o16 = 1;
+			continue;
+		case 0xf2:
+		case 0xf3:
+			rep = 1;
+			continue;
+		case 0x26: case 0x2e: case 0x36: case 0x3e: case 0x64: case 0x65:
+			continue;
+		}
+		break;
+	}
+	if ((b[i] & 0xf0) == 0x40) {
+		rex = b[i++];
+		if (i >= avail)
+			return 0;
+	}
+	if (rex & 8)
+		o16 = 0;	/* REX.W wins over 66 */
+	op = b[i++];
+	if (op == 0x0f) {
+		if (i >= avail || rep)
+			return 0;
+		op = b[i++];
+		map2 = 1;
+		cls = op2[op];
+	} else {
+		cls = op1[op];
+	}
+	if (cls == F_X)
+		return 0;
+	memset(out, 0, sizeof(*out));
+	out->kind = PK_INSN_PLAIN;
+	*rel = 0;
+	/* What has a ModRM: the classes, and the specials that take one. */
+	if (cls == F_M || cls == F_MI8 || cls == F_MIZ ||
+	    (cls == F_S && (map2 ? op == 0x1f :
+			    (op == 0x8d || op == 0xc0 || op == 0xc1 ||
+			     op == 0xc6 || op == 0xc7 || (op >= 0xd0 && op <= 0xd3) ||
+			     op >= 0xf6)))) {
+		if (i >= avail)
+			return 0;
+		mlen = modrm_len(b + i, avail - i, &rip);
+		if (!mlen)
+			return 0;
+		reg = (b[i] >> 3) & 7;
+	}
+	switch (cls) {
+	case F_1:
+		break;
+	case F_M:
+		break;
+	case F_MI8:
+	case F_I8:
+		imm = 1;
+		break;
+	case F_MIZ:
+	case F_IZ:
+		imm = o16 ? 2 : 4;
+		break;
+	default:
+		if (map2) {
+			switch (op) {
+			case 0x0b:			/* ud2 */
+				if (o16)
+					return 0;
+				out->flags = PK_INSN_F_BRANCH | PK_INSN_F_NOFALL;
+				break;
+			case 0x1f:			/* nop r/m */
+				if (reg != 0)
+					return 0;
+				out->kind = PK_INSN_NOP;
+				break;
+			default:			/* 0f 80-8f: jcc rel32 */
+				if (o16 || i + 4 > avail)
+					return 0;
+				out->len = (uint8_t)(i + 4);
+				out->kind = PK_INSN_RELATIVE;
+				out->flags = PK_INSN_F_BRANCH;
+				out->target = runtime + out->len +
+					      (uint64_t)(int64_t)rd32(b + i);
+				*rel = 1;
+				return 1;
+			}
+			break;
+		}
+		switch (op) {
+		case 0x70: case 0x71: case 0x72: case 0x73:
+		case 0x74: case 0x75: case 0x76: case 0x77:
+		case 0x78: case 0x79: case 0x7a: case 0x7b:
+		case 0x7c: case 0x7d: case 0x7e: case 0x7f:
+		case 0xeb:
+			if (o16 || rep || i + 1 > avail)
+				return 0;
+			out->len = (uint8_t)(i + 1);
+			out->target = runtime + out->len +
+				      (uint64_t)(int64_t)(int8_t)b[i];
+			if (op == 0xeb) {
+				out->kind = PK_INSN_JMP;
+				out->flags = PK_INSN_F_BRANCH | PK_INSN_F_NOFALL;
+			} else {
+				out->kind = PK_INSN_RELATIVE;
+				out->flags = PK_INSN_F_BRANCH;
+			}
+			*rel = 1;
+			return 1;
+		case 0xe8:
+		case 0xe9:
+			if (o16 || rep || i + 4 > avail)
+				return 0;
+			out->len = (uint8_t)(i + 4);
+			out->target = runtime + out->len +
+				      (uint64_t)(int64_t)rd32(b + i);
+			if (op == 0xe9) {
+				out->kind = PK_INSN_JMP;
+				out->flags = PK_INSN_F_BRANCH | PK_INSN_F_NOFALL;
+			} else {
+				out->kind = PK_INSN_CALL;
+				out->flags = PK_INSN_F_BRANCH | PK_INSN_F_CALL;
+			}
+			*rel = 1;
+			return 1;
+		case 0x8d:			/* lea: memory only */
+			if (mlen && (b[i] >> 6) == 3)
+				return 0;
+			break;
+		case 0x90:			/* nop; not pause, xchg r8 */
+			if (o16 || rep || rex)
+				return 0;
+			out->kind = PK_INSN_NOP;
+			break;
+		case 0xb8: case 0xb9: case 0xba: case 0xbb:
+		case 0xbc: case 0xbd: case 0xbe: case 0xbf:
+			imm = (rex & 8) ? 8 : o16 ? 2 : 4;
+			break;
+		case 0xc0:
+		case 0xc1:
+			if (reg == 6)
+				return 0;
+			imm = 1;
+			break;
+		case 0xd0: case 0xd1: case 0xd2: case 0xd3:
+			if (reg == 6)
+				return 0;
+			break;
+		case 0xc2:
+		case 0xc3:			/* ret (rep ret too) */
+			if (o16)
+				return 0;
+			imm = op == 0xc2 ? 2 : 0;
+			out->flags = PK_INSN_F_BRANCH | PK_INSN_F_NOFALL;
+			break;
+		case 0xc6:
+		case 0xc7:			/* mov r/m, imm (not xabort/xbegin) */
+			if (reg != 0)
+				return 0;
+			imm = op == 0xc6 ? 1 : o16 ? 2 : 4;
+			break;
+		case 0xcc:
+			if (o16 || rep || rex)
+				return 0;
+			out->kind = PK_INSN_TRAP;
+			out->flags = PK_INSN_F_BRANCH;
+			break;
+		case 0xf4:
+			if (o16 || rep || rex)
+				return 0;
+			out->flags = PK_INSN_F_BRANCH | PK_INSN_F_NOFALL;
+			break;
+		case 0xf6:
+		case 0xf7:			/* test /0 takes an imm; not /1 */
+			if (reg == 1)
+				return 0;
+			if (reg == 0)
+				imm = op == 0xf6 ? 1 : o16 ? 2 : 4;
+			break;
+		case 0xfe:
+			if (reg > 1)
+				return 0;
+			break;
+		case 0xff:
+			/* inc, dec, call, jmp, push r/m; not far, not /7 */
+			if (reg == 3 || reg == 5 || reg == 7 || o16)
+				return 0;
+			if (reg == 2)
+				out->flags = PK_INSN_F_BRANCH | PK_INSN_F_CALL;
+			if (reg == 4)
+				out->flags = PK_INSN_F_BRANCH | PK_INSN_F_NOFALL |
+					     PK_INSN_F_INDIRECT_JMP;
+			break;
+		default:
+			return 0;
+		}
+	}
+	/* Prefixes Zydis reads as hints on some of these; not here. */
+	if (rep && op != 0xc3 && !(op >= 0xa4 && op <= 0xaf && !map2))
+		return 0;
+	n = i + mlen + imm;
+	if (n > avail || n > 15)
+		return 0;
+	out->len = (uint8_t)n;
+	if (rip)
+		out->kind = PK_INSN_RELATIVE;
+	return 1;
+}
+
+/* pk_arch_decode() through Zydis alone (the reference fast_decode() keeps to). */
+int pk_arch_decode_zydis(const void *code, size_t avail, uint64_t runtime,
+			 struct pk_insn *out)
 {
 	ZydisDecoderContext ctx;
 	ZydisDecodedInstruction insn;
@@ -81,6 +423,24 @@ int pk_arch_decode(const void *code, size_t avail, uint64_t runtime,
 	return 0;
 }
 
+int pk_arch_decode_fast(const void *code, size_t avail, uint64_t runtime,
+			struct pk_insn *out)
+{
+	int rel;
+
+	return fast_decode(code, avail, runtime, out, &rel);
+}
+
+int pk_arch_decode(const void *code, size_t avail, uint64_t runtime,
+		   struct pk_insn *out)
+{
+	int rel;
+
+	if (fast_decode(code, avail, runtime, out, &rel))
+		return 0;
+	return pk_arch_decode_zydis(code, avail, runtime, out);
+}
+
 size_t pk_arch_branch_targets(const void *code, size_t len, uint64_t runtime,
 			      void (*emit)(uint64_t target, void *ctx),
 			      void *ctx)
@@ -98,6 +458,16 @@ size_t pk_arch_branch_targets(const void *code, size_t len, uint64_t runtime,
 					       ZYAN_TRUE)))
 		return 0;
 	while (at < len) {
+		struct pk_insn fi;
+		int rel;
+
+		if (fast_decode(b + at, len - at, runtime + at, &fi, &rel)) {
+			n++;
+			if (rel)
+				emit(fi.target, ctx);
+			at += fi.len;
+			continue;
+		}
 		if (ZYAN_FAILED(ZydisDecoderDecodeInstruction(&dec, &zctx, b + at,
 							      len - at, &insn))) {
 			at++;	/* data among the code: step over a byte */
