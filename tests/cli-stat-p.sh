@@ -88,6 +88,12 @@ check "... minor faults 400 x 16 (+$EXTRA a thread), within the target's own" \
 check "... voluntary switches >= 160, <= the target's own" \
 	'js "160 <= f(\"stat_block\")[\"voluntary_csw\"] <= own(\"stat_block\", \"nvcsw\")"'
 
+# More threads than a record has blocks (64): the others' calls go to
+# the slot, still every one counted.
+jrun -p stat_pages -- "$target" threads 80 pages 5 4
+check "80 threads (64 blocks): 400 calls, 1600 faults, none lost" \
+	'[ $rc -eq 0 ] && js "f(\"stat_pages\")[\"calls\"] == 400 and 1600 <= f(\"stat_pages\")[\"minor_faults\"] <= 1600 + 80 * $EXTRA and f(\"stat_pages\")[\"minor_faults\"] <= own(\"stat_pages\", \"minflt\") and f(\"stat_pages\")[\"calls_not_counted\"] == 0"'
+
 # ---- inclusive, recursion, longjmp, fork() inside a call ----
 # stat_outer(32) writes 32 pages and calls stat_pages(32): 64 for it, 32
 # for stat_pages. stat_rec(5) writes a page a level, 6 levels: 6 + 5 + 4
