@@ -14,13 +14,14 @@
  * How the counters are read, and why so. The figures are the kernel's
  * own per-task counts (the task's min_flt, maj_flt, nvcsw, nivcsw, which
  * every fault and every switch of the thread bumps); three ways reach
- * them from user space, measured here (Debian 12, a 2-core VM, ns per
- * reading, median of 3 runs of 200 000):
+ * them from user space, measured here (Debian 12, a 2-core VM shared
+ * with other work, 3 runs of 200 000 readings each, one program):
  *   - getrusage(RUSAGE_THREAD): one system call, all four figures, no
  *     file descriptor, no permission, nothing to set up per thread or
- *     after a fork: ~340 ns (a bare getppid() ~190 ns);
+ *     after a fork: 264-432 ns (a bare getppid() 174-244 ns; bench_stat's
+ *     stat/getrusage, on a quieter machine: 168 ns);
  *   - perf_event_open() software counters of the thread (page-faults-min,
- *     page-faults-maj, context-switches), one group read(2): ~830 ns, a
+ *     page-faults-maj, context-switches), one group read(2): 741-949 ns, a
  *     descriptor trio per thread opened on its first call (a program
  *     that closes its descriptors, or runs out of them, loses them), none
  *     inherited by a fork()ed child's thread, no voluntary/involuntary
@@ -28,7 +29,7 @@
  *     allows user-space counting (cli/cmd_stat.c); rdpmc does not work
  *     for software events;
  *   - /proc/thread-self/stat (minflt, majflt; the switches are in
- *     status): a pread() and parsing, ~3 us (status: ~8 us).
+ *     status): a pread() and parsing, 2.2-3.1 us (status: 8-9 us).
  * So getrusage(): two system calls a probed call, made raw (pka_sys():
  * async-signal-safe, errno untouched), into a buffer on the handler's
  * stack written first (a fresh stack page's fault must not land between
