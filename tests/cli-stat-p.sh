@@ -115,6 +115,15 @@ check "fork() inside a call: 20 returns (10 parent's, 10 children's), the childr
 check "... no call lost: nothing not counted" \
 	'js "all(x[\"calls_not_counted\"] == 0 for x in j[\"functions\"])"'
 
+# Deeper than the return probes' 128 calls in flight: the deeper calls
+# are not counted, said, and --strict fails.
+jrun -p stat_rec -- "$target" rec 1 200
+check "recursion 201 deep: 128 calls counted + 73 not counted, said" \
+	'[ $rc -eq 0 ] && js "f(\"stat_rec\")[\"calls\"] + f(\"stat_rec\")[\"calls_not_counted\"] == 201 and f(\"stat_rec\")[\"calls_not_counted\"] > 0"'
+run stat --strict -p stat_rec -- "$target" rec 1 200
+check "... text: the row says it; --strict: 125" \
+	'[ $rc -eq 125 ] && grep -qE "stat_rec .*calls not counted: return-probe depth" "$tmp/err" && grep -q "probekit stat: 73 calls not counted" "$tmp/err"'
+
 # ---- C++ exceptions thrown through a probed function ----
 jrun -p time_cxx_catch -p time_cxx_throw -- "$cxx" 50
 check "C++ exceptions: status 0, all 50 caught, time_cxx_catch 50 calls, time_cxx_throw none returned" \
