@@ -43,11 +43,11 @@
  * work before the entry reading (its per-thread record's first touch)
  * and after the return one. The thread block and the cell a call uses
  * are found, and touched, at its entry before the reading, and the area
- * is written through once at start, so that the agent's own first
- * touches of the record's pages (page faults) are in no call of this
- * process; a fork()ed child touches them afresh (the shared mapping's
- * pages are not copied at fork), at most one minor fault a page of the
- * area, which an enclosing probed call of the child can see.
+ * and the slots are written through once at start, so that the agent's
+ * own first touches of the record's pages (page faults) are in no call
+ * of this process; a fork()ed child touches them afresh (a shared
+ * mapping's pages are not copied at fork), at most one minor fault a
+ * page, which an enclosing probed call of the child can see.
  *
  * The hit path is async-signal-safe as time.c's is (block and cell
  * claimed by compare-and-swap, raw system calls, no malloc, no lock), and
@@ -315,6 +315,18 @@ static void pid_page(void)
 	st_pidw = p;
 }
 
+/* Write each page of @len bytes at @p (with what it holds). */
+static void touch(void *p, uint64_t len)
+{
+	char *c = p;
+
+	if (!len)
+		return;
+	for (uint64_t k = 0; k < len; k += 4096)
+		__atomic_store_n(c + k, *(c + k), __ATOMIC_RELAXED);
+	__atomic_store_n(c + len - 1, *(c + len - 1), __ATOMIC_RELAXED);
+}
+
 static void stat_start(struct pka_header *h)
 {
 	struct pka_stat_area *a = (struct pka_stat_area *)((char *)h + h->mode_at);
@@ -333,11 +345,12 @@ static void stat_start(struct pka_header *h)
 	a->status = (int32_t)err;
 	if (err)
 		return;
-	/* Every page of the area touched now, in no call (see the top). */
-	for (uint64_t k = 0; k < h->mode_len; k += 4096)
-		__atomic_store_n((char *)a + k, *((char *)a + k), __ATOMIC_RELAXED);
-	__atomic_store_n((char *)a + h->mode_len - 1,
-			 *((char *)a + h->mode_len - 1), __ATOMIC_RELAXED);
+	/*
+	 * Every page the hits write touched now, in no call (see the top):
+	 * the area, and the slots (calls without a cell, misses).
+	 */
+	touch(a, h->mode_len);
+	touch((char *)h + h->slot_at, (uint64_t)h->nprobe * h->slot_size);
 	pid_page();
 	pthread_atfork(NULL, NULL, stat_atfork_child);
 	/* Before arming: its text commit orders these before any hit. */
