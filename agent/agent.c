@@ -30,6 +30,7 @@ static const struct pka_mode_ops *const modes[] = {
 	&pka_mode_count,
 	&pka_mode_time,
 	&pka_mode_trace,
+	&pka_mode_stat,
 };
 
 #define N_MODES (sizeof(modes) / sizeof(modes[0]))

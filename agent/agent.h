@@ -41,6 +41,7 @@ struct pka_mode_ops {
 extern const struct pka_mode_ops pka_mode_count;
 extern const struct pka_mode_ops pka_mode_time;
 extern const struct pka_mode_ops pka_mode_trace;
+extern const struct pka_mode_ops pka_mode_stat;
 
 /* A raw system call (async-signal-safe, errno untouched): -errno or the result. */
 static inline long pka_sys(long nr, long a, long b, long c)

@@ -114,6 +114,8 @@ enum pka_mode {
 	PKA_MODE_TRACE = 3,	/* "trace": struct pka_count slots (calls
 				 * seen), a struct pka_trace_area at mode_at
 				 * and a ring file */
+	PKA_MODE_STAT = 4,	/* "stat": struct pka_stat slots, and a
+				 * struct pka_stat_area at mode_at */
 };
 
 /*
@@ -551,6 +553,106 @@ static inline uint64_t pka_trace_thr_size(uint64_t buf, uint32_t ev)
 
 	return (sizeof(struct pka_trace_ring) + n * ev + 4095u) &
 	       ~(uint64_t)4095u;
+}
+
+/*
+ * PKA_MODE_STAT: the page faults and context switches incurred inside
+ * each call of a probe's function, from a return probe that reads the
+ * thread's own counters at entry and at return: getrusage(RUSAGE_THREAD)
+ * (ru_minflt, ru_majflt, ru_nvcsw, ru_nivcsw: the kernel's per-task
+ * counts), one system call at each end (agent/stat.c says why that and
+ * not perf_event_open or /proc). A call's figures are the differences:
+ * inclusive, so what a nested probed call incurs (its own two reads
+ * included) counts for its caller too.
+ *
+ * Where they go: as time's (PKA_MODE_TIME), per thread and function, a
+ * cell (struct pka_stat_cell) in the record's area that only that thread
+ * writes, named by the thread's block (struct pka_stat_thread, claimed
+ * by compare-and-swap of its owner, pid and tid); both are found at the
+ * call's entry, before the entry reading, so that their first touch (a
+ * page fault) is not inside the call. A call that finds no block (more
+ * than nthr threads alive at once) or no cell (more than ncell (thread,
+ * function) pairs) goes to the probe's slot (struct pka_stat, atomic
+ * adds). A call entered in one process and returning in another (its
+ * function fork()ed) counts in the child what the child incurred (its
+ * counters start at 0 at the fork). Everything is in the shared record
+ * as the call returns: _exit() and fatal signals lose nothing that
+ * returned; a call that never returns (longjmp, an exception, exec)
+ * counts nowhere, and its faults count in its probed callers.
+ *
+ * Sizes: a slot and a cell are 64 bytes; a thread block 64 + 4 * nprobe
+ * bytes rounded up to 64; ncell = min(PKA_STAT_THREADS * nprobe,
+ * PKA_STAT_CELLS) (one function: 64 cells, 12 KiB in all; a glob of 1 700
+ * functions: 2048 cells, 560 KiB).
+ */
+#define PKA_STAT_THREADS 64u
+#define PKA_STAT_CELLS 2048u
+
+/*
+ * A probe's calls that found no cell (atomic), and its calls not counted
+ * at all (missed: the return-probe library could not take their return,
+ * as pka_time's missed).
+ */
+struct pka_stat {
+	uint64_t calls;
+	uint64_t minflt;	/* minor faults inside the calls */
+	uint64_t majflt;	/* major faults */
+	uint64_t nvcsw;		/* voluntary context switches */
+	uint64_t nivcsw;	/* involuntary */
+	uint64_t missed;	/* calls not counted */
+	uint64_t pad[2];
+};
+
+/* One thread's figures for one probe; written by that thread only. */
+struct pka_stat_cell {
+	uint32_t probe;		/* its probe, set before the block names it */
+	uint32_t thread;	/* its thread block */
+	uint64_t calls;
+	uint64_t minflt, majflt, nvcsw, nivcsw;
+	uint64_t pad[2];
+};
+
+/* One thread's cells, by probe. */
+struct pka_stat_thread {
+	uint64_t owner;		/* atomic: pid << 32 | tid, or 0 */
+	uint64_t pad[7];
+	uint32_t cell[];	/* [nprobe]: 1 + its cell, or 0 */
+};
+
+/* The stat mode's area: this, then nthr blocks, then ncell cells. */
+struct pka_stat_area {
+	uint32_t nthr;		/* thread blocks of thr_size bytes at thr_at */
+	uint32_t thr_size;	/* (offsets from the record's start) */
+	uint32_t thr_at;
+	uint32_t ncell;		/* cells at cell_at */
+	uint32_t cell_at;
+	uint32_t cells_used;	/* atomic; may run past ncell */
+	int32_t status;		/* 0, or the -errno getrusage(RUSAGE_THREAD)
+				 * gave at start (nothing counted then) */
+	uint32_t pad0;
+	uint64_t pad[4];
+};
+
+/* A thread block's bytes, for @nprobe probes. */
+static inline uint64_t pka_stat_thr_size(uint32_t nprobe)
+{
+	return (sizeof(struct pka_stat_thread) + 4ull * nprobe + 63u) &
+	       ~(uint64_t)63u;
+}
+
+static inline uint32_t pka_stat_ncell(uint32_t nprobe)
+{
+	uint64_t n = (uint64_t)PKA_STAT_THREADS * nprobe;
+
+	return n < PKA_STAT_CELLS ? (uint32_t)n : PKA_STAT_CELLS;
+}
+
+/* pka_stat_area_size() - the stat mode's area for @nprobe probes. */
+static inline uint64_t pka_stat_area_size(uint32_t nprobe)
+{
+	return sizeof(struct pka_stat_area) +
+	       PKA_STAT_THREADS * pka_stat_thr_size(nprobe) +
+	       (uint64_t)pka_stat_ncell(nprobe) * sizeof(struct pka_stat_cell);
 }
 
 #endif /* PK_AGENT_PROTOCOL_H */

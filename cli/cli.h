@@ -208,6 +208,11 @@ struct pkc_run {
 	int strict;		/* --strict: an incomplete measurement is 125 */
 	int wait_all;		/* --wait-all: for descendants outliving COMMAND */
 	uint64_t rec_size;	/* a record of one probe per spec */
+	/* Optional, as pkc_spawn()'s @ready: called before COMMAND's exec. */
+	void (*ready)(pid_t pid, void *ctx);
+	void *ready_ctx;
+	struct rusage ru;	/* COMMAND's wait4() rusage, by pkc_run_wait() */
+	struct timespec end;	/* when pkc_run_wait() saw it ended (MONOTONIC) */
 
 	char agent[4096];	/* the agent preloaded */
 	char dir[4096];		/* the run's record directory */

@@ -2,7 +2,8 @@
 /* cmd_stat.c - probekit stat: perf-stat counters (task clock, faults, switches, migrations, cycles, instructions, syscalls) of COMMAND and every process it starts. */
 
 /*
- * probekit stat [--json] [-o FILE] -- COMMAND [ARG]...
+ * probekit stat [-p SPEC]... [-P FILE]... [--json] [-o FILE] [--strict] [-q]
+ *               -- COMMAND [ARG]...
  *
  * The counters are perf_event_open(2) events opened on COMMAND's first
  * process before it execs, one event each (no group: an inherited group
@@ -43,6 +44,18 @@
  * Wall time is CLOCK_MONOTONIC from the byte written to COMMAND's end
  * (seen by waitid(), before it is reaped); user and sys are the wait4()
  * rusage of COMMAND (its own and its waited-for descendants').
+ *
+ * With -p: COMMAND runs with the agent in its "stat" mode (agent/stat.c,
+ * PKA_MODE_STAT) as well, the counters opened the same way before its
+ * exec (pkc_run's ready hook), so they also count the agent's start-up
+ * (planning, arming) and its readings. Per probed function the agent
+ * reads the thread's getrusage(RUSAGE_THREAD) at each call's entry and
+ * return (agent/stat.c says why that), and keeps the differences per
+ * thread; they are summed here over threads and processes and printed
+ * after the counters: calls, minor and major faults, voluntary and
+ * involuntary context switches inside the calls, inclusive of nested
+ * probed calls, and per call. Wall time then is seen ended by the
+ * runner's poll (every 10 ms), not a blocking wait.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -547,8 +560,13 @@ static const char *state_name(enum ev_state s)
 	       s == EV_NOT_SUPPORTED ? "not supported" : "not counted";
 }
 
+/* -p's figures, for the report (NULL without -p). */
+struct fnrep;
+static void fn_json_rep(FILE *o, const struct fnrep *x);
+
 static void report_json(FILE *o, const struct stat_ctx *c, char **argv,
-			int status, double wall_ns, const struct rusage *ru)
+			int status, double wall_ns, const struct rusage *ru,
+			const struct fnrep *fx)
 {
 	struct ratios r;
 
@@ -605,9 +623,12 @@ static void report_json(FILE *o, const struct stat_ctx *c, char **argv,
 		fputs("null", o);
 	fprintf(o, ",\"rusage\":{\"utime_us\":%llu,\"stime_us\":%llu,"
 		   "\"minflt\":%ld,\"majflt\":%ld,\"nvcsw\":%ld,\"nivcsw\":%ld,"
-		   "\"maxrss_kb\":%ld}}\n",
+		   "\"maxrss_kb\":%ld}",
 		tv_us(&ru->ru_utime), tv_us(&ru->ru_stime), ru->ru_minflt,
 		ru->ru_majflt, ru->ru_nvcsw, ru->ru_nivcsw, ru->ru_maxrss);
+	if (fx)
+		fn_json_rep(o, fx);
+	fputs("}\n", o);
 }
 
 /* "%8.3f K/sec" as perf stat scales a rate of @n per task-clock second. */
@@ -734,75 +755,497 @@ static int report_done(FILE *out, const char *path)
 	return PKC_EXIT_OWN;
 }
 
+/* ------------------------------------------- -p: per probed function */
+
+/* One function of one spec, summed over threads and processes. */
+struct sfn {
+	char *name;		/* NULL: an empty entry */
+	uint32_t spec;
+	int int3;
+	uint64_t calls, minflt, majflt, nvcsw, nivcsw;
+	uint64_t missed;	/* calls not counted (the return-probe library's) */
+	uint32_t cells;		/* thread cells summed */
+};
+
+struct stab {
+	struct sfn *e;
+	size_t n, cap;
+	int oom;
+	struct pkc_run *run;
+	int failed_ru;		/* records whose getrusage() failed at start */
+	int32_t ru_err;		/* and its -errno */
+	/* Per spec armed: its functions not probed, the first reason. */
+	unsigned long long *unprobed;
+	char **unprobed_why;
+};
+
+static size_t sfn_hash(uint32_t spec, const char *name)
+{
+	size_t h = 14695981039346656037ull ^ spec;
+
+	for (; *name; name++)
+		h = (h ^ (unsigned char)*name) * 1099511628211ull;
+	return h;
+}
+
+static struct sfn *sfn_slot(struct sfn *e, size_t cap, uint32_t spec,
+			    const char *name)
+{
+	size_t i = sfn_hash(spec, name) & (cap - 1);
+
+	while (e[i].name && (e[i].spec != spec || strcmp(e[i].name, name)))
+		i = (i + 1) & (cap - 1);
+	return &e[i];
+}
+
+static struct sfn *sfn_get(struct stab *t, uint32_t spec, const char *name)
+{
+	struct sfn *f;
+
+	if (t->oom)
+		return NULL;
+	if (2 * (t->n + 1) > t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 64;
+		struct sfn *e = calloc(cap, sizeof(*e));
+
+		if (!e) {
+			t->oom = 1;
+			return NULL;
+		}
+		for (size_t i = 0; i < t->cap; i++)
+			if (t->e[i].name)
+				*sfn_slot(e, cap, t->e[i].spec, t->e[i].name) =
+					t->e[i];
+		free(t->e);
+		t->e = e;
+		t->cap = cap;
+	}
+	f = sfn_slot(t->e, t->cap, spec, name);
+	if (!f->name) {
+		f->name = strdup(name);
+		if (!f->name) {
+			t->oom = 1;
+			return NULL;
+		}
+		f->spec = spec;
+		t->n++;
+	}
+	return f;
+}
+
+static void stab_free(struct stab *t)
+{
+	for (size_t i = 0; i < t->cap; i++)
+		free(t->e[i].name);
+	free(t->e);
+	for (int i = 0; t->unprobed_why && t->run && i < t->run->n; i++)
+		free(t->unprobed_why[i]);
+	free(t->unprobed_why);
+	free(t->unprobed);
+}
+
+/* The stat area of @h, checked against the record's size, or NULL. */
+static const struct pka_stat_area *stat_area_of(const struct pka_header *h)
+{
+	const struct pka_stat_area *a;
+
+	if (h->mode_len < sizeof(*a))
+		return NULL;
+	a = (const void *)((const char *)h + h->mode_at);
+	if (a->thr_size < pka_stat_thr_size(h->nprobe) ||
+	    a->thr_at < h->mode_at + sizeof(*a) ||
+	    (uint64_t)a->thr_at + (uint64_t)a->nthr * a->thr_size > a->cell_at ||
+	    (uint64_t)a->cell_at + (uint64_t)a->ncell *
+	    sizeof(struct pka_stat_cell) > h->size)
+		return NULL;
+	return a;
+}
+
+/* A glob's function not armed where its spec was (as time's unprobed()). */
+static void stat_unprobed(struct stab *t, struct pka_header *h, uint32_t i,
+			  const struct pka_probe *p)
+{
+	const char *why = pka_spec_why(h, i);
+	const char *name = p->name && p->name <= h->why_len ?
+			   (const char *)h + h->why_at + p->name - 1 : NULL;
+
+	t->unprobed[i]++;
+	if (why && why[0] && !t->unprobed_why[i] &&
+	    asprintf(&t->unprobed_why[i], "%s%s%s", name ? name : "",
+		     name ? "; first error: " : "", why) < 0)
+		t->unprobed_why[i] = NULL;
+}
+
+static void sfn_add(struct sfn *f, uint64_t calls, uint64_t mi, uint64_t ma,
+		    uint64_t vc, uint64_t ic)
+{
+	f->calls += calls;
+	f->minflt += mi;
+	f->majflt += ma;
+	f->nvcsw += vc;
+	f->nivcsw += ic;
+}
+
+/*
+ * A record into the table: per probe its slot (calls that found no
+ * cell) and the cells its thread blocks name (a cell is read only
+ * through its block, which names it once its probe is set).
+ */
+static void stat_add_rec(const struct pka_header *h, void *arg)
+{
+	struct stab *t = arg;
+	struct pka_header *w = (struct pka_header *)h;
+	const struct pka_stat_area *a = stat_area_of(h);
+
+	if (!a)
+		return;
+	if (a->status) {
+		t->failed_ru++;
+		t->ru_err = a->status;
+	}
+	for (uint32_t i = 0; i < h->n; i++) {
+		const struct pka_spec *s = pka_record_spec(w, i);
+
+		if (s->first > h->nprobe || s->nprobe > h->nprobe - s->first)
+			continue;
+		for (uint32_t k = s->first; k < s->first + s->nprobe; k++) {
+			const struct pka_probe *p = pka_record_probe(w, k);
+			const struct pka_stat *sl = pka_record_slot(w, k);
+			const char *name = t->run->specs[i];
+			struct sfn *f;
+
+			if (p->status && p->status != PKA_PENDING && !s->status &&
+			    (int)i < t->run->n)
+				stat_unprobed(t, w, i, p);
+			if (p->status || p->spec != i)
+				continue;
+			if (p->name && p->name <= h->why_len)
+				name = (const char *)h + h->why_at + p->name - 1;
+			f = sfn_get(t, i, name);
+			if (!f)
+				return;
+			f->int3 |= p->int3 != 0;
+			sfn_add(f, sl->calls, sl->minflt, sl->majflt, sl->nvcsw,
+				sl->nivcsw);
+			f->missed += sl->missed;
+			for (uint32_t b = 0; b < a->nthr; b++) {
+				const struct pka_stat_thread *th = (const void *)
+					((const char *)h + a->thr_at +
+					 (uint64_t)b * a->thr_size);
+				uint32_t at = th->cell[k];
+				const struct pka_stat_cell *cl;
+
+				if (!at || at > a->ncell)
+					continue;
+				cl = (const struct pka_stat_cell *)
+				     ((const char *)h + a->cell_at) + (at - 1);
+				if (cl->probe != k)
+					continue;
+				sfn_add(f, cl->calls, cl->minflt, cl->majflt,
+					cl->nvcsw, cl->nivcsw);
+				f->cells++;
+			}
+		}
+	}
+}
+
+static int by_faults(const void *x, const void *y)
+{
+	const struct sfn *a = *(const struct sfn *const *)x;
+	const struct sfn *b = *(const struct sfn *const *)y;
+	uint64_t fa = a->minflt + a->majflt, fb = b->minflt + b->majflt;
+	uint64_t ca = a->nvcsw + a->nivcsw, cb = b->nvcsw + b->nivcsw;
+
+	if (fa != fb)
+		return fa > fb ? -1 : 1;
+	if (ca != cb)
+		return ca > cb ? -1 : 1;
+	if (a->calls != b->calls)
+		return a->calls > b->calls ? -1 : 1;
+	if (a->spec != b->spec)
+		return a->spec < b->spec ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+/* The functions, most faults first; NULL without memory. */
+static struct sfn **stab_sorted(const struct stab *t)
+{
+	struct sfn **v = calloc(t->n ? t->n : 1, sizeof(*v));
+	size_t k = 0;
+
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < t->cap; i++)
+		if (t->e[i].name)
+			v[k++] = &t->e[i];
+	qsort(v, k, sizeof(*v), by_faults);
+	return v;
+}
+
+static double per_call(uint64_t n, uint64_t calls)
+{
+	return calls ? (double)n / (double)calls : 0;
+}
+
+/* -p's part of the JSON: members after the counters' (",\"NAME\":..."). */
+static void fn_json(FILE *o, const struct stab *t, struct sfn **v,
+		    const struct pkc_spec *sp, int procs)
+{
+	const struct pkc_run *r = t->run;
+
+	fprintf(o, ",\"processes\":%d,\"probe_read\":\"getrusage(RUSAGE_THREAD)"
+		   " at entry and return\",\"inclusive\":true", procs);
+	if (t->failed_ru) {
+		fprintf(o, ",\"probe_read_error\":");
+		pkc_json_str(o, strerror(-t->ru_err));
+	}
+	fprintf(o, ",\"functions\":[");
+	for (size_t k = 0; k < t->n; k++) {
+		const struct sfn *f = v[k];
+
+		fprintf(o, "%s{\"spec\":", k ? "," : "");
+		pkc_json_str(o, r->specs[f->spec]);
+		fprintf(o, ",\"name\":");
+		pkc_json_str(o, f->name);
+		fprintf(o, ",\"calls\":%llu,\"minor_faults\":%llu,"
+			   "\"major_faults\":%llu,\"voluntary_csw\":%llu,"
+			   "\"involuntary_csw\":%llu,\"csw\":%llu,"
+			   "\"faults_per_call\":%.6g,\"csw_per_call\":%.6g,"
+			   "\"threads\":%u,\"calls_not_counted\":%llu,\"int3\":%s}",
+			(unsigned long long)f->calls,
+			(unsigned long long)f->minflt,
+			(unsigned long long)f->majflt,
+			(unsigned long long)f->nvcsw,
+			(unsigned long long)f->nivcsw,
+			(unsigned long long)(f->nvcsw + f->nivcsw),
+			per_call(f->minflt + f->majflt, f->calls),
+			per_call(f->nvcsw + f->nivcsw, f->calls), f->cells,
+			(unsigned long long)f->missed, f->int3 ? "true" : "false");
+	}
+	fprintf(o, "],\"probes\":[");
+	for (int i = 0; i < r->n; i++) {
+		fprintf(o, "%s{\"spec\":", i ? "," : "");
+		pkc_json_str(o, r->specs[i]);
+		fprintf(o, ",\"armed_in\":%d,\"int3_in\":%d,\"failed_in\":%d",
+			sp[i].armed, sp[i].int3, sp[i].failed);
+		if (sp[i].failed) {
+			fprintf(o, ",\"error\":");
+			pkc_json_str(o, sp[i].why[0] ? sp[i].why
+						     : strerror(sp[i].last_err));
+		}
+		if (t->unprobed[i]) {
+			fprintf(o, ",\"not_probed\":%llu,\"not_probed_error\":",
+				t->unprobed[i]);
+			pkc_json_str(o, t->unprobed_why[i] ? t->unprobed_why[i] : "");
+		}
+		fputc('}', o);
+	}
+	fputc(']', o);
+	pkc_run_json_procs(r, o);
+}
+
+struct fnrep {
+	const struct stab *t;
+	struct sfn **v;
+	const struct pkc_spec *sp;
+	int procs;
+};
+
+static void fn_json_rep(FILE *o, const struct fnrep *x)
+{
+	fn_json(o, x->t, x->v, x->sp, x->procs);
+}
+
+/* -p's table, after the counters. */
+static void fn_text(FILE *o, const struct stab *t, struct sfn **v,
+		    const struct pkc_spec *sp, int procs)
+{
+	const struct pkc_run *r = t->run;
+	int col = pkc_color_for(o, 0);
+	const char *warn = pkc_sgr(col, PKC_SGR_WARN);
+	const char *bad = pkc_sgr(col, PKC_SGR_BAD);
+	const char *off = pkc_sgr(col, PKC_SGR_OFF);
+	uint64_t missed = 0;
+	size_t idle = 0;
+
+	fprintf(o, " %sInside the probed functions' calls%s (%d process%s; "
+		   "inclusive of nested probed calls; getrusage(RUSAGE_THREAD) "
+		   "read at each call's entry and return):\n\n",
+		pkc_sgr(col, PKC_SGR_HEAD), off, procs, procs == 1 ? "" : "es");
+	fprintf(o, " %s%12s %13s %13s %11s %11s %12s %10s  %s%s\n",
+		pkc_sgr(col, PKC_SGR_HEAD), "calls", "minor-faults",
+		"major-faults", "vol-csw", "invol-csw", "faults/call",
+		"csw/call", "function", off);
+	for (size_t k = 0; k < t->n; k++) {
+		const struct sfn *f = v[k];
+
+		missed += f->missed;
+		if (!f->calls && !f->missed) {
+			idle++;
+			continue;
+		}
+		fprintf(o, " %12llu %13llu %13llu %11llu %11llu %12.2f %10.2f  %s",
+			(unsigned long long)f->calls,
+			(unsigned long long)f->minflt,
+			(unsigned long long)f->majflt,
+			(unsigned long long)f->nvcsw,
+			(unsigned long long)f->nivcsw,
+			per_call(f->minflt + f->majflt, f->calls),
+			per_call(f->nvcsw + f->nivcsw, f->calls), f->name);
+		if (r->n > 1 && strpbrk(r->specs[f->spec], "*?["))
+			fprintf(o, "  [%s]", r->specs[f->spec]);
+		if (f->int3)
+			fprintf(o, "  %s(int3 probe: ~1 us a call to the program)%s",
+				warn, off);
+		if (f->missed)
+			fprintf(o, "  %s(%llu calls not counted: return-probe "
+				   "depth/threads)%s", warn,
+				(unsigned long long)f->missed, off);
+		fputc('\n', o);
+	}
+	if (idle)
+		fprintf(o, " %12s  (%zu more function%s probed, no call returned)\n",
+			"", idle, idle == 1 ? "" : "s");
+	for (int i = 0; i < r->n; i++) {
+		if (sp[i].failed)
+			fprintf(o, " %s%s: not probed in %d of %d: %s%s\n", bad,
+				r->specs[i], sp[i].failed, procs,
+				sp[i].why[0] ? sp[i].why : strerror(sp[i].last_err),
+				off);
+		else if (!sp[i].armed)
+			fprintf(o, " %s%s: not probed%s\n", bad, r->specs[i], off);
+		if (t->unprobed[i])
+			fprintf(o, " %s%s: %llu of its functions not probed%s%s%s\n",
+				bad, r->specs[i], t->unprobed[i],
+				t->unprobed_why[i] ? ", first: " : "",
+				t->unprobed_why[i] ? t->unprobed_why[i] : "", off);
+	}
+	if (t->failed_ru)
+		fprintf(o, " %snothing counted in %d process%s: "
+			   "getrusage(RUSAGE_THREAD): %s%s\n", bad, t->failed_ru,
+			t->failed_ru == 1 ? "" : "es", strerror(-t->ru_err), off);
+	fprintf(o, "\n The counters above include the agent's start-up and these "
+		   "readings (two system calls a probed call).\n\n");
+	(void)missed;
+}
+
 static int stat_main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "probe", required_argument, NULL, 'p' },
+		{ "probes", required_argument, NULL, 'P' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "strict", no_argument, NULL, 's' },
+		{ "quiet", no_argument, NULL, 'q' },
 		{ "color", optional_argument, NULL, 'C' },
 		{ "colour", optional_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	struct stat_ctx c = { .fail = getenv("PROBEKIT_STAT_FAIL") };
+	struct pkc_spec_list l = { 0 };
+	struct pkc_run r = {
+		.mode_name = "stat",
+		.mode = PKA_MODE_STAT,
+		.slot = sizeof(struct pka_stat),
+		.area = pka_stat_area_size,
+		.ready = open_all,
+		.ready_ctx = &c,
+	};
+	struct stab tab = { .run = &r };
+	struct pkc_spec *sp = NULL;
+	struct sfn **v = NULL;
+	struct fnrep fx;
 	const char *out_path = NULL;
 	struct timespec t1;
 	struct rusage ru;
 	double wall_ns;
-	int json = 0, ch, code, wrote;
+	int json = 0, ch, code = PKC_EXIT_OWN, wrote, quiet = 0, procs = 0;
 	FILE *out = stderr;
 	pid_t pid;
 
-	while ((ch = getopt_long(argc, argv, "+p:jo:h", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "+p:P:jo:qh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'p':
-			pkc_msg("probekit stat", "-p is not supported yet: "
-					"per-function faults and context switches "
-					"need the agent's counter reads at entry and "
-					"return (probekit count -p counts calls)\n");
-			return PKC_EXIT_OWN;
+			if (pkc_spec_add(&l, optarg, "-p"))
+				goto out;
+			break;
+		case 'P':
+			if (pkc_spec_file(&l, optarg))
+				goto out;
+			break;
 		case 'j':
 			json = 1;
 			break;
 		case 'o':
 			out_path = optarg;
 			break;
+		case 's':
+			r.strict = 1;
+			break;
+		case 'q':
+			quiet = 1;
+			break;
 		case 'C':
 			if (pkc_color_opt(optarg))
-				return PKC_EXIT_OWN;
+				goto out;
 			break;
 		case 'h':
 			pkc_usage(stdout, &pkc_cmd_stat);
-			return 0;
+			code = 0;
+			goto out;
 		default:
 			pkc_usage(stderr, &pkc_cmd_stat);
-			return PKC_EXIT_OWN;
+			goto out;
 		}
 	}
 	if (optind >= argc) {
 		pkc_err("no command given\n");
 		pkc_usage(stderr, &pkc_cmd_stat);
-		return PKC_EXIT_OWN;
+		goto out;
 	}
 	for (int i = 0; i < N_EV; i++)
 		c.ev[i].fd = -1;
+	if (l.n) {
+		r.specs = l.v;
+		r.n = l.n;
+		if (pkc_run_find_agent(&r))
+			goto out;
+		sp = calloc((size_t)r.n, sizeof(*sp));
+		tab.unprobed = calloc((size_t)r.n, sizeof(*tab.unprobed));
+		tab.unprobed_why = calloc((size_t)r.n, sizeof(*tab.unprobed_why));
+		if (!sp || !tab.unprobed || !tab.unprobed_why) {
+			pkc_err("%s\n", strerror(ENOMEM));
+			goto out;
+		}
+	}
 	if (out_path && !(out = fopen(out_path, "we"))) {
 		pkc_err("%s: %s\n", out_path, strerror(errno));
-		return PKC_EXIT_OWN;
+		out = stderr;
+		goto out;
 	}
 	check_detach(&c, argv[optind]);
-	code = pkc_spawn(&argv[optind], &pid, open_all, &c);
+	if (l.n) {
+		pkc_progress_init(quiet);
+		code = pkc_run_start(&r, &argv[optind]);
+	} else {
+		code = pkc_spawn(&argv[optind], &pid, open_all, &c);
+	}
 	if (code) {
 		for (int i = 0; i < N_EV; i++)
 			if (c.ev[i].fd >= 0)
 				close(c.ev[i].fd);
-		if (out != stderr)
-			fclose(out);
-		return code;
+		goto out;
 	}
 	memset(&ru, 0, sizeof(ru));
-	code = pkc_spawn_wait(pid, &ru, &t1);
+	if (l.n) {
+		code = pkc_run_wait(&r, 0, NULL, NULL);
+		ru = r.ru;
+		t1 = r.end;
+	} else {
+		code = pkc_spawn_wait(pid, &ru, &t1);
+	}
 	read_all(&c, getenv("PROBEKIT_STAT_HALVE"));
 	check_detached(&c, &ru);
 	if (c.detach[0])
@@ -817,17 +1260,63 @@ static int stat_main(int argc, char **argv)
 	}
 	wall_ns = (double)(t1.tv_sec - c.t0.tv_sec) * 1e9 +
 		  (double)(t1.tv_nsec - c.t0.tv_nsec);
-	if (json)
-		report_json(out, &c, &argv[optind], code, wall_ns, &ru);
-	else
+	if (l.n) {
+		for (int i = 0; i < r.n; i++)
+			sp[i].spec = l.v[i];
+		procs = pkc_run_collect(&r, sp, 1, stat_add_rec, &tab);
+		pkc_run_end(&r);
+		pkc_run_check(&r, procs, sp);
+		v = tab.oom ? NULL : stab_sorted(&tab);
+		if (!v) {
+			pkc_err("%s\n", strerror(ENOMEM));
+			code = PKC_EXIT_OWN;
+			goto out;
+		}
+		fx = (struct fnrep){ .t = &tab, .v = v, .sp = sp, .procs = procs };
+	}
+	if (json) {
+		report_json(out, &c, &argv[optind], code, wall_ns, &ru,
+			    l.n ? &fx : NULL);
+	} else {
 		report_text(out, &c, &argv[optind], wall_ns, &ru);
+		if (l.n)
+			fn_text(out, &tab, v, sp, procs);
+	}
 	wrote = report_done(out, out_path);
-	return wrote ? wrote : code;
+	out = stderr;
+	if (l.n) {
+		uint64_t missed = 0;
+
+		code = pkc_run_verdict(&r, code);
+		for (size_t k = 0; k < tab.n; k++)
+			missed += v[k]->missed;
+		/* Calls the return probes could not take are figures missing. */
+		if (r.strict && missed) {
+			pkc_msg("probekit stat", "%llu calls not counted "
+				"(return-probe depth/threads)\n",
+				(unsigned long long)missed);
+			code = PKC_EXIT_OWN;
+		}
+		if (r.strict && tab.failed_ru)
+			code = PKC_EXIT_OWN;
+	}
+	if (wrote)
+		code = wrote;
+out:
+	if (out != stderr)
+		fclose(out);
+	free(v);
+	free(sp);
+	stab_free(&tab);
+	pkc_run_free(&r);
+	pkc_spec_list_free(&l);
+	return code;
 }
 
 const struct pkc_cmd pkc_cmd_stat = {
 	.name = "stat",
-	.synopsis = "stat [--json] [-o FILE] [--color[=WHEN]] -- COMMAND [ARG]...",
+	.synopsis = "stat [-p SPEC]... [-P FILE]... [--json] [-o FILE] [--strict] [-q]\n"
+		    "         [--color[=WHEN]] -- COMMAND [ARG]...",
 	.help =
 		"Counts what COMMAND cost, as perf stat does, summed over every thread and\n"
 		"process it starts: task clock, wall time, page faults (minor, major),\n"
@@ -838,6 +1327,12 @@ const struct pkc_cmd pkc_cmd_stat = {
 		"  -o, --output FILE the report to FILE instead of stderr\n"
 		"      --color[=WHEN] colour the text report: auto (a terminal, NO_COLOR\n"
 		"                    unset), always, never\n"
-		"  -p SPEC           not supported yet (per-function counters)\n",
+		"  -p, --probe SPEC  also, per function (NAME, OBJECT:NAME or a glob): the\n"
+		"                    page faults and context switches inside its calls\n"
+		"                    (getrusage(RUSAGE_THREAD) at entry and return: two\n"
+		"                    system calls a call; nested probed calls included)\n"
+		"  -P, --probes FILE the specs in FILE, one a line (- for stdin; # comments)\n"
+		"      --strict      with -p: exit 125 if anything is missing from the figures\n"
+		"  -q, --quiet       no progress line on the terminal while probes are armed\n",
 	.main = stat_main,
 };

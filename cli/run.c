@@ -457,7 +457,10 @@ static int no_room(int err)
 
 static void note_pre_children(struct pkc_run *r);
 
-/* start_command()'s @ready: COMMAND's exec()s told from before its first. */
+/*
+ * start_command()'s @ready: COMMAND's exec()s told from before its first,
+ * then r->ready's (a subcommand's), if any.
+ */
 static void xw_ready(pid_t pid, void *ctx)
 {
 	const char *on = getenv("PROBEKIT_EXEC_WATCH");
@@ -466,6 +469,9 @@ static void xw_ready(pid_t pid, void *ctx)
 	r->xw_off = on && !strcmp(on, "0");
 	if (!r->xw_off)
 		pkc_xw_open(&r->xw, pid);
+	/* The subcommand's own (probekit stat -p: its counters). */
+	if (r->ready)
+		r->ready(pid, r->ready_ctx);
 }
 
 int pkc_run_start(struct pkc_run *r, char **argv)
@@ -1333,9 +1339,10 @@ int pkc_run_wait(struct pkc_run *r, long interval_ms,
 	int status = -1, err;
 
 	err = wait_watching(r, interval_ms, tick, ctx);
+	clock_gettime(CLOCK_MONOTONIC, &r->end);
 	fwd_pid = 0;
 	if (!err)
-		while (waitpid(r->pid, &status, 0) < 0 && errno == EINTR)
+		while (wait4(r->pid, &status, 0, &r->ru) < 0 && errno == EINTR)
 			;
 	/* waitpid() failed (status untouched): probekit's failure, not COMMAND's. */
 	if (status == -1) {

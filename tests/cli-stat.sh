@@ -175,9 +175,10 @@ check "no COMMAND -> 125, said, with the usage" \
 run stat --bogus -- true
 check "unknown option -> 125, said" \
 	'[ $rc -eq 125 ] && grep -q "unrecognized option" "$tmp/err" && grep -q "usage: probekit stat" "$tmp/err"'
-run stat -p malloc -- touch "$tmp/ran"
-check "-p -> 125: not supported yet, COMMAND not run" \
-	'[ $rc -eq 125 ] && grep -q "not supported yet" "$tmp/err" && [ ! -e "$tmp/ran" ]'
+# (-p itself: tests/cli-stat-p.sh.)
+run stat -p :malloc -- touch "$tmp/ran"
+check "-p with a bad spec -> 125, said, COMMAND not run" \
+	'[ $rc -eq 125 ] && grep -q "no object before the" "$tmp/err" && [ ! -e "$tmp/ran" ]'
 run stat -o "$tmp/no/such/dir" -- touch "$tmp/ran"
 check "-o into a missing directory -> 125 before COMMAND runs" \
 	'[ $rc -eq 125 ] && [ ! -e "$tmp/ran" ]'

@@ -118,7 +118,7 @@ for v in PROBEKIT_AGENT_SPECS PROBEKIT_AGENT_MODE; do
 done
 run count -p malloc -- env PROBEKIT_AGENT_MODE=bogus true
 check "agent asked for a mode it lacks: 125, names it and the modes it has" \
-	'[ $rc -eq 125 ] && grep -q "no mode .bogus. (modes: count time trace)" "$tmp/err"'
+	'[ $rc -eq 125 ] && grep -q "no mode .bogus. (modes: count time trace stat)" "$tmp/err"'
 TMPDIR=/nonexistent run count -p malloc -- true
 check "no room for the counts: 125" '[ $rc -eq 125 ] && grep -q mkdtemp "$tmp/err"'
 # More than 64 probes (the old limit): taken (tests/cli_many.sh counts 2000).

@@ -891,3 +891,21 @@ if(TARGET test_place_batch AND TARGET armcachea AND TARGET armcacheb)
   target_compile_options(armcacheb PRIVATE -fno-sanitize=all)
 endif()
 # ---- end arm12 ----
+# ---- statp11: probekit stat -p, faults and switches per function (issue 11, Counters) ----
+# cli-stat-p.sh: stat_p_target's functions write a known number of fresh
+# pages or sleep, and count themselves with getrusage(RUSAGE_THREAD) around
+# each call; threads, fork, exec, nesting, recursion, longjmp, fork() in a
+# call, C++ exceptions (time_cxx), _exit, SIGKILL, failure paths (a static
+# COMMAND: cli10's cli_target_static).
+add_executable(stat_p_target ${CMAKE_CURRENT_SOURCE_DIR}/targets/stat_p_target.c)
+# Every function its own; no sanitizer, so that its faults are its pages'.
+target_compile_options(stat_p_target PRIVATE -O2 -fno-sanitize=all)
+target_link_options(stat_p_target PRIVATE -fno-sanitize=all)
+target_link_libraries(stat_p_target PRIVATE pthread)
+add_test(NAME cli_stat_p
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli-stat-p.sh $<TARGET_FILE:probekit_cli>
+          $<TARGET_FILE:stat_p_target> ${PK_CLI_SANITIZED} $<TARGET_FILE:time_cxx>
+          ${PK_CLI_STATIC})
+set_tests_properties(cli_stat_p PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
+# ---- end statp11 ----
