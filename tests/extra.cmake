@@ -820,3 +820,13 @@ add_test(NAME cli_time_fix
 set_tests_properties(cli_time_fix PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end timefix ----
+
+# --- start10b: test_sig_strip_load's helper, initialised before libprobekit
+# (linked after it: the dynamic linker initialises later NEEDED entries
+# first); it must not use probekit itself.
+add_library(sig_strip_helper SHARED sig_strip_helper.c)
+set_target_properties(sig_strip_helper PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+if(TARGET test_sig_strip_load)
+  target_link_libraries(test_sig_strip_load PRIVATE sig_strip_helper)
+  target_link_options(test_sig_strip_load PRIVATE -Wl,--no-as-needed)
+endif()
