@@ -1211,11 +1211,20 @@ static int plan_unregister(struct change *c)
 	return 0;
 }
 
-/* pk_batch_set_hook(): int3 is on every first byte; move stopped threads. */
+/*
+ * pk_batch_set_hook(): int3 is on every first byte; move stopped threads.
+ * The sweep signals every thread but this one: with none listed now (a
+ * process before main(), most of all), no thread is inside a site, and no
+ * thread can be made but by this one, which is here; the sweep would list
+ * none, after a listing through opendir() whose malloc traps on every
+ * probed malloc (an int3 each, 4 us).
+ */
 static int move_hook(void *arg)
 {
 	struct change *c = arg;
 
+	if (!pk_sig_other_threads())
+		return 0;
 	return pk_sweep_move(c->sites, c->nsites);
 }
 

@@ -1908,15 +1908,91 @@ static const char *blocker_kind(const struct pk_sig_task *t)
 	       "libc created with its own mask)";
 }
 
+/*
+ * The threads of this process, from /proc/self/task with raw system calls
+ * into @buf (no malloc: a commit lists them with int3 on probed libc
+ * functions, opendir()'s malloc among them): @fn(tid, @arg) for each, in
+ * directory order, until it returns nonzero. Return: what @fn last
+ * returned (0: every thread seen), or -errno (no /proc).
+ */
+static int tasks_each(int (*fn)(pid_t tid, void *arg), void *arg)
+{
+	char buf[4096] __attribute__((aligned(8)));
+	long fd = pk_sys4(SYS_openat, AT_FDCWD, (long)"/proc/self/task",
+			  O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0), n;
+	int ret = 0;
+
+	if (fd < 0)
+		return (int)fd;
+	while (!ret && (n = pk_sys3(SYS_getdents64, fd, (long)buf,
+				    sizeof(buf))) > 0) {
+		for (long at = 0; at < n && !ret;) {
+			const struct dirent64 *de = (const void *)(buf + at);
+			long tid = 0;
+
+			for (const char *c = de->d_name; *c >= '0' && *c <= '9';
+			     c++)
+				tid = tid * 10 + (*c - '0');
+			if (tid > 0)
+				ret = fn((pid_t)tid, arg);
+			at += de->d_reclen;
+		}
+	}
+	pk_sys3(SYS_close, fd, 0, 0);
+	return ret;
+}
+
+static int other_task(pid_t tid, void *arg)
+{
+	return tid != *(pid_t *)arg;
+}
+
+int pk_sig_other_threads(void)
+{
+	pid_t self = (pid_t)pk_sys3(SYS_gettid, 0, 0, 0);
+	int r = tasks_each(other_task, &self);
+
+	return r ? 1 : 0;	/* no /proc: there may be */
+}
+
+struct blocked_scan {
+	unsigned long bit;
+	pid_t self;
+	int n;
+	struct pk_sig_task *seen;
+	pid_t *tids;
+};
+
+/*
+ * One thread of pk_sig_check_blocked()'s pass. The calling thread's real
+ * mask is what rt_sigprocmask() says (/proc's SigBlk is the same field),
+ * so its status and syscall files are read only when it blocks @bit.
+ */
+static int blocked_one(pid_t tid, void *arg)
+{
+	struct blocked_scan *b = arg;
+
+	if (tid == b->self) {
+		unsigned long cur = 0;
+
+		if (pk_sys4(SYS_rt_sigprocmask, SIG_BLOCK, 0, (long)&cur, 8) ||
+		    !(cur & b->bit))
+			return 0;
+	}
+	if (pk_sig_task_look(tid, &b->seen[b->n]) == 0 &&
+	    (b->seen[b->n].sigblk & b->bit))
+		b->tids[b->n++] = tid;
+	return b->n >= CHECK_MAX;
+}
+
 int pk_sig_check_blocked(int sig, const char *what, unsigned int flags)
 {
 	unsigned long bit = BIT(sig);
 	struct pk_sig_task seen[CHECK_MAX];
 	pid_t tids[CHECK_MAX];
 	int wait = flags & PK_SIG_CHECK_WAIT;
-	struct dirent *de;
+	struct blocked_scan scan = { bit, 0, 0, seen, tids };
 	int n = 0, left, parked = -1;
-	DIR *d;
 
 	if (handed_off) {
 		int fresh = mono_ns() - handed_off < 2000000;
@@ -1926,19 +2002,10 @@ int pk_sig_check_blocked(int sig, const char *what, unsigned int flags)
 		if (fresh)
 			return 0;
 	}
-	d = opendir("/proc/self/task");
-	if (!d)
+	scan.self = (pid_t)pk_sys3(SYS_gettid, 0, 0, 0);
+	if (tasks_each(blocked_one, &scan) < 0)
 		return 0;	/* no /proc: nothing to go by */
-	while ((de = readdir(d)) && n < CHECK_MAX) {
-		pid_t tid = (pid_t)atoi(de->d_name);
-
-		if (de->d_name[0] == '.' || tid <= 0)
-			continue;
-		if (pk_sig_task_look(tid, &seen[n]) == 0 &&
-		    (seen[n].sigblk & bit))
-			tids[n++] = tid;
-	}
-	closedir(d);
+	n = scan.n;
 	if (n && !wait)
 		return -EAGAIN;
 	/*

@@ -147,6 +147,14 @@ PK_HIDDEN void pk_sig_strip_handlers(unsigned long bits);
 PK_HIDDEN int pk_sig_check_blocked(int sig, const char *what, unsigned int flags);
 
 /*
+ * pk_sig_other_threads() - whether this process has a thread besides the
+ * caller now (/proc/self/task, raw system calls, no malloc): 0 or 1 (1
+ * too when /proc cannot be read). Only the caller can add one while it
+ * is 0. Not from a signal handler.
+ */
+PK_HIDDEN int pk_sig_other_threads(void);
+
+/*
  * What /proc/self/task/TID says of a thread: its real mask, state letter,
  * context switches, and, asleep in a system call, which and where (its
  * user sp and pc); @nr -1 when not in a call, -2 unknown (running, or no
