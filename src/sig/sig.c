@@ -417,7 +417,7 @@ int pk_sig_hook(int sig, enum pk_sig_slot slot, pk_sig_hook_fn fn)
 
 int pk_sig_pin_set(unsigned long bits)
 {
-	unsigned long done = 0;
+	unsigned long fresh = 0;	/* installed by this call */
 	sigset_t omask;
 	int err = 0;
 
@@ -431,14 +431,12 @@ int pk_sig_pin_set(unsigned long bits)
 
 		if (!(bits & bit))
 			continue;
-		if (!installed[i])
-			e = install_nostrip(i);
-		if (!e) {
+		if (!installed[i] && !(e = install_nostrip(i)))
+			fresh |= bit;
+		if (!e)
 			pinned[i] = 1;
-			done |= bit;
-		} else if (!err) {
+		else if (!err)
 			err = e;
-		}
 	}
 	/*
 	 * One pass over the handlers for every owned signal not stripped
@@ -447,10 +445,10 @@ int pk_sig_pin_set(unsigned long bits)
 	 * mask sig_lock_take() set blocks it). Then this thread's mask for
 	 * these: sig_lock_take() leaves them deliverable.
 	 */
-	if (done) {
-		pk_sig_strip_handlers(done | __atomic_load_n(&pk_sig_owned_bits,
-							     __ATOMIC_RELAXED));
-		pk_sig_strip_masks(done);
+	if (fresh) {
+		pk_sig_strip_handlers(fresh | __atomic_load_n(&pk_sig_owned_bits,
+							      __ATOMIC_RELAXED));
+		pk_sig_strip_masks(fresh);
 	}
 	sig_lock_drop(&omask);
 	return err;
