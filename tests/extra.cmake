@@ -909,3 +909,35 @@ add_test(NAME cli_stat_p
 set_tests_properties(cli_stat_p PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
   TIMEOUT 300 ENVIRONMENT "${PK_TEST_ENV}")
 # ---- end statp11 ----
+
+# --- start10b: test_sig_strip_load's helper, initialised before libprobekit
+# (linked after it: the dynamic linker initialises later NEEDED entries
+# first); it must not use probekit itself.
+add_library(sig_strip_helper SHARED sig_strip_helper.c)
+set_target_properties(sig_strip_helper PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+if(TARGET test_sig_strip_load)
+  target_link_libraries(test_sig_strip_load PRIVATE sig_strip_helper)
+  target_link_options(test_sig_strip_load PRIVATE -Wl,--no-as-needed)
+endif()
+
+# --- start10b: agent_early.sh, threads made before the agent's constructor
+# (by a linked library's constructor, by a preloaded one's) while it arms.
+# Not linked with libprobekit, nor instrumented (as agent.sh's helpers).
+add_library(agentearly SHARED agent_early_lib.c)
+set_target_properties(agentearly PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+target_link_libraries(agentearly PRIVATE pthread)
+add_executable(agent_early agent_early.c)
+target_link_libraries(agent_early PRIVATE ${CMAKE_DL_LIBS})
+add_executable(agent_early_linked agent_early.c)
+target_link_libraries(agent_early_linked PRIVATE agentearly ${CMAKE_DL_LIBS})
+target_link_options(agent_early_linked PRIVATE -Wl,--no-as-needed)
+foreach(t agentearly agent_early agent_early_linked)
+  target_compile_options(${t} PRIVATE -fno-sanitize=all)
+  target_link_options(${t} PRIVATE -fno-sanitize=all)
+endforeach()
+add_test(NAME agent_early
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/agent_early.sh $<TARGET_FILE:probekit_cli>
+          $<TARGET_FILE:agent_early> $<TARGET_FILE:agent_early_linked>
+          $<TARGET_FILE:agentearly> ${PK_CLI_SANITIZED})
+set_tests_properties(agent_early PROPERTIES SKIP_RETURN_CODE 77 LABELS quick
+  TIMEOUT 120 ENVIRONMENT "${PK_TEST_ENV}")

@@ -330,9 +330,15 @@ __attribute__((constructor(101))) static void resolve_all(void)
 		__atomic_or_fetch(&ownable_bits, BIT(sweep), __ATOMIC_RELAXED);
 		__atomic_or_fetch(&pk_sig_owned_bits, BIT(sweep),
 				  __ATOMIC_RELAXED);
-		pk_sig_strip_masks(sweep);
 	}
+	/*
+	 * The handlers' masks lose both in one pass (pk_sig_pin_set()); the
+	 * sweep signal out of this thread's mask here, out of sig_lock (its
+	 * mask blocks it), and out of the handlers' too if pinning failed.
+	 */
 	pk_sig_pin(SIGTRAP);
+	if (sweep >= SIGRTMIN && sweep <= SIGRTMAX && sweep <= 64)
+		pk_sig_strip_masks(BIT(sweep));
 }
 
 #define REAL(i) (__atomic_load_n(&real[i], __ATOMIC_ACQUIRE) ?: resolve(i))
@@ -1054,33 +1060,47 @@ PK_EXPORT int sigaction(int sig, const struct sigaction *act,
 }
 
 /*
- * pk_sig_strip_masks() - @sig has just become owned: take it out of every
- * handler's sa_mask (remembered in strip[] for read-back) and out of this
- * thread's real mask (vmask keeps it). Called by sig.c under sig_lock.
+ * pk_sig_strip_masks() - the signals of @bits have just become owned: take
+ * them out of every handler's sa_mask (remembered in strip[] for
+ * read-back) and out of this thread's real mask (vmask keeps them). One
+ * pass over the handlers for all of them, none for those no handler has
+ * blocked since they were last stripped. Called by sig.c under sig_lock,
+ * and by resolve_all() before any other thread of ours can be.
+ * pk_sig_strip_handlers() is its pass over the handlers alone.
  */
-void pk_sig_strip_masks(int sig)
+void pk_sig_strip_handlers(unsigned long bits)
 {
-	sigset_t cur, one;
+	unsigned long todo = bits & ~__atomic_load_n(&stripped,
+						     __ATOMIC_RELAXED);
 
-	for (int s = 1; s < NSIG && !(stripped & BIT(sig)); s++) {
+	for (int s = 1; s < NSIG && todo; s++) {
 		struct sigaction sa;
+		unsigned long w;
 
 		if (s == SIGKILL || s == SIGSTOP ||
 		    pk_sig_real_sigaction(s, NULL, &sa) ||
-		    !(word(&sa.sa_mask) & BIT(sig)) || !is_handler(&sa))
+		    !(w = word(&sa.sa_mask) & todo) || !is_handler(&sa))
 			continue;
-		set_word(&sa.sa_mask, word(&sa.sa_mask) & ~BIT(sig));
+		set_word(&sa.sa_mask, word(&sa.sa_mask) & ~w);
 		if (pk_sig_real_sigaction(s, &sa, NULL) == 0)
-			__atomic_or_fetch(&strip[s], BIT(sig),
-					  __ATOMIC_RELAXED);
+			__atomic_or_fetch(&strip[s], w, __ATOMIC_RELAXED);
 	}
-	__atomic_or_fetch(&stripped, BIT(sig), __ATOMIC_RELAXED);
+	__atomic_or_fetch(&stripped, todo, __ATOMIC_RELAXED);
+}
+
+void pk_sig_strip_masks(unsigned long bits)
+{
+	sigset_t cur, one;
+
+	pk_sig_strip_handlers(bits);
 	if (pk_sig_real_sigmask(SIG_BLOCK, NULL, &cur) == 0 &&
-	    (word(&cur) & BIT(sig))) {
+	    (word(&cur) & bits)) {
 		/* Blocked behind our back (a raw syscall): now virtual. */
-		vmask |= BIT(sig);
+		unsigned long w = word(&cur) & bits;
+
+		vmask |= w;
 		sigemptyset(&one);
-		set_word(&one, BIT(sig));
+		set_word(&one, w);
 		pk_sig_real_sigmask(SIG_UNBLOCK, &one, NULL);
 	}
 }
@@ -1888,15 +1908,91 @@ static const char *blocker_kind(const struct pk_sig_task *t)
 	       "libc created with its own mask)";
 }
 
+/*
+ * The threads of this process, from /proc/self/task with raw system calls
+ * into @buf (no malloc: a commit lists them with int3 on probed libc
+ * functions, opendir()'s malloc among them): @fn(tid, @arg) for each, in
+ * directory order, until it returns nonzero. Return: what @fn last
+ * returned (0: every thread seen), or -errno (no /proc).
+ */
+static int tasks_each(int (*fn)(pid_t tid, void *arg), void *arg)
+{
+	char buf[4096] __attribute__((aligned(8)));
+	long fd = pk_sys4(SYS_openat, AT_FDCWD, (long)"/proc/self/task",
+			  O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0), n;
+	int ret = 0;
+
+	if (fd < 0)
+		return (int)fd;
+	while (!ret && (n = pk_sys3(SYS_getdents64, fd, (long)buf,
+				    sizeof(buf))) > 0) {
+		for (long at = 0; at < n && !ret;) {
+			const struct dirent64 *de = (const void *)(buf + at);
+			long tid = 0;
+
+			for (const char *c = de->d_name; *c >= '0' && *c <= '9';
+			     c++)
+				tid = tid * 10 + (*c - '0');
+			if (tid > 0)
+				ret = fn((pid_t)tid, arg);
+			at += de->d_reclen;
+		}
+	}
+	pk_sys3(SYS_close, fd, 0, 0);
+	return ret;
+}
+
+static int other_task(pid_t tid, void *arg)
+{
+	return tid != *(pid_t *)arg;
+}
+
+int pk_sig_other_threads(void)
+{
+	pid_t self = (pid_t)pk_sys3(SYS_gettid, 0, 0, 0);
+	int r = tasks_each(other_task, &self);
+
+	return r ? 1 : 0;	/* no /proc: there may be */
+}
+
+struct blocked_scan {
+	unsigned long bit;
+	pid_t self;
+	int n;
+	struct pk_sig_task *seen;
+	pid_t *tids;
+};
+
+/*
+ * One thread of pk_sig_check_blocked()'s pass. The calling thread's real
+ * mask is what rt_sigprocmask() says (/proc's SigBlk is the same field),
+ * so its status and syscall files are read only when it blocks @bit.
+ */
+static int blocked_one(pid_t tid, void *arg)
+{
+	struct blocked_scan *b = arg;
+
+	if (tid == b->self) {
+		unsigned long cur = 0;
+
+		if (pk_sys4(SYS_rt_sigprocmask, SIG_BLOCK, 0, (long)&cur, 8) ||
+		    !(cur & b->bit))
+			return 0;
+	}
+	if (pk_sig_task_look(tid, &b->seen[b->n]) == 0 &&
+	    (b->seen[b->n].sigblk & b->bit))
+		b->tids[b->n++] = tid;
+	return b->n >= CHECK_MAX;
+}
+
 int pk_sig_check_blocked(int sig, const char *what, unsigned int flags)
 {
 	unsigned long bit = BIT(sig);
 	struct pk_sig_task seen[CHECK_MAX];
 	pid_t tids[CHECK_MAX];
 	int wait = flags & PK_SIG_CHECK_WAIT;
-	struct dirent *de;
+	struct blocked_scan scan = { bit, 0, 0, seen, tids };
 	int n = 0, left, parked = -1;
-	DIR *d;
 
 	if (handed_off) {
 		int fresh = mono_ns() - handed_off < 2000000;
@@ -1906,19 +2002,10 @@ int pk_sig_check_blocked(int sig, const char *what, unsigned int flags)
 		if (fresh)
 			return 0;
 	}
-	d = opendir("/proc/self/task");
-	if (!d)
+	scan.self = (pid_t)pk_sys3(SYS_gettid, 0, 0, 0);
+	if (tasks_each(blocked_one, &scan) < 0)
 		return 0;	/* no /proc: nothing to go by */
-	while ((de = readdir(d)) && n < CHECK_MAX) {
-		pid_t tid = (pid_t)atoi(de->d_name);
-
-		if (de->d_name[0] == '.' || tid <= 0)
-			continue;
-		if (pk_sig_task_look(tid, &seen[n]) == 0 &&
-		    (seen[n].sigblk & bit))
-			tids[n++] = tid;
-	}
-	closedir(d);
+	n = scan.n;
 	if (n && !wait)
 		return -EAGAIN;
 	/*
@@ -1994,28 +2081,100 @@ static const char *const spawn_names[] = {
 
 static struct { uintptr_t lo, hi; } spawn_fn[N_SPAWN];	/* set before main */
 
-/* From the constructor: a commit (under text_lock) must not take dlopen's lock. */
+/* libc's dynamic symbol table, as the dynamic linker mapped it. */
+struct dynsyms {
+	const ElfW(Sym) *sym;
+	const char *str;
+	const uint32_t *gnu;		/* DT_GNU_HASH */
+	const ElfW(Half) *versym;	/* DT_VERSYM, or NULL */
+};
+
+static int dynsyms_of(const struct link_map *lm, struct dynsyms *d)
+{
+	memset(d, 0, sizeof(*d));
+	for (const ElfW(Dyn) *dyn = lm->l_ld; dyn && dyn->d_tag != DT_NULL;
+	     dyn++) {
+		/* Relocated in place by ld.so (the vdso's are not: unused). */
+		uintptr_t p = dyn->d_un.d_ptr;
+
+		if (p < lm->l_addr)
+			p += lm->l_addr;
+		switch (dyn->d_tag) {
+		case DT_SYMTAB: d->sym = (const ElfW(Sym) *)p; break;
+		case DT_STRTAB: d->str = (const char *)p; break;
+		case DT_GNU_HASH: d->gnu = (const uint32_t *)p; break;
+		case DT_VERSYM: d->versym = (const ElfW(Half) *)p; break;
+		}
+	}
+	return d->sym && d->str && d->gnu ? 0 : -ENOENT;
+}
+
+/*
+ * The definition of @name that dlsym(libc, @name) finds: defined, and of
+ * the default version (its versym entry not hidden), through DT_GNU_HASH.
+ */
+static const ElfW(Sym) *dynsym_find(const struct dynsyms *d, const char *name)
+{
+	const uint32_t nb = d->gnu[0], base = d->gnu[1], words = d->gnu[2];
+	const uint32_t *bucket = d->gnu + 4 + words * (sizeof(ElfW(Addr)) / 4);
+	const uint32_t *chain = bucket + nb;
+	uint32_t h = 5381, i;
+
+	for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+		h = h * 33 + *c;
+	if (!nb || (i = bucket[h % nb]) < base)
+		return NULL;
+	for (;; i++) {
+		uint32_t h2 = chain[i - base];
+		const ElfW(Sym) *sym = &d->sym[i];
+
+		if ((h | 1) == (h2 | 1) && sym->st_shndx != SHN_UNDEF &&
+		    !(d->versym && (d->versym[i] & 0x8000)) &&
+		    !strcmp(d->str + sym->st_name, name))
+			return sym;
+		if (h2 & 1)
+			return NULL;
+	}
+}
+
+/*
+ * From the constructor: a commit (under text_lock) must not take dlopen's
+ * lock. Each name's extent from libc's own .dynsym, one hash lookup each
+ * (a dladdr1() per name cost a pass over every libc symbol, then a hash
+ * of them all: 90 us of every process's start-up); dlsym() only for an
+ * IFUNC, whose chosen variant only the dynamic linker knows.
+ */
 static void spawn_init(void)
 {
 	void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+	struct link_map *lm = NULL;
+	struct dynsyms d;
 
 	if (!libc)
 		return;
+	if (dlinfo(libc, RTLD_DI_LINKMAP, &lm) || !lm || dynsyms_of(lm, &d))
+		goto out;
 	for (size_t i = 0; i < N_SPAWN; i++) {
-		const ElfW(Sym) *sym = NULL;
-		void *p = dlsym(libc, spawn_names[i]);
-		Dl_info di;
+		const ElfW(Sym) *sym = dynsym_find(&d, spawn_names[i]);
+		void *p;
 
-		if (!p || !dladdr1(p, &di, (void **)&sym, RTLD_DL_SYMENT) ||
-		    !sym)
+		if (!sym)
 			continue;
-		spawn_fn[i].lo = (uintptr_t)p;
+		if (ELF64_ST_TYPE(sym->st_info) != STT_GNU_IFUNC) {
+			spawn_fn[i].lo = lm->l_addr + sym->st_value;
+			spawn_fn[i].hi = spawn_fn[i].lo +
+					 (sym->st_size ? sym->st_size : 1);
+			continue;
+		}
 		/* An IFUNC's dlsym() is the chosen variant, which has no
 		 * dynamic symbol of its own: its entry only. */
-		spawn_fn[i].hi = (uintptr_t)p +
-			((uintptr_t)di.dli_saddr == (uintptr_t)p && sym->st_size ?
-			 sym->st_size : 1);
+		p = dlsym(libc, spawn_names[i]);
+		if (p) {
+			spawn_fn[i].lo = (uintptr_t)p;
+			spawn_fn[i].hi = (uintptr_t)p + 1;
+		}
 	}
+out:
 	dlclose(libc);
 }
 

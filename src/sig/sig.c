@@ -322,7 +322,8 @@ out:
 	*ep = saved_errno;
 }
 
-static int install(int i)
+/* Installed, and owned, but the handlers' masks not stripped yet. */
+static int install_nostrip(int i)
 {
 	struct sigaction sa, old;
 	unsigned int idx;
@@ -351,8 +352,16 @@ static int install(int i)
 	/* From here the program's calls see it virtually (interpose.c). */
 	__atomic_or_fetch(&pk_sig_owned_bits, 1UL << (sig_nums[i] - 1),
 			  __ATOMIC_RELAXED);
-	pk_sig_strip_masks(sig_nums[i]);
 	return 0;
+}
+
+static int install(int i)
+{
+	int err = install_nostrip(i);
+
+	if (!err)
+		pk_sig_strip_masks(1UL << (sig_nums[i] - 1));
+	return err;
 }
 
 static void uninstall(int i)
@@ -406,20 +415,50 @@ int pk_sig_hook(int sig, enum pk_sig_slot slot, pk_sig_hook_fn fn)
 	return err;
 }
 
-int pk_sig_pin(int sig)
+int pk_sig_pin_set(unsigned long bits)
 {
+	unsigned long fresh = 0;	/* installed by this call */
 	sigset_t omask;
-	int i = sig_index(sig), err = 0;
+	int err = 0;
 
-	if (i < 0)
-		return -EINVAL;
+	for (int s = 1; s <= 64; s++)
+		if ((bits & (1UL << (s - 1))) && sig_index(s) < 0)
+			return -EINVAL;
 	sig_lock_take(&omask);
-	if (!installed[i])
-		err = install(i);
-	if (!err)
-		pinned[i] = 1;
+	for (int i = 0; i < NSIGS; i++) {
+		unsigned long bit = 1UL << (sig_nums[i] - 1);
+		int e = 0;
+
+		if (!(bits & bit))
+			continue;
+		if (!installed[i] && !(e = install_nostrip(i)))
+			fresh |= bit;
+		if (!e)
+			pinned[i] = 1;
+		else if (!err)
+			err = e;
+	}
+	/*
+	 * One pass over the handlers for every owned signal not stripped
+	 * yet: these, and one owned without install() (the sweep signal;
+	 * its owner unblocks it in its thread's real mask, unlocked: the
+	 * mask sig_lock_take() set blocks it). Then this thread's mask for
+	 * these: sig_lock_take() leaves them deliverable.
+	 */
+	if (fresh) {
+		pk_sig_strip_handlers(fresh | __atomic_load_n(&pk_sig_owned_bits,
+							      __ATOMIC_RELAXED));
+		pk_sig_strip_masks(fresh);
+	}
 	sig_lock_drop(&omask);
 	return err;
+}
+
+int pk_sig_pin(int sig)
+{
+	if (sig <= 0 || sig > 64)
+		return -EINVAL;
+	return pk_sig_pin_set(1UL << (sig - 1));
 }
 
 /* fork(): taken last but the log lock (internal.h's lock order). */

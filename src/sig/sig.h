@@ -80,6 +80,14 @@ PK_HIDDEN int pk_sig_set_entry(int sig, pk_sig_entry_fn fn);
  */
 PK_HIDDEN int pk_sig_pin(int sig);
 
+/*
+ * pk_sig_pin_set() - pk_sig_pin() for each signal of @bits (bit s - 1 for
+ * signal s), the handlers' masks stripped of them all in one pass (and of
+ * any other signal owned and not stripped yet: interpose.c's sweep
+ * signal). Return: 0, or the first error (the others are pinned).
+ */
+PK_HIDDEN int pk_sig_pin_set(unsigned long bits);
+
 /* Whether probekit's handler is installed for @sig now. */
 PK_HIDDEN int pk_sig_owned(int sig);
 
@@ -117,8 +125,14 @@ PK_HIDDEN int pk_sig_real_sigaction(int sig, const struct sigaction *act,
 				    struct sigaction *old);
 PK_HIDDEN int pk_sig_real_sigmask(int how, const sigset_t *set, sigset_t *old);
 
-/* @sig now owned: out of every handler's sa_mask and this thread's real mask. */
-PK_HIDDEN void pk_sig_strip_masks(int sig);
+/*
+ * The signals of @bits (bit s - 1 for signal s) now owned: out of every
+ * handler's sa_mask and this thread's real mask, in one pass over the
+ * handlers for all of them (a pass is 62 sigaction() calls).
+ */
+PK_HIDDEN void pk_sig_strip_masks(unsigned long bits);
+/* pk_sig_strip_masks()'s pass over the handlers alone. */
+PK_HIDDEN void pk_sig_strip_handlers(unsigned long bits);
 
 /*
  * pk_sig_check_blocked() - 0, or when a thread has @sig really blocked:
@@ -131,6 +145,14 @@ PK_HIDDEN void pk_sig_strip_masks(int sig);
  */
 #define PK_SIG_CHECK_WAIT	1u
 PK_HIDDEN int pk_sig_check_blocked(int sig, const char *what, unsigned int flags);
+
+/*
+ * pk_sig_other_threads() - whether this process has a thread besides the
+ * caller now (/proc/self/task, raw system calls, no malloc): 0 or 1 (1
+ * too when /proc cannot be read). Only the caller can add one while it
+ * is 0. Not from a signal handler.
+ */
+PK_HIDDEN int pk_sig_other_threads(void);
 
 /*
  * What /proc/self/task/TID says of a thread: its real mask, state letter,
