@@ -15,10 +15,12 @@
  *                 about four times, so it measures 4 000 specs planned
  *                 over about 1 070 probes, the rest counted under the
  *                 first spec of each name)
- *   specs=4,shm   specs=4 with the run directory on tmpfs (/dev/shm), not
- *                 in $TMPDIR or /tmp as the command has it: a record
- *                 file made on ext4 costs each process ~50-80 us of CPU
- *                 (inode and block allocation), on tmpfs ~10
+ *   specs=4,shm   specs=4 with the run directory on tmpfs (/dev/shm), as
+ *                 the command has it without $TMPDIR where /dev/shm is a
+ *                 tmpfs with 1 GiB free (cli/run.c); the other cases are
+ *                 in /tmp, as it has it elsewhere: a record file made on
+ *                 ext4 costs each process ~50-80 us of CPU (inode and
+ *                 block allocation), on tmpfs ~10
  * Figures: ms_per_exec (wall, per process), cpu_ms_per_exec (the
  * children's user + system time, less sensitive to a loaded machine),
  * ratio_vs_unprobed (the case's wall time over the unprobed one's,

@@ -129,6 +129,18 @@ run count -p "$(printf 'a\nb')" -- true
 check "multi-line spec: 125" '[ $rc -eq 125 ] && grep -q "multi-line" "$tmp/err"'
 run count -I abc -p malloc -- true
 check "-I abc: 125" '[ $rc -eq 125 ] && grep -q "milliseconds" "$tmp/err"'
+# Where the counts directory goes: $TMPDIR; without it /dev/shm where that
+# is a tmpfs with 1 GiB free (a record file costs each process less
+# there), else /tmp.
+(unset TMPDIR; "$pk" count -p cli_target_fn -o "$tmp/rep" -- sh -c 'echo "$PROBEKIT_AGENT_DIR"' >"$tmp/out" 2>"$tmp/err")
+shm_ok=$(python3 -c 'import os; s = os.statvfs("/dev/shm"); print(1 if s.f_bavail * s.f_frsize >= 1 << 30 and os.access("/dev/shm", os.W_OK) else 0)' 2>/dev/null || echo 0)
+if [ "$shm_ok" = 1 ] && [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ]; then
+	check "no TMPDIR: the counts directory in /dev/shm (a tmpfs with room)" 'grep -q "^/dev/shm/probekit-count\." "$tmp/out"'
+else
+	check "no TMPDIR: the counts directory in /tmp (/dev/shm: no tmpfs with 1 GiB free)" 'grep -q "^/tmp/probekit-count\." "$tmp/out"'
+fi
+run count -p cli_target_fn -o "$tmp/rep" -- sh -c 'echo "$PROBEKIT_AGENT_DIR"'
+check "TMPDIR set: the counts directory there" 'grep -q "^$TMPDIR/probekit-count\." "$tmp/out"'
 # The counts directory is hostile territory: a program of COMMAND may put
 # anything there. A FIFO named like a record must not hang probekit (it
 # is not opened for reading); links are not followed (nor their targets
