@@ -332,6 +332,13 @@ __attribute__((constructor)) static void pka_init(void)
 	struct pka_header *h = NULL;
 	const char *specs;
 
+	/*
+	 * probekit list's run (agent/list.c) ends at start-up, before any
+	 * constructor: here, the audit module was not loaded, and the
+	 * program would run whole. It must not (exit 5, list says so).
+	 */
+	if (secure_getenv("PROBEKIT_LIST_REQ"))
+		_exit(5);
 	/* Not started by probekit: nothing at all, not even a lookup. */
 	if (!dir || !name || !specs_file)
 		return;

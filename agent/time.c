@@ -439,13 +439,16 @@ static void pid_page(void)
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	tm_pidw = &tm_pid_static;
-	if (p == MAP_FAILED)
-		return;
-	if (madvise(p, 4096, MADV_WIPEONFORK)) {
+	if (p != MAP_FAILED && !madvise(p, 4096, MADV_WIPEONFORK))
+		tm_pidw = p;
+	else if (p != MAP_FAILED)
 		munmap(p, 4096);
-		return;
-	}
-	tm_pidw = p;
+	/*
+	 * This process's pid from the start: left for its first probed
+	 * call to find, a vfork() child's (which shares the page) would be
+	 * kept for the parent's threads.
+	 */
+	__atomic_store_n(tm_pidw, (uint32_t)getpid(), __ATOMIC_RELAXED);
 }
 
 static void time_start(struct pka_header *h)

@@ -592,6 +592,43 @@ static void spec_log(enum pk_log_level level, const char *msg, void *ctx)
  * object @only if not NULL. 0, or -errno after saying why (the kinds
  * stay unknown).
  */
+/*
+ * Run @path (@argv) stopped by the audit module at its start-up (LD_PRELOAD
+ * @pre, LD_AUDIT @aud, questions in @req, answers to @ans). Its wait
+ * status, or -1.
+ */
+static int run_asked(const char *path, char **argv, const char *pre,
+		     const char *aud, const char *req, const char *ans)
+{
+	int st = -1;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		int null = open("/dev/null", O_RDWR);
+
+		/* Its output is not list's: nothing of it should come, anyway. */
+		if (null >= 0) {
+			dup2(null, 0);
+			dup2(null, 1);
+		}
+		setenv("LD_PRELOAD", pre, 1);
+		setenv("LD_AUDIT", aud, 1);
+		setenv("PROBEKIT_LIST_REQ", req, 1);
+		setenv("PROBEKIT_LIST_OUT", ans, 1);
+		/* What pka_init() would arm on: nothing. */
+		unsetenv(PKA_ENV_DIR);
+		execv(path, argv);
+		_exit(127);
+	}
+	while (waitpid(pid, &st, 0) < 0) {
+		if (errno != EINTR)
+			return -1;
+	}
+	return st;
+}
+
 static int ask_command(char **argv, const struct objs *os, const char *extra,
 		       const char *only, struct out *o)
 {
@@ -601,8 +638,7 @@ static int ask_command(char **argv, const struct objs *os, const char *extra,
 	const char *old;
 	FILE *f = NULL;
 	size_t k = 0, nq = 0, *q = calloc(o->nask ? o->nask : 1, sizeof(*q));
-	int st, err = -ENOMEM;
-	pid_t pid;
+	int st = -1, err = -ENOMEM;
 
 	if (!r || !q) {
 		free(r);
@@ -639,6 +675,19 @@ static int ask_command(char **argv, const struct objs *os, const char *extra,
 		free(q);
 		return -ENOENT;
 	}
+	/*
+	 * LD_PRELOAD and LD_AUDIT are lists split at ':' (and LD_PRELOAD at
+	 * blanks): a path holding one would load nothing, and COMMAND would
+	 * run whole.
+	 */
+	if (strpbrk(r->agent, ": \t\n") || strpbrk(audit, ": \t\n")) {
+		pkc_err("list: the agent's path %s has a ':' or a blank, which "
+			"the dynamic linker would split: COMMAND is not run, kinds "
+			"of its objects unknown\n", r->agent);
+		free(r);
+		free(q);
+		return -EINVAL;
+	}
 	if (!mkdtemp(dir)) {
 		err = -errno;
 		goto out;
@@ -672,30 +721,41 @@ static int ask_command(char **argv, const struct objs *os, const char *extra,
 		aud = NULL;
 		goto out;
 	}
-	pid = fork();
-	if (pid < 0) {
+	/*
+	 * Fail closed: the same modules must stop a harmless program first
+	 * (no questions: an empty answer file, status 0). A dynamic linker
+	 * that ignores the audit module only warns, and runs the program
+	 * whole: then COMMAND is not run.
+	 */
+	{
+		char *tav[] = { (char *)"true", NULL };
+		char ereq[80];
+		FILE *e;
+
+		snprintf(ereq, sizeof(ereq), "%s/none", dir);
+		e = fopen(ereq, "w");
+		if (!e || fclose(e)) {
+			err = -EIO;
+			goto out;
+		}
+		unlink(ans);
+		st = run_asked("/bin/true", tav, pre, aud, ereq, ans);
+		unlink(ereq);
+		if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) ||
+		    access(ans, F_OK)) {
+			pkc_err("list: the dynamic linker did not stop a program "
+				"with %s (tried on /bin/true): COMMAND is not run, "
+				"kinds of its objects unknown\n", audit);
+			err = -EIO;
+			goto out;
+		}
+		unlink(ans);
+	}
+	st = run_asked(os->path[0], argv, pre, aud, req, ans);
+	if (st < 0) {
 		err = -errno;
 		goto out;
 	}
-	if (!pid) {
-		int null = open("/dev/null", O_RDWR);
-
-		/* Its output is not list's: nothing of it should come, anyway. */
-		if (null >= 0) {
-			dup2(null, 0);
-			dup2(null, 1);
-		}
-		setenv("LD_PRELOAD", pre, 1);
-		setenv("LD_AUDIT", aud, 1);
-		setenv("PROBEKIT_LIST_REQ", req, 1);
-		setenv("PROBEKIT_LIST_OUT", ans, 1);
-		/* What pka_init() would arm on: nothing. */
-		unsetenv(PKA_ENV_DIR);
-		execv(os->path[0], argv);
-		_exit(127);
-	}
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
 	f = fopen(ans, "r");
 	if (!WIFEXITED(st) || WEXITSTATUS(st) || !f) {
 		pkc_err("list: %s did not answer (%s %d): kinds of its objects "

@@ -88,6 +88,13 @@ check "... minor faults 400 x 16 (+$EXTRA a thread), within the target's own" \
 check "... voluntary switches >= 160, <= the target's own" \
 	'js "160 <= f(\"stat_block\")[\"voluntary_csw\"] <= own(\"stat_block\", \"nvcsw\")"'
 
+# The process's first probed call in a vfork() child (sharing the
+# parent's memory): the parent's threads keep their blocks (before: the
+# child's pid was left in the shared pid page, and every thread of the
+# parent claimed block after block: "threads" 64).
+jrun -p stat_pages -- "$target" vfork threads 4 pages 10 2
+check "first call in a vfork() child, then 4 threads: 41 calls in 5 threads" \
+	'[ $rc -eq 0 ] && js "f(\"stat_pages\")[\"calls\"] == 41 and f(\"stat_pages\")[\"threads\"] == 5"'
 # More threads than a record has blocks (64): the others' calls go to
 # the slot, still every one counted.
 jrun -p stat_pages -- "$target" threads 80 pages 5 4

@@ -82,5 +82,32 @@ if [ -r "$la" ]; then
 		'[ $rc -eq 4 ] && [ ! -e "$tmp/main-ran" ] && [ ! -s "$tmp/out" ]'
 fi
 
+# ---- fail closed: where the dynamic linker would not stop COMMAND ----
+# (review: it only warns about an audit module it cannot load, and runs
+# the program whole.) The agent's directory copied to a path with ':'
+# (LD_AUDIT and LD_PRELOAD split there), and one whose audit module is not
+# an ELF file: COMMAND not run, said; and the agent itself, preloaded
+# without the audit module into a list run, ends it (5) before main().
+ad=$(dirname "$pk")
+if [ -f "$ad/libprobekit-agent.so" ] && [ -f "$ad/libprobekit-listaudit.so" ]; then
+	mkdir -p "$tmp/a:b" "$tmp/junk"
+	cp "$ad"/libprobekit-agent.so "$ad"/libprobekit-audit.so "$ad"/libprobekit-listaudit.so "$tmp/a:b/"
+	cp "$ad"/libprobekit-agent.so "$ad"/libprobekit-audit.so "$tmp/junk/"
+	printf 'not an ELF file\n' >"$tmp/junk/libprobekit-listaudit.so"
+	rm -f "$tmp/main-ran" "$tmp/ctor-ran"
+	PROBEKIT_AGENT="$tmp/a:b/libprobekit-agent.so" "$pk" list 'liblistctor.so:lc_add' -- "$lc" 5 >"$tmp/rep" 2>"$tmp/err"
+	check "agent path with ':': COMMAND not run, said, kinds unknown" \
+		'[ ! -e "$tmp/main-ran" ] && [ ! -e "$tmp/ctor-ran" ] && grep -q "has a .:. or a blank" "$tmp/err" && grep -q unknown "$tmp/rep"'
+	PROBEKIT_AGENT="$tmp/junk/libprobekit-agent.so" "$pk" list 'liblistctor.so:lc_add' -- "$lc" 5 >"$tmp/rep" 2>"$tmp/err"
+	check "audit module the loader ignores: COMMAND not run, said, kinds unknown" \
+		'[ ! -e "$tmp/main-ran" ] && [ ! -e "$tmp/ctor-ran" ] && grep -q "did not stop a program" "$tmp/err" && grep -q unknown "$tmp/rep"'
+	LD_PRELOAD="$ad/libprobekit-agent.so" PROBEKIT_LIST_REQ=/nonexistent "$lc" 5 >/dev/null 2>&1
+	rc=$?
+	check "the agent in a list run without the audit module: exit 5 before main()" \
+		'[ $rc -eq 5 ] && [ ! -e "$tmp/main-ran" ]'
+else
+	echo "skip fail-closed checks: no agent beside $pk"
+fi
+
 [ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
 echo "all checks passed"

@@ -208,6 +208,18 @@ static void *work(void *arg)
 	return NULL;
 }
 
+/* The process's first probed call, in a vfork() child. 0, or -1. */
+__attribute__((noinline)) static int first_in_vfork(void)
+{
+	pid_t v = vfork();
+
+	if (v == 0) {
+		stat_pages(1);
+		_exit(0);
+	}
+	return v < 0 || waitpid(v, NULL, 0) != v ? -1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	long threads = 1;
@@ -220,7 +232,10 @@ int main(int argc, char **argv)
 			threads = atol(argv[++i]);
 		else if (!strcmp(argv[i], "fork"))
 			forked = 1;
-		else
+		else if (!strcmp(argv[i], "vfork")) {
+			if (first_in_vfork())
+				return 1;
+		} else
 			break;
 	}
 	ops = &argv[i];
