@@ -92,6 +92,22 @@ for f in trunc:"xz data truncated" corrupt:"" garbage:"not xz data" \
 	check "$file: md_static_fn not named; md_exported from .dynsym; $off from .eh_frame" \
 		'! grep -q md_static_fn "$tmp/rep" && grep -Eq "^$file +md_exported .* \.dynsym " "$tmp/rep" && grep -Eq "^$file +$file\+$off +$off +[0-9]+ \.eh_frame " "$tmp/rep"'
 done
+# Bombs (review): 300 MB of zeros in a 45 KiB stream (unpacked past 32
+# times the section: refused before 300 MB are held), and the same stream
+# followed by 65 MiB of xz stream padding (a section over 64 MiB: its first
+# buffer was larger than the cap, and the decoder wrote past its end: the
+# program died of SIGSEGV). Both refused, said, the program run on.
+head -c 300000000 /dev/zero | xz -0 -c >bomb.xz
+objcopy --add-section .gnu_debugdata=bomb.xz md.bare bomb
+cp bomb.xz bigbomb.xz
+head -c 68157440 /dev/zero >>bigbomb.xz
+objcopy --add-section .gnu_debugdata=bigbomb.xz md.bare bigbomb
+for file in bomb bigbomb; do
+	run count -p "$file:md_static_fn" -p md_exported -o "$tmp/rep" -- "./$file" 3
+	check "$file ($(wc -c <$file.xz) bytes): refused (larger unpacked than ...), md_exported 3, the program's status 0 (rc $rc)" \
+		'[ $rc -eq 0 ] && grep -q "MiniDebugInfo) not read: larger unpacked than" "$tmp/rep" && [ "$(count_of md_exported)" = 3 ]'
+done
+rm -f bomb.xz bigbomb.xz bomb bigbomb
 run count -p 'trunc:md_static_fn' -p "trunc:$off" -p md_exported -o "$tmp/rep" -- ./trunc 5
 check "count over a truncated one: md_static_fn not probed, saying why; $off and md_exported 5 (rc $rc)" \
 	'[ $rc -eq 0 ] && grep -Eq "^ +-  trunc:md_static_fn  \(not probed in 1 of 1: .*gnu_debugdata \(MiniDebugInfo\) not read: xz data truncated\)" "$tmp/rep" && [ "$(count_of "trunc:$off")" = 5 ] && [ "$(count_of md_exported)" = 5 ]'

@@ -30,8 +30,15 @@
 #include "sym/sym.h"
 
 /* Fedora's are tens of kilobytes; libxul's a few megabytes. */
-#define PK_MD_MAX ((size_t)256 << 20)
-#define PK_MD_MEMLIMIT ((uint64_t)256 << 20)
+/*
+ * Bounds, paid inside the measured program: at most PK_MD_RATIO times the
+ * section (a symbol table packs 3 to 6 times) and PK_MD_MAX in all; real
+ * MiniDebugInfo is tens of KiB, a few MiB for the largest libraries. The
+ * decoder's own memory: a 64 MiB dictionary at most (xz -9 uses 64).
+ */
+#define PK_MD_MAX ((size_t)64 << 20)
+#define PK_MD_RATIO 32
+#define PK_MD_MEMLIMIT ((uint64_t)96 << 20)
 
 static const char *lzma_why(lzma_ret r)
 {
@@ -51,6 +58,9 @@ int pk_minidebug_unpack(const void *xz, size_t len, void **out, size_t *outlen,
 			const char **why)
 {
 	lzma_stream s = LZMA_STREAM_INIT;
+	size_t max = len > PK_MD_MAX / PK_MD_RATIO ? PK_MD_MAX :
+		     len * PK_MD_RATIO > ((size_t)1 << 20) ? len * PK_MD_RATIO :
+		     (size_t)1 << 20;
 	size_t cap = len * 4 > 4096 ? len * 4 : 4096, n = 0;
 	uint8_t *buf = NULL;
 	lzma_ret r;
@@ -71,12 +81,16 @@ int pk_minidebug_unpack(const void *xz, size_t len, void **out, size_t *outlen,
 		if (n == cap || !buf) {
 			uint8_t *nb;
 
-			if (buf)
-				cap = cap > PK_MD_MAX / 2 ? PK_MD_MAX : 2 * cap;
-			if (buf && n == cap) {
-				*why = "larger than 256 MiB unpacked";
+			/* Never below what is already unpacked (n == cap). */
+			if (!buf && cap > max)
+				cap = max;
+			else if (buf && cap >= max) {
+				*why = "larger unpacked than 32 times its size "
+				       "or 64 MiB";
 				err = -E2BIG;
 				goto fail;
+			} else if (buf) {
+				cap = cap > max / 2 ? max : 2 * cap;
 			}
 			nb = realloc(buf, cap);
 			if (!nb) {
