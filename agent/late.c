@@ -242,6 +242,17 @@ static void late_probe_armed(uint32_t i, uint32_t k, int int3)
 	struct pka_spec *sp = pka_record_spec(late_h, i);
 	struct pka_probe *pp = pka_record_probe(late_h, k);
 
+	/*
+	 * Its first function of its own, after a load where every function
+	 * it matched was an earlier spec's (late_dups() pointed it at that
+	 * spec's probes, or said so): its own slots again, from now on.
+	 */
+	if (sp->first != late_first[i] || sp->nprobe != late_np[i]) {
+		sp->first = late_first[i];
+		sp->nprobe = late_np[i];
+		sp->int3 = 0;
+		__atomic_store_n(&sp->why, 0, __ATOMIC_RELAXED);
+	}
 	sp->int3 |= (uint32_t)int3;
 	pp->int3 = (uint32_t)int3;
 	__atomic_store_n(&pp->status, 0, __ATOMIC_RELEASE);

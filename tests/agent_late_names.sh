@@ -62,6 +62,18 @@ run count -p 'libdup*:dup*' -o "$tmp/rep" -- "$dlcall" "$dupa" dupfn 15 "$dupb" 
 check "libdup*:dup*: libdupa.so:dupfn 15, libdupb.so:dupfn 10 (got $(count_of libdupa.so:dupfn) $(count_of libdupb.so:dupfn); dupfn $(count_of dupfn)), rc $rc" \
 	'[ $rc -eq 0 ] && [ "$(count_of libdupa.so:dupfn)" = 15 ] && [ "$(count_of libdupb.so:dupfn)" = 10 ] && [ -z "$(count_of dupfn)" ]'
 
+# A glob whose functions at one load were all an earlier spec's counts its
+# own from the next load on (review: it went on showing the other spec's
+# probes: libdup*:dupfn 3, libdupa.so's 5 calls lost without a word).
+run count --json -p 'libdupb.so:dupfn' -p 'libdup*:dupfn' -o "$tmp/j" -- "$dlcall" "$dupb" dupfn 3 "$dupa" dupfn 5
+check "libdupb.so:dupfn then libdup*:dupfn over two loads: 3 and 5 (rc $rc)" \
+	'[ $rc -eq 0 ] && python3 -c "
+import json, sys
+j = json.load(open(sys.argv[1]))
+h = {p[\"spec\"]: p[\"hits\"] for p in j[\"probes\"]}
+assert h == {\"libdupb.so:dupfn\": 3, \"libdup*:dupfn\": 5}, h
+" "$tmp/j"'
+
 # ---- 3. a glob over more functions than it reserved (item 3) ----
 listed() { # the indented function lines under the glob in $tmp/rep
 	grep -Ec '^ +[0-9]+    [^ (]' "$tmp/rep"
