@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* cmd_list.c - probekit list: what a spec would probe (object, name, offset, size, kind), from the files, running nothing but the dynamic linker. */
+/* cmd_list.c - probekit list: what a spec would probe (object, name, offset, size, kind), from the files, running nothing but the dynamic linker (and the IFUNC resolvers it calls while relocating). */
 
 /*
  * probekit list [--json] [SPEC...] [-- COMMAND [ARG]...]
