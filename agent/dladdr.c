@@ -12,7 +12,8 @@
 
 /*
  * The sig layer's constructor asks dladdr() which object each libc
- * function it resolves lies in (about 20 calls), and dladdr1() for the
+ * function it resolves lies in (about 20 calls), and, only where libc has
+ * no DT_GNU_HASH to look them up in (spawn_init()), dladdr1() for the
  * extent of about 30 libc functions (src/sig/interpose.c): glibc answers
  * each by walking all of libc's symbols, 10 us a call, most of what an
  * idle agent cost a process. The agent's objects are linked with

@@ -10,11 +10,11 @@
  *   agent_idle    the agent (and its audit module, as the command has it)
  *                 without the variables: it does nothing
  *   specs=K       K libc functions to count (the names below, then
- *                 more of libc's .dynsym functions, in its order; libc
- *                 has about 1 070 such names: specs=4000 names each
- *                 about four times, so it measures 4 000 specs planned
- *                 over about 1 070 probes, the rest counted under the
- *                 first spec of each name)
+ *                 more of libc's .dynsym functions, in its order, at
+ *                 most MAX_NAMES (1 000) of them: specs=4000 names each
+ *                 four times, so it measures 4 000 specs planned over
+ *                 1 000 probes, the rest counted under the first spec of
+ *                 each name)
  *   specs=4,shm   specs=4 with the run directory on tmpfs (/dev/shm), as
  *                 the command has it without $TMPDIR where /dev/shm is a
  *                 tmpfs with 1 GiB free (cli/run.c); the other cases are

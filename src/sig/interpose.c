@@ -2152,8 +2152,33 @@ static void spawn_init(void)
 
 	if (!libc)
 		return;
-	if (dlinfo(libc, RTLD_DI_LINKMAP, &lm) || !lm || dynsyms_of(lm, &d))
+	if (dlinfo(libc, RTLD_DI_LINKMAP, &lm) || !lm)
 		goto out;
+	/*
+	 * A libc without DT_GNU_HASH (linked --hash-style=sysv): each name
+	 * through dlsym() and dladdr1() (slower, the same answers), never
+	 * none: an empty extent would let an int3 probe on one of them
+	 * kill a posix_spawn() child (text.c, check_signals()).
+	 */
+	if (dynsyms_of(lm, &d)) {
+		pk_dbg("sig: libc has no DT_GNU_HASH: its spawn functions "
+		       "through dlsym()");
+		for (size_t i = 0; i < N_SPAWN; i++) {
+			void *p = dlsym(libc, spawn_names[i]);
+			const ElfW(Sym) *sym = NULL;
+			Dl_info info;
+
+			if (!p)
+				continue;
+			spawn_fn[i].lo = (uintptr_t)p;
+			spawn_fn[i].hi = (uintptr_t)p + 1;
+			if (dladdr1(p, &info, (void **)&sym, RTLD_DL_SYMENT) &&
+			    sym && ELF64_ST_TYPE(sym->st_info) != STT_GNU_IFUNC &&
+			    sym->st_size)
+				spawn_fn[i].hi = (uintptr_t)p + sym->st_size;
+		}
+		goto out;
+	}
 	for (size_t i = 0; i < N_SPAWN; i++) {
 		const ElfW(Sym) *sym = dynsym_find(&d, spawn_names[i]);
 		void *p;
