@@ -315,6 +315,14 @@ void pkc_run_end(struct pkc_run *r);
 void pkc_run_check(struct pkc_run *r, int procs, const struct pkc_spec *t);
 
 /*
+ * pkc_run_problem() - add @what (a line: a measurement the report lacks,
+ * found by the subcommand after pkc_run_check()) to r->problems: said by
+ * pkc_run_verdict(), in the JSON's problems (complete false), failing
+ * --strict.
+ */
+void pkc_run_problem(struct pkc_run *r, const char *what);
+
+/*
  * pkc_run_json_procs() - the run's problems, processes not counted and
  * processes that outlived COMMAND as JSON members (each ",\"NAME\":...").
  */

@@ -1272,6 +1272,24 @@ static int stat_main(int argc, char **argv)
 			code = PKC_EXIT_OWN;
 			goto out;
 		}
+		{
+			/* Calls the return probes could not take: figures missing. */
+			uint64_t missed = 0;
+			char line[160];
+
+			for (size_t k = 0; k < tab.n; k++)
+				missed += v[k]->missed;
+			if (missed) {
+				snprintf(line, sizeof(line), "%llu calls not "
+					 "counted (return-probe depth/threads)",
+					 (unsigned long long)missed);
+				pkc_run_problem(&r, line);
+			}
+			if (tab.failed_ru)
+				pkc_run_problem(&r, "getrusage() failed in "
+						"some calls: their figures are "
+						"missing");
+		}
 		fx = (struct fnrep){ .t = &tab, .v = v, .sp = sp, .procs = procs };
 	}
 	if (json) {
@@ -1284,22 +1302,8 @@ static int stat_main(int argc, char **argv)
 	}
 	wrote = report_done(out, out_path);
 	out = stderr;
-	if (l.n) {
-		uint64_t missed = 0;
-
+	if (l.n)
 		code = pkc_run_verdict(&r, code);
-		for (size_t k = 0; k < tab.n; k++)
-			missed += v[k]->missed;
-		/* Calls the return probes could not take are figures missing. */
-		if (r.strict && missed) {
-			pkc_msg("probekit stat", "%llu calls not counted "
-				"(return-probe depth/threads)\n",
-				(unsigned long long)missed);
-			code = PKC_EXIT_OWN;
-		}
-		if (r.strict && tab.failed_ru)
-			code = PKC_EXIT_OWN;
-	}
 	if (wrote)
 		code = wrote;
 out:

@@ -1743,6 +1743,11 @@ static void problem(struct pkc_run *r, const char *fmt, ...)
 	va_end(ap);
 }
 
+void pkc_run_problem(struct pkc_run *r, const char *what)
+{
+	problem(r, "%s", what);
+}
+
 static int pick_uncounted(const struct pkc_proc *p)
 {
 	return !p->counted;
