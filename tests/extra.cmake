@@ -890,6 +890,18 @@ if(TARGET test_place_batch AND TARGET armcachea AND TARGET armcacheb)
   target_compile_options(armcachea PRIVATE -fno-sanitize=all)
   target_compile_options(armcacheb PRIVATE -fno-sanitize=all)
 endif()
+# test_xref_bias0: a non-PIE program and a library linked at a fixed
+# address share load bias 0 (review of arm12); both without sanitizers'
+# instrumentation of their assembly, the library's address fixed.
+if(TARGET test_xref_bias0)
+  target_compile_options(xreffix PRIVATE -fno-sanitize=all)
+  target_link_options(xreffix PRIVATE -fno-sanitize=all -Wl,-Ttext-segment=0x50000000)
+  target_link_libraries(test_xref_bias0 PRIVATE xreffix)
+  # Linked non-PIE (load bias 0), its code still PIE: the library's
+  # functions by their GOT entries, not by canonical PLT stubs.
+  target_compile_options(test_xref_bias0 PRIVATE -fpie)
+  target_link_options(test_xref_bias0 PRIVATE -no-pie)
+endif()
 # ---- end arm12 ----
 # ---- statp11: probekit stat -p, faults and switches per function (issue 11, Counters) ----
 # cli-stat-p.sh: stat_p_target's functions write a known number of fresh

@@ -33,6 +33,7 @@ struct robj {
 	dev_t dev;
 	ino_t ino;
 	unsigned long long adds;	/* dlpi_adds when last confirmed */
+	const void *phdr;		/* and its dlpi_phdr then */
 	struct cs *cs;
 	size_t n;
 };
@@ -46,6 +47,7 @@ struct find {
 	int found;
 	uintptr_t bias;
 	unsigned long long adds;	/* objects loaded so far */
+	const void *phdr;	/* dlpi_phdr: a bias may be two objects' */
 	char path[PATH_MAX];
 	uint8_t id[PK_BUILD_ID_MAX];	/* the loaded object's build id */
 	size_t id_len;
@@ -73,6 +75,7 @@ static int find_obj(struct dl_phdr_info *info, size_t size, void *arg)
 	f->found = 1;
 	f->bias = info->dlpi_addr;
 	f->adds = info->dlpi_adds;
+	f->phdr = info->dlpi_phdr;
 	for (int i = 0; i < info->dlpi_phnum && f->nseg < 16; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 
@@ -195,7 +198,8 @@ static const struct robj *get_obj(const struct find *f, int *err)
 	 * (dlpi_adds only grows; dlpi_subs is not monotonic in glibc).
 	 */
 	for (size_t i = 0; i < ncache; i++)
-		if (cache[i].bias == f->bias && cache[i].adds == f->adds)
+		if (cache[i].bias == f->bias && cache[i].adds == f->adds &&
+		    cache[i].phdr == f->phdr)
 			return &cache[i];
 	fd = open(f->path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -209,11 +213,13 @@ static const struct robj *get_obj(const struct find *f, int *err)
 		    cache[i].ino == st.st_ino) {
 			close(fd);
 			cache[i].adds = f->adds;
+			cache[i].phdr = f->phdr;
 			return &cache[i];
 		}
 	o.dev = st.st_dev;
 	o.ino = st.st_ino;
 	o.adds = f->adds;
+	o.phdr = f->phdr;
 	if (elf_version(EV_CURRENT) != EV_NONE)
 		*err = read_cs(f, fd, &o);
 	close(fd);

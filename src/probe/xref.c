@@ -53,6 +53,7 @@ struct pk_xref {
 	 * xref_lock.
 	 */
 	unsigned long long seen_adds;
+	const void *seen_phdr;	/* and that object's dlpi_phdr */
 	/*
 	 * The rel8 candidates (rel8_candidate()) of the whole object, built
 	 * once RC_AFTER checks have asked for them (arming a batch): bit
@@ -858,6 +859,10 @@ struct obj {
 	dev_t dev;		/* its device and inode, from the kernel */
 	uint64_t ino;
 	unsigned long long adds; /* objects loaded so far (dlpi_adds) */
+	const void *phdr;	/* its program headers (dlpi_phdr): two
+				 * objects may share a bias (a non-PIE
+				 * executable and a library linked at a
+				 * fixed address: both 0), not these */
 };
 
 /*
@@ -890,6 +895,7 @@ static void mapped_file(struct obj *o)
 
 static struct {
 	uintptr_t bias;
+	const void *phdr;
 	unsigned long long adds;
 	int mapped;
 	dev_t dev;
@@ -904,7 +910,8 @@ static void mapped_file_cached(struct obj *o)
 	pk_assert_held(&xref_lock);
 	for (i = 0; i < MAPPED_MAX; i++)
 		if (mapped_seen[i].adds == o->adds + 1 &&
-		    mapped_seen[i].bias == o->bias) {
+		    mapped_seen[i].bias == o->bias &&
+		    mapped_seen[i].phdr == o->phdr) {
 			o->mapped = mapped_seen[i].mapped;
 			o->dev = mapped_seen[i].dev;
 			o->ino = mapped_seen[i].ino;
@@ -913,6 +920,7 @@ static void mapped_file_cached(struct obj *o)
 	mapped_file(o);
 	i = mapped_next++ % MAPPED_MAX;
 	mapped_seen[i].bias = o->bias;
+	mapped_seen[i].phdr = o->phdr;
 	mapped_seen[i].adds = o->adds + 1;	/* 0: an empty slot */
 	mapped_seen[i].mapped = o->mapped;
 	mapped_seen[i].dev = o->dev;
@@ -943,6 +951,7 @@ static int find_obj(struct dl_phdr_info *info, size_t size, void *arg)
 	o->found = 1;
 	o->bias = info->dlpi_addr;
 	o->adds = info->dlpi_adds;
+	o->phdr = info->dlpi_phdr;
 	/* The executable: its file through /proc, whatever its path now. */
 	snprintf(o->path, sizeof(o->path), "%s",
 		 info->dlpi_name && *info->dlpi_name ? info->dlpi_name
@@ -979,7 +988,8 @@ static struct pk_xref *get_index(const struct obj *o)
 	pk_assert_held(&xref_lock);
 	/* Verified since no object was loaded: the same object. */
 	for (pp = &cache; (x = *pp); pp = &x->next)
-		if (x->bias == o->bias && x->seen_adds == o->adds + 1) {
+		if (x->bias == o->bias && x->seen_adds == o->adds + 1 &&
+		    x->seen_phdr == o->phdr) {
 			*pp = x->next;
 			x->next = cache;
 			cache = x;
@@ -995,6 +1005,7 @@ static struct pk_xref *get_index(const struct obj *o)
 			x->next = cache;
 			cache = x;
 			x->seen_adds = o->adds + 1;
+			x->seen_phdr = o->phdr;
 			return x;
 		}
 		fd = open(o->path, O_RDONLY | O_CLOEXEC);
@@ -1025,6 +1036,7 @@ static struct pk_xref *get_index(const struct obj *o)
 	x->err = build_fd(fd, o->id, o->id_len, x);
 	close(fd);
 	x->seen_adds = o->adds + 1;
+	x->seen_phdr = o->phdr;
 	if (x->err)
 		pk_dbg("xref: %s: no branch index (%d)", o->path, x->err);
 	else

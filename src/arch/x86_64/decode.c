@@ -346,7 +346,7 @@ static int fast_decode(const uint8_t *b, size_t avail, uint64_t runtime,
 	if (n > avail || n > 15)
 		return 0;
 	out->len = (uint8_t)n;
-	if (rip)
+	if (rip && out->kind != PK_INSN_NOP)	/* nopl (rip): a nop, as Zydis has it */
 		out->kind = PK_INSN_RELATIVE;
 	return 1;
 }
