@@ -1310,6 +1310,8 @@ static void rc_build(struct pk_xref *x, int fd)
 fail:
 	free(buf);
 	free(rc);
+	/* Not again at every later check (each one a read of the code). */
+	x->rc_asks = UINT_MAX;
 }
 
 /* Whether x->rc has a candidate landing in (@lo, @hi). */
@@ -1346,7 +1348,8 @@ static int lands_q(struct pk_xref *x, const struct obj *o, uint32_t a,
 	else if (x->rc || (ret = rel8_candidate(x, fd, a, (uint64_t)a + len)) > 0)
 		ret = near_branches(x, fd, a, (uint64_t)a + len, &hit);
 	/* Many checks in one object (a batch): its candidates once. */
-	if (ret >= 0 && !x->rc && ++x->rc_asks >= RC_AFTER)
+	if (ret >= 0 && !x->rc && x->rc_asks != UINT_MAX &&
+	    ++x->rc_asks >= RC_AFTER)
 		rc_build(x, fd);
 	if (ret > 0)
 		*at = o->bias + hit;
