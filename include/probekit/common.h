@@ -82,20 +82,6 @@ PK_API void pk_set_log(pk_log_fn fn, void *ctx);
 #define PK_OPTS(type, name, ...)                                               \
 	struct type name = { .sz = sizeof(struct type), __VA_ARGS__ }
 
-/*
- * PK_ZERO - what each field of an options struct is declared with: in
- * C++ a default member initializer (zero), so that PK_OPTS's designated
- * initializers (C++20: the fields named in declaration order) leave the
- * other fields zero without g++'s -Wmissing-field-initializers (-Wextra)
- * warning of each; in C nothing (C's designated initializers are not
- * warned about).
- */
-#ifdef __cplusplus
-#define PK_ZERO = {}
-#else
-#define PK_ZERO
-#endif
-
 #ifdef __cplusplus
 }
 #endif

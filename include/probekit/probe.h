@@ -124,16 +124,16 @@ typedef void (*pk_probe_handler_fn)(struct pk_probe *p, struct pk_regs *regs,
 #define PK_PROBE_F_GPR_ONLY 0x2u
 
 struct pk_probe_opts {
-	size_t sz PK_ZERO;		/* sizeof(struct pk_probe_opts) */
-	const char *symbol PK_ZERO;	/* "name" or "object:name"; or NULL and ... */
-	void *addr PK_ZERO;		/* ... the address of a function's first byte */
-	pk_probe_handler_fn pre PK_ZERO; /* called before the probed instruction */
-	void *ctx PK_ZERO;		/* passed to the handlers */
-	size_t offset PK_ZERO;		/* probe point: bytes from the function's first
+	size_t sz;		/* sizeof(struct pk_probe_opts) */
+	const char *symbol;	/* "name" or "object:name"; or NULL and ... */
+	void *addr;		/* ... the address of a function's first byte */
+	pk_probe_handler_fn pre; /* called before the probed instruction */
+	void *ctx;		/* passed to the handlers */
+	size_t offset;		/* probe point: bytes from the function's first
 				 * byte, on an instruction boundary; 0: its
 				 * entry (after an endbr64) */
-	pk_probe_handler_fn post PK_ZERO; /* called after the probed instruction ran */
-	unsigned int flags PK_ZERO;	/* PK_PROBE_F_* */
+	pk_probe_handler_fn post; /* called after the probed instruction ran */
+	unsigned int flags;	/* PK_PROBE_F_* */
 };
 
 /**

@@ -53,22 +53,22 @@ typedef void (*pk_retprobe_ret_fn)(struct pk_retprobe *rp,
 				   struct pk_regs *regs, void *data, void *ctx);
 
 struct pk_retprobe_opts {
-	size_t sz PK_ZERO;		/* sizeof(struct pk_retprobe_opts) */
-	const char *symbol PK_ZERO;	/* "name" or "object:name"; or NULL and ... */
-	void *addr PK_ZERO;		/* ... the address of a function's first byte */
-	pk_retprobe_entry_fn entry PK_ZERO; /* called when the function is entered, or NULL */
-	pk_retprobe_ret_fn ret PK_ZERO;	/* called when it returns */
-	void *ctx PK_ZERO;		/* passed to both */
-	size_t data_size PK_ZERO;	/* per-call data bytes (<= PK_RETPROBE_DATA_MAX),
+	size_t sz;		/* sizeof(struct pk_retprobe_opts) */
+	const char *symbol;	/* "name" or "object:name"; or NULL and ... */
+	void *addr;		/* ... the address of a function's first byte */
+	pk_retprobe_entry_fn entry; /* called when the function is entered, or NULL */
+	pk_retprobe_ret_fn ret;	/* called when it returns */
+	void *ctx;		/* passed to both */
+	size_t data_size;	/* per-call data bytes (<= PK_RETPROBE_DATA_MAX),
 				   16-byte aligned, uninitialised at entry */
-	unsigned int flags PK_ZERO;	/* PK_PROBE_F_GPR_ONLY: the entry and return
+	unsigned int flags;	/* PK_PROBE_F_GPR_ONLY: the entry and return
 				   handlers touch general registers only, as
 				   that flag's comment in probekit/probe.h
 				   says; then neither side saves vector or x87
 				   state (the return values in xmm0/xmm1 and
 				   st0/st1 are left where they are). Other
 				   flags: -EINVAL */
-	uint64_t *missed PK_ZERO;	/* or NULL: the library also adds 1 here
+	uint64_t *missed;	/* or NULL: the library also adds 1 here
 				   (relaxed atomic) for each call whose return
 				   is not probed (too deep, no record block,
 				   inside a handler: as pk_retprobe_info's
