@@ -78,6 +78,12 @@ PK_API void pk_set_log(pk_log_fn fn, void *ctx);
  * cannot honour is never silently ignored. Statistics and info structs
  * (struct pk_text_stats, pk_fault_stats, pk_probe_info, pk_retprobe_info)
  * use sz the other way: the library fills them up to sz bytes.
+ *
+ * In C++ (C++20 designated initializers, named in declaration order) g++'s
+ * -Wmissing-field-initializers (in -Wextra) warns of each field PK_OPTS
+ * leaves zero: build such a file with -Wno-missing-field-initializers, or
+ * value-initialize (struct pk_probe_opts o{}; o.sz = sizeof(o); ...). The
+ * structs stay plain C aggregates (trivial, memset()able) on purpose.
  */
 #define PK_OPTS(type, name, ...)                                               \
 	struct type name = { .sz = sizeof(struct type), __VA_ARGS__ }
