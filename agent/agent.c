@@ -336,8 +336,10 @@ __attribute__((constructor)) static void pka_init(void)
 	 * probekit list's run (agent/list.c) ends at start-up, before any
 	 * constructor: here, the audit module was not loaded, and the
 	 * program would run whole. It must not (exit 5, list says so).
+	 * list unsets PROBEKIT_AGENT_DIR; the other subcommands set it (and
+	 * unset PROBEKIT_LIST_*: one inherited must not end their runs).
 	 */
-	if (secure_getenv("PROBEKIT_LIST_REQ"))
+	if (secure_getenv("PROBEKIT_LIST_REQ") && !dir)
 		_exit(5);
 	/* Not started by probekit: nothing at all, not even a lookup. */
 	if (!dir || !name || !specs_file)

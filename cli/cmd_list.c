@@ -743,9 +743,9 @@ static int ask_command(char **argv, const struct objs *os, const char *extra,
 		unlink(ereq);
 		if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) ||
 		    access(ans, F_OK)) {
-			pkc_err("list: the dynamic linker did not stop a program "
-				"with %s (tried on /bin/true): COMMAND is not run, "
-				"kinds of its objects unknown\n", audit);
+			pkc_err("list: /bin/true did not answer (the dynamic "
+				"linker did not stop it with %s): COMMAND is not "
+				"run, kinds of its objects unknown\n", audit);
 			err = -EIO;
 			goto out;
 		}

@@ -468,10 +468,16 @@ static void note_pre_children(struct pkc_run *r);
  * the pages back), per process.
  */
 #define RUN_SHM_FREE (1ull << 30)
-static const char *run_dir_default(void)
+static const char *run_dir_default(const struct pkc_run *r)
 {
 	struct statfs fs;
 
+	/*
+	 * Not trace's: its rings (--buffer-size a thread) would take the
+	 * tmpfs's memory from the program's own shm_open()s as it runs.
+	 */
+	if (r->mode == PKA_MODE_TRACE)
+		return "/tmp";
 	if (!statfs("/dev/shm", &fs) && fs.f_type == TMPFS_MAGIC &&
 	    (uint64_t)fs.f_bavail * (uint64_t)fs.f_bsize >= RUN_SHM_FREE &&
 	    !access("/dev/shm", W_OK | X_OK))
@@ -509,7 +515,10 @@ int pkc_run_start(struct pkc_run *r, char **argv)
 	if (r->area)	/* the mode's own area (protocol.h) */
 		r->rec_size = pka_mode_at(r->rec_size) + r->area((uint32_t)r->n);
 	if (!(tmp && *tmp))
-		tmp = run_dir_default();
+		tmp = run_dir_default(r);
+	/* list's, which would end COMMAND's processes (agent.c). */
+	unsetenv("PROBEKIT_LIST_REQ");
+	unsetenv("PROBEKIT_LIST_OUT");
 	catch_signals();
 	snprintf(r->dir, sizeof(r->dir), "%s/probekit-%s.XXXXXX", tmp,
 		 r->mode_name);
@@ -1468,10 +1477,44 @@ static void add_specs(struct pka_header *h, struct pkc_spec *t, int n)
  * has run). Where env_start is unknown on either side, a process of the
  * image with nothing against the agent is taken for such a child.
  */
+/* Whether exec-watch image @p could have loaded the agent (why_exec()). */
+static int xw_may_load(const struct pkc_proc *p)
+{
+	return !p->why || (strcmp(p->why, "static") && strcmp(p->why, "setuid") &&
+			   strcmp(p->why, "setgid") &&
+			   strncmp(p->why, "setuid or unreadable", 20));
+}
+
+/*
+ * A record whose pid no process seen has: made in another pid namespace
+ * (unshare -p, a container), which names its processes otherwise. It
+ * counts the first exec-watch image not yet counted that could have made
+ * it: of its name, or of the inode it mapped.
+ */
+static void mark_other_ns(struct pkc_run *r, pid_t pid,
+			  const struct pka_header *h)
+{
+	for (int i = 0; i < r->nprocs; i++)
+		if (r->procs[i].pid == pid)
+			return;
+	for (int i = 0; h && i < r->nprocs; i++) {
+		struct pkc_proc *p = &r->procs[i];
+
+		if (p->xw && !p->counted && xw_may_load(p) &&
+		    (!strncmp(p->comm, h->comm, sizeof(p->comm) - 1) ||
+		     (p->ino && p->ino == h->exe_ino))) {
+			p->counted = 1;
+			return;
+		}
+	}
+}
+
 static void mark_counted(struct pkc_run *r, const char *name,
 			 const struct pka_header *h)
 {
 	pid_t pid = (pid_t)atoi(name);
+
+	mark_other_ns(r, pid, h);
 
 	for (int i = 0; i < r->nprocs; i++) {
 		struct pkc_proc *p = &r->procs[i];
@@ -1485,7 +1528,12 @@ static void mark_counted(struct pkc_run *r, const char *name,
 		 * rebuilt, in another mount namespace).
 		 */
 		if (p->xw) {
-			if (p->pid == pid && (!h ||
+			/*
+			 * Never one that cannot load the agent (a wrapper
+			 * script of its name exec()ing it leaves a record of
+			 * that name in that pid).
+			 */
+			if (p->pid == pid && xw_may_load(p) && (!h ||
 			    !strncmp(p->comm, h->comm, sizeof(p->comm) - 1) ||
 			    (p->ino && p->ino == h->exe_ino)))
 				p->counted = 1;

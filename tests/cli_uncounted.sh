@@ -90,6 +90,30 @@ assert d['probes'][0]['hits'] == 1 and not d['complete'], d
 	done
 	check "short-lived: 3 static programs and an env -i one, no sleep: all 4 said, 3 runs of 3" \
 		'[ $bad -eq 0 ] && [ $rc -eq 0 ]'
+	# A wrapper script of the static program's name exec()ing it: the
+	# script's record (its name, its pid) must not count the static image.
+	mkdir -p "$tmp/wx" "$tmp/wy"
+	cp "$static" "$tmp/wx/ct"
+	printf '#!/bin/sh\nexec "%s" 1\n' "$tmp/wx/ct" >"$tmp/wy/ct"
+	chmod +x "$tmp/wy/ct"
+	bad=0
+	for i in 1 2 3; do
+		run count --json -p cli_target_fn -o "$tmp/rep" -- sh -c "\"$target\" 1; \"$tmp/wy/ct\""
+		grep -q "\"not_counted\":\[{\"pid\":[0-9]*,\"exe\":\"$tmp/wx/ct\",\"reason\":\"static\"}\]" "$tmp/rep" || { bad=$((bad + 1)); cat "$tmp/rep"; }
+	done
+	check "a static program exec()ed by a script of its name: said static, 3 runs of 3" '[ $bad -eq 0 ]'
+	# In a pid namespace of its own the records name processes by other
+	# pids: short-lived ones that loaded the agent are still counted.
+	if unshare -pf true 2>/dev/null; then
+		bad=0
+		for i in 1 2 3; do
+			run count --json -p cli_target_fn -o "$tmp/rep" -- unshare -pf sh -c "for k in 1 2 3 4 5; do \"$target\" 1; done"
+			grep -q '"hits":5,.*"not_counted":\[\]' "$tmp/rep" || { bad=$((bad + 1)); cat "$tmp/rep"; }
+		done
+		check "unshare -pf: 5 short-lived processes counted, none said not counted, 3 runs of 3" '[ $bad -eq 0 ]'
+	else
+		echo "skip pid namespace: unshare -pf not permitted here"
+	fi
 else
 	echo "skip short-lived: the kernel does not tell exec()s here (see the note above), no static target or no python3"
 fi
