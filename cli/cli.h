@@ -315,6 +315,16 @@ void pkc_run_end(struct pkc_run *r);
 void pkc_run_check(struct pkc_run *r, int procs, const struct pkc_spec *t);
 
 /*
+ * pkc_note_unprobed() - function @p of spec @i in record @h (a glob's) was
+ * not armed where its spec was: one more in *@count, and the first such,
+ * named, with the spec's first log line, in *@why (malloc()ed; NULL
+ * without memory). The same words in count, time and stat.
+ */
+void pkc_note_unprobed(struct pka_header *h, uint32_t i,
+		       const struct pka_probe *p, unsigned long long *count,
+		       char **why);
+
+/*
  * pkc_run_problem() - add @what (a line: a measurement the report lacks,
  * found by the subcommand after pkc_run_check()) to r->problems: said by
  * pkc_run_verdict(), in the JSON's problems (complete false), failing

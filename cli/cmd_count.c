@@ -157,22 +157,9 @@ static void add_hits(const struct pka_header *h, void *ctx)
 			if (p->spec < i)
 				c->fns->shared[i] = p->spec + 1;
 			/* Armed, but not on all of its functions: say so. */
-			if (p->status && p->status != PKA_PENDING && !s->status) {
-				const char *why = pka_spec_why(w, i);
-
-				c->fns->unprobed[i]++;
-				/*
-				 * The first one, named (a glob's log line has its
-				 * address), and the spec's first log line.
-				 */
-				if (why && why[0] && !c->fns->unprobed_why[i] &&
-				    asprintf(&c->fns->unprobed_why[i], "%s%s%s",
-					     p->name && p->name <= h->why_len ?
-					     (const char *)h + h->why_at + p->name - 1 : "",
-					     p->name && p->name <= h->why_len ?
-					     "; first error: " : "", why) < 0)
-					c->fns->unprobed_why[i] = NULL;
-			}
+			if (p->status && p->status != PKA_PENDING && !s->status)
+				pkc_note_unprobed(w, i, p, &c->fns->unprobed[i],
+						  &c->fns->unprobed_why[i]);
 			if (p->status)
 				continue;
 			/* The reader made the pool end with a NUL. */

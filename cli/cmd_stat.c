@@ -861,21 +861,6 @@ static const struct pka_stat_area *stat_area_of(const struct pka_header *h)
 	return a;
 }
 
-/* A glob's function not armed where its spec was (as time's unprobed()). */
-static void stat_unprobed(struct stab *t, struct pka_header *h, uint32_t i,
-			  const struct pka_probe *p)
-{
-	const char *why = pka_spec_why(h, i);
-	const char *name = p->name && p->name <= h->why_len ?
-			   (const char *)h + h->why_at + p->name - 1 : NULL;
-
-	t->unprobed[i]++;
-	if (why && why[0] && !t->unprobed_why[i] &&
-	    asprintf(&t->unprobed_why[i], "%s%s%s", name ? name : "",
-		     name ? "; first error: " : "", why) < 0)
-		t->unprobed_why[i] = NULL;
-}
-
 static void sfn_add(struct sfn *f, uint64_t calls, uint64_t mi, uint64_t ma,
 		    uint64_t vc, uint64_t ic)
 {
@@ -916,7 +901,8 @@ static void stat_add_rec(const struct pka_header *h, void *arg)
 
 			if (p->status && p->status != PKA_PENDING && !s->status &&
 			    (int)i < t->run->n)
-				stat_unprobed(t, w, i, p);
+				pkc_note_unprobed(w, i, p, &t->unprobed[i],
+						  &t->unprobed_why[i]);
 			if (p->status || p->spec != i)
 				continue;
 			if (p->name && p->name <= h->why_len)

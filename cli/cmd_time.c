@@ -259,25 +259,6 @@ static const struct pka_time_area *area_of(const struct pka_header *h)
 }
 
 /*
- * A glob's function that was not armed where its spec was: counted, and
- * the first one named with its spec's first log line, in count's words
- * (cmd_count.c's add_hits()).
- */
-static void unprobed(struct tab *t, struct pka_header *h, uint32_t i,
-		     const struct pka_probe *p)
-{
-	const char *why = pka_spec_why(h, i);
-	const char *name = p->name && p->name <= h->why_len ?
-			   (const char *)h + h->why_at + p->name - 1 : NULL;
-
-	t->unprobed[i]++;
-	if (why && why[0] && !t->unprobed_why[i] &&
-	    asprintf(&t->unprobed_why[i], "%s%s%s", name ? name : "",
-		     name ? "; first error: " : "", why) < 0)
-		t->unprobed_why[i] = NULL;
-}
-
-/*
  * Sum a record into the table: per probe, its slot and the cells the
  * thread blocks name (a cell is read only through its block, which names
  * it after its probe was set).
@@ -323,7 +304,8 @@ static void add_rec(const struct pka_header *h, void *arg)
 			/* Armed, but not on all of its functions (as count). */
 			if (p->status && p->status != PKA_PENDING && !s->status &&
 			    (int)i < t->nspec)
-				unprobed(t, w, i, p);
+				pkc_note_unprobed(w, i, p, &t->unprobed[i],
+						  &t->unprobed_why[i]);
 			/* Another spec's probes (a function is probed once). */
 			if (p->status || p->spec != i)
 				continue;

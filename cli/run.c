@@ -1791,6 +1791,22 @@ static void problem(struct pkc_run *r, const char *fmt, ...)
 	va_end(ap);
 }
 
+void pkc_note_unprobed(struct pka_header *h, uint32_t i,
+		       const struct pka_probe *p, unsigned long long *count,
+		       char **why)
+{
+	const char *line = pka_spec_why(h, i);
+	const char *name = p->name && p->name <= h->why_len ?
+			   (const char *)h + h->why_at + p->name - 1 : NULL;
+
+	(*count)++;
+	/* The first one, named (a glob's log line has its address). */
+	if (line && line[0] && !*why &&
+	    asprintf(why, "%s%s%s", name ? name : "",
+		     name ? "; first error: " : "", line) < 0)
+		*why = NULL;
+}
+
 void pkc_run_problem(struct pkc_run *r, const char *what)
 {
 	problem(r, "%s", what);
