@@ -131,6 +131,14 @@ run stat --strict -p stat_rec -- "$target" rec 1 200
 check "... text: the row says it; --strict: 125" \
 	'[ $rc -eq 125 ] && grep -qE "stat_rec .*calls not counted: return-probe depth" "$tmp/err" && grep -q "probekit stat: 73 calls not counted" "$tmp/err"'
 
+# ---- calls from a signal handler, some inside the probe's own handler ----
+# Each call is counted or said not counted: none vanishes (before, a call
+# the entry probe missed went into neither).
+jrun -p stat_tick -- "$target" sigcalls 200000
+own_ticks=$(awk '$1 == "own" && $2 == "stat_tick" { print $3 }' "$tmp/out")
+check "SIGALRM every 50 us calling the probed function: calls + not counted == the target's own $own_ticks" \
+	'[ $rc -eq 0 ] && [ -n "$own_ticks" ] && js "f(\"stat_tick\")[\"calls\"] + f(\"stat_tick\").get(\"calls_not_counted\", 0) == $own_ticks"'
+
 # ---- C++ exceptions thrown through a probed function ----
 jrun -p time_cxx_catch -p time_cxx_throw -- "$cxx" 50
 check "C++ exceptions: status 0, all 50 caught, time_cxx_catch 50 calls, time_cxx_throw none returned" \

@@ -71,8 +71,8 @@ struct pk_retprobe_opts {
 	uint64_t *missed;	/* or NULL: the library also adds 1 here
 				   (relaxed atomic) for each call whose return
 				   is not probed (too deep, no record block,
-				   inside a handler: as pk_retprobe_info's
-				   missed, less its entry probe's own misses);
+				   inside a handler, its entry hit missed: as
+				   pk_retprobe_info's missed counts them);
 				   must stay valid while @rp exists */
 };
 

@@ -130,8 +130,17 @@ struct pk_probe {
 	uint8_t armed_kind, armed_len;	/* its trampoline's, while armed */
 	uint8_t stale;			/* retired: its code went away */
 	uint8_t gpr;			/* PK_PROBE_F_GPR_ONLY */
+	uint8_t ret_entry;		/* a return probe's: misses told to it */
 	uint8_t code[PK_TEXT_MAX];	/* the displaced bytes, as placed */
 };
+
+/* @p's handler did not run in a hit: counted, where its owner asked too (inlined into the PK_NOPROBE dispatcher). */
+static inline __attribute__((always_inline)) void probe_miss(struct pk_probe *p)
+{
+	__atomic_add_fetch(&p->missed, 1, __ATOMIC_RELAXED);
+	if (p->ret_entry)
+		pk_ret_entry_missed(p->ctx);
+}
 _Static_assert(offsetof(struct tramp, gpr) == 0, "the stubs' owner byte");
 
 /*
@@ -226,10 +235,10 @@ dispatch(struct pk_regs *r, const struct tramp *t, int post, uintptr_t gpr)
 
 		if (d) {
 			if (!post)
-				__atomic_add_fetch(&p->missed, 1, __ATOMIC_RELAXED);
+				probe_miss(p);
 		} else if (p->seq > upto) {
 			if (fn && lost)
-				__atomic_add_fetch(&p->missed, 1, __ATOMIC_RELAXED);
+				probe_miss(p);
 		} else if (late || (gpr && !post && !p->gpr)) {
 			/*
 			 * An unflagged probe in a hit without the vector save
@@ -240,11 +249,11 @@ dispatch(struct pk_regs *r, const struct tramp *t, int post, uintptr_t gpr)
 			 */
 			late = 1;
 			if (fn)
-				__atomic_add_fetch(&p->missed, 1, __ATOMIC_RELAXED);
+				probe_miss(p);
 		} else {
 			seen = p->seq;
 			if (fn && gpr && !p->gpr)
-				__atomic_add_fetch(&p->missed, 1, __ATOMIC_RELAXED);
+				probe_miss(p);
 			else if (fn)
 				fn(p, r, p->ctx);
 		}
@@ -1575,3 +1584,8 @@ int pk_probe_get_info(const struct pk_probe *p, struct pk_probe_info *info)
 #if defined(__clang__)
 #pragma clang attribute pop
 #endif
+
+void pk_probe_set_ret_entry(struct pk_probe *p)
+{
+	p->ret_entry = 1;
+}

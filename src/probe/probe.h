@@ -213,4 +213,14 @@ PK_HIDDEN void pk_probe_destroy_in(struct pk_probe *p);
  */
 PK_HIDDEN int pk_probe_stale(const struct pk_probe *p);
 
+/*
+ * pk_probe_set_ret_entry() - @p is a return probe's entry probe (its ctx
+ * the struct pk_retprobe): each hit it misses (its handler not run: inside
+ * another handler, or a probe that joined mid-hit) is told to
+ * pk_ret_entry_missed(ctx), a call whose return is not probed either.
+ * Before @p is registered.
+ */
+PK_HIDDEN void pk_probe_set_ret_entry(struct pk_probe *p);
+PK_HIDDEN void pk_ret_entry_missed(void *rp);
+
 #endif /* PK_PROBE_PROBE_H */

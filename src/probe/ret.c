@@ -327,6 +327,19 @@ PK_NOPROBE static void *claim(void *unused)
 	return b;
 }
 
+/*
+ * Its entry probe's hit was missed (probe.c): the call is one not counted
+ * for the caller's counter; pk_retprobe_info's missed has it already (the
+ * entry probe's own misses are in it).
+ */
+PK_NOPROBE void pk_ret_entry_missed(void *ctx)
+{
+	struct pk_retprobe *rp = ctx;
+
+	if (rp->missed_to)
+		__atomic_add_fetch(rp->missed_to, 1, __ATOMIC_RELAXED);
+}
+
 PK_NOPROBE static void miss(struct pk_retprobe *rp)
 {
 	__atomic_add_fetch(&rp->missed, 1, __ATOMIC_RELAXED);
@@ -745,6 +758,8 @@ static int create(const struct pk_retprobe_opts *opts,
 
 		err = pk_probe_create_in(&po, &rp->probe);
 	}
+	if (!err)
+		pk_probe_set_ret_entry(rp->probe);
 	if (err) {
 		free(rp);
 		return err;

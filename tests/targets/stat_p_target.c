@@ -36,6 +36,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -102,6 +103,21 @@ __attribute__((noinline, noipa)) void stat_jmp_outer(long n)
 }
 
 /* Returns in both processes; the child's caller _exit()s. */
+/* Called by the loop of "sigcalls" and by its SIGALRM handler. */
+static long tick_calls;
+__attribute__((noinline, noipa)) long stat_tick(long k)
+{
+	/* One instruction: the handler's add cannot fall between a load and a store. */
+	__atomic_add_fetch(&tick_calls, 1, __ATOMIC_RELAXED);
+	return k + 1;
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	stat_tick(-1);
+}
+
 __attribute__((noinline, noipa)) pid_t stat_forkin(long n)
 {
 	pid_t pid = fork();
@@ -187,6 +203,25 @@ static void *work(void *arg)
 			for (long k = 0; k < c; k++)
 				stat_jmp_outer(n);
 			i += 2;
+		} else if (!strcmp(op, "sigcalls")) {
+			/*
+			 * c calls of stat_tick() while a 50 us timer's handler
+			 * calls it too, some from inside the probe's own entry
+			 * handler: every call counted or said not counted.
+			 */
+			struct itimerval it = { { 0, 50 }, { 0, 50 } };
+			volatile long sink = 0;
+
+			signal(SIGALRM, on_alarm);
+			setitimer(ITIMER_REAL, &it, NULL);
+			for (long k = 0; k < c; k++)
+				sink += stat_tick(k);
+			memset(&it, 0, sizeof(it));
+			setitimer(ITIMER_REAL, &it, NULL);
+			printf("own stat_tick %ld\n",
+			       __atomic_load_n(&tick_calls, __ATOMIC_RELAXED));
+			fflush(stdout);
+			i += 1;
 		} else if (!strcmp(op, "forkin")) {
 			for (long k = 0; k < c; k++) {
 				pid_t pid = stat_forkin(n);
