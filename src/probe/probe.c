@@ -134,13 +134,17 @@ struct pk_probe {
 	uint8_t code[PK_TEXT_MAX];	/* the displaced bytes, as placed */
 };
 
-/* @p's handler did not run in a hit: counted, where its owner asked too (inlined into the PK_NOPROBE dispatcher). */
+/*
+ * @p's handler did not run in a hit: counted, and told to its return probe
+ * if it is one's entry probe. Inlined into the PK_NOPROBE dispatcher.
+ */
 static inline __attribute__((always_inline)) void probe_miss(struct pk_probe *p)
 {
 	__atomic_add_fetch(&p->missed, 1, __ATOMIC_RELAXED);
 	if (p->ret_entry)
 		pk_ret_entry_missed(p->ctx);
 }
+
 _Static_assert(offsetof(struct tramp, gpr) == 0, "the stubs' owner byte");
 
 /*
